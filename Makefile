@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+OUTPUT := .output
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CC ?= cc
+PYTHON ?= /usr/bin/python3
+PREFIX ?= /usr/local
+
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+VMLINUX := vmlinux/$(ARCH)/vmlinux.h
+
+CFLAGS ?= -g -O2
+CFLAGS += -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -MMD -MP
+INCLUDES := -I$(OUTPUT) -Ibpf -Iuser
+LDLIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz -ljson-c
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+
+# Pure logic: no BPF, no root; linked into the unit tests too.
+PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hist.c \
+	user/gpu_apis.c user/proctree.c
+PLUMBING_SRCS := $(filter-out $(PURE_SRCS),$(wildcard user/*.c))
+PURE_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PURE_SRCS))
+PLUMBING_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PLUMBING_SRCS))
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
+
+FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1 $(OUTPUT)/fakecuda/libcudart.so.13
+
+.DELETE_ON_ERROR:
+.PHONY: all clean deps test unit-test scenario-test fixtures demo install bench
+
+all: pipeprof fixtures
+
+pipeprof: $(PURE_OBJS) $(PLUMBING_OBJS)
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/tests $(OUTPUT)/fakecuda:
+	mkdir -p $@
+
+$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX) | $(OUTPUT)/bpf
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
+		-Wall -Wno-unused-function -MMD -MP -c $< -o $@
+	llvm-strip -g $@ 2>/dev/null || true
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o | $(OUTPUT)
+	$(BPFTOOL) gen skeleton $< > $@
+
+# Every user object may include a skeleton; generate them first.
+$(OUTPUT)/user/%.o: user/%.c $(SKELS) | $(OUTPUT)/user
+	$(CC) $(CFLAGS) $(INCLUDES) -c $< -o $@
+
+$(OUTPUT)/tests/%: tests/unit/%.c tests/unit/unit.h $(PURE_OBJS) | $(OUTPUT)/tests
+	$(CC) $(CFLAGS) $(INCLUDES) -Itests/unit $< $(PURE_OBJS) $(LDLIBS) -o $@
+
+# GPU fixtures: a fake driver and a runtime named, versioned and exported like CUDA's.
+$(OUTPUT)/fakecuda/libcuda.so.1: tools/fakecuda/fakecuda.c tools/fakecuda/fakegpu.h \
+		tools/fakecuda/libcuda.map | $(OUTPUT)/fakecuda
+	$(CC) -O2 -g -fPIC -shared -Wall -fcf-protection=none -Wl,-soname,libcuda.so.1 \
+		-Wl,--version-script=tools/fakecuda/libcuda.map $< -o $@ -lpthread
+	ln -sf libcuda.so.1 $(OUTPUT)/fakecuda/libcuda.so
+
+$(OUTPUT)/fakecuda/libcudart.so.13: tools/fakecuda/fakecudart.c tools/fakecuda/fakegpu.h \
+		tools/fakecuda/libcudart.map $(OUTPUT)/fakecuda/libcuda.so.1
+	$(CC) -O2 -g -fPIC -shared -Wall -fcf-protection=none -Wl,-soname,libcudart.so.13 \
+		-Wl,--version-script=tools/fakecuda/libcudart.map -Wl,-rpath,'$$ORIGIN' \
+		$< -o $@ -L$(OUTPUT)/fakecuda -lcuda -lpthread
+	ln -sf libcudart.so.13 $(OUTPUT)/fakecuda/libcudart.so
+
+fixtures: $(FAKECUDA)
+
+# Installs every build and test dependency from Debian's packages.
+deps:
+	tools/install-deps.sh
+
+unit-test: $(UNIT_BINS)
+	@tools/run-unit-tests.sh $(UNIT_BINS)
+
+scenario-test: pipeprof fixtures
+	$(PYTHON) -m pytest -v -p no:cacheprovider tests/
+
+test: pipeprof fixtures unit-test scenario-test
+
+demo: pipeprof
+	tools/demo.sh
+
+bench: pipeprof fixtures
+	tools/bench/overhead.sh
+
+install: pipeprof
+	install -D -m 0755 pipeprof $(DESTDIR)$(PREFIX)/sbin/pipeprof
+
+clean:
+	rm -rf $(OUTPUT) pipeprof
+
+-include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d)

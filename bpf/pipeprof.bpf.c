@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Per-thread state accounting for a training job's process tree (../shared/stall-model.md).
+ *
+ * Each tracked thread carries a phase (on-CPU, runnable, off-CPU) and the time it entered it.
+ * Time is added to a state only when the thread leaves a phase, so every nanosecond of a
+ * thread's life in the window lands in exactly one state. An off-CPU episode's cause is known
+ * only at its wakeup, so it is accounted at switch-in from what the waker looked like.
+ */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "pipeprof.h"
+#include "pipeprof.bpf.h"
+#include "core_fixes.bpf.h"
+
+#define TASK_RUNNING	0
+#define NET_RX_VEC	3
+
+const volatile bool sched_switch_has_prev_state = true;
+const volatile bool has_block_io_start = true;
+
+/* Set by userspace just before attaching: threads first seen later are taken to have
+ * existed since then. */
+__u64 window_start_ns = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct pp_proc);
+} tracked_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct pp_thread);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PP_NR_COUNTERS);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PP_MAX_GPU_APIS);
+	__type(key, __u32);
+	__type(value, struct pp_gpu_api_stats);
+} gpu_api_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_io_stats);
+} io_stats SEC(".maps");
+
+/* request pointer -> issue time (0 until issued) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_MAX_INFLIGHT_RQ);
+	__type(key, __u64);
+	__type(value, __u64);
+} inflight_rq SEC(".maps");
+
+/* Interrupt nesting on this CPU: a wakeup raised inside an interrupt runs with `current`
+ * set to whichever task was interrupted, which is not the waker. */
+struct irq_ctx {
+	__u32 hardirq_depth;	/* device handlers and hrtimer callbacks */
+	__u32 softirq_vec;	/* vector being served, plus one; 0 outside softirq */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct irq_ctx);
+} irq_ctx SEC(".maps");
+
+static __always_inline struct irq_ctx *irq_ctx_here(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&irq_ctx, &zero);
+}
+
+static __always_inline void count(enum pp_counter c)
+{
+	__u32 key = c;
+	__u64 *v = bpf_map_lookup_elem(&counters, &key);
+
+	if (v)
+		*v += 1;
+}
+
+/* Masking, not comparing, keeps the index provably in bounds after clang's register moves. */
+#define STATE_IDX(s) ((s) & (PP_NR_STATES - 1))
+_Static_assert((PP_NR_STATES & (PP_NR_STATES - 1)) == 0, "state count must be a power of two");
+
+static __always_inline void add_state(struct pp_thread *t, __u32 state, __u64 from, __u64 to)
+{
+	if (to > from)
+		t->ns[STATE_IDX(state)] += to - from;
+}
+
+static __always_inline __u32 oncpu_state(struct pp_thread *t)
+{
+	return t->gpu_depth ? PP_GPU_WAIT : PP_RUNNING;
+}
+
+static struct pp_thread *thread_get(struct task_struct *task, __u32 tid, __u32 tgid)
+{
+	struct pp_thread *t, fresh = {};
+
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (t)
+		return t;
+	if (!bpf_map_lookup_elem(&tracked_procs, &tgid))
+		return NULL;
+
+	/* A thread that predates the attach: its phase until the first event is unknown. */
+	fresh.tgid = tgid;
+	fresh.phase = PP_PHASE_UNKNOWN;
+	fresh.first_ns = window_start_ns;
+	fresh.phase_start_ns = window_start_ns;
+	fresh.oncpu_since_ns = window_start_ns;
+	fresh.last_wait = PP_OTHER;
+	fresh.wake_cause = PP_OTHER;
+	BPF_CORE_READ_STR_INTO(&fresh.comm, task, comm);
+	if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&threads, &tid)) {
+		count(PP_CNT_THREADS_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+static __always_inline struct pp_thread *thread_of(struct task_struct *task)
+{
+	return thread_get(task, BPF_CORE_READ(task, pid), BPF_CORE_READ(task, tgid));
+}
+
+/* Close the off-CPU (or unknown) stretch that ends now with the thread getting a CPU. */
+static void account_switch_in(struct pp_thread *t, __u64 now)
+{
+	__u64 since = t->phase_start_ns;
+	__u32 cause;
+
+	if (t->phase == PP_PHASE_RUNNABLE) {
+		add_state(t, t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ, since, now);
+		return;
+	}
+	if (t->phase != PP_PHASE_OFFCPU && t->phase != PP_PHASE_UNKNOWN)
+		return;
+
+	if (t->phase == PP_PHASE_OFFCPU && t->offcpu_iowait)
+		cause = PP_IO_WAIT;
+	else if (t->woken_ns >= t->oncpu_since_ns)
+		/* Woken during this sleep, or raced with its switch-out. */
+		cause = t->wake_cause;
+	else if (t->phase == PP_PHASE_UNKNOWN)
+		/* Runnable at attach (preempted before we looked). */
+		cause = PP_RUNQ;
+	else
+		cause = PP_OTHER;
+
+	if (t->gpu_depth) {
+		add_state(t, PP_GPU_WAIT, since, now);
+	} else if (cause != PP_RUNQ && t->woken_ns > since && t->woken_ns <= now) {
+		add_state(t, cause, since, t->woken_ns);
+		add_state(t, PP_RUNQ, t->woken_ns, now);
+	} else {
+		add_state(t, cause, since, now);
+	}
+	if (cause != PP_RUNQ) {
+		t->last_wait = cause;
+		t->wakeups_by[STATE_IDX(cause)]++;
+	}
+}
+
+static __always_inline void account_oncpu(struct pp_thread *t, __u64 now)
+{
+	if (t->phase == PP_PHASE_ONCPU || t->phase == PP_PHASE_UNKNOWN)
+		add_state(t, oncpu_state(t), t->phase_start_ns, now);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct pp_thread *t;
+	__s64 prev_state;
+
+	count(PP_CNT_SCHED_EVENTS);
+
+	t = thread_of(prev);
+	if (t && t->phase != PP_PHASE_EXITED) {
+		if (sched_switch_has_prev_state)
+			prev_state = (__s64)ctx[3];
+		else
+			prev_state = task_state(prev);
+		account_oncpu(t, now);
+		t->phase_start_ns = now;
+		if (preempt || prev_state == TASK_RUNNING) {
+			t->phase = PP_PHASE_RUNNABLE;
+		} else {
+			t->phase = PP_PHASE_OFFCPU;
+			t->offcpu_iowait = task_in_iowait(prev);
+		}
+	}
+
+	t = thread_of(next);
+	if (t && t->phase != PP_PHASE_EXITED) {
+		account_switch_in(t, now);
+		t->phase = PP_PHASE_ONCPU;
+		t->phase_start_ns = now;
+		t->oncpu_since_ns = now;
+		t->switches++;
+	}
+	return 0;
+}
+
+/* Which stall an off-CPU wait ends as, judged in the waker's context (stall model). */
+static __u32 wake_cause_now(struct pp_thread *wakee, __u32 wakee_tid)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 waker_tid = (__u32)id, waker_tgid = id >> 32;
+	struct pp_thread *waker;
+	struct irq_ctx *irq = irq_ctx_here();
+	struct pp_proc *wakee_proc;
+
+	if (irq && irq->hardirq_depth)
+		return PP_OTHER;
+	if (irq && irq->softirq_vec)
+		return irq->softirq_vec == NET_RX_VEC + 1 ? PP_COMM_WAIT : PP_OTHER;
+	if (waker_tid == wakee_tid)
+		return PP_OTHER;
+	if (waker_tgid == wakee->tgid) {
+		waker = bpf_map_lookup_elem(&threads, &waker_tid);
+		/* A helper that itself just got data (pin-memory thread) passes it on. The
+		 * trainer is no helper: its candidates, the main thread and any thread that
+		 * calls the GPU, wake queue feeders with work, not with data. */
+		if (waker && waker->last_wait == PP_DATA_WAIT && waker->phase == PP_PHASE_ONCPU &&
+		    waker_tid != waker_tgid && !waker->gpu_calls)
+			return PP_DATA_WAIT;
+		return PP_THREAD_WAIT;
+	}
+	if (!bpf_map_lookup_elem(&tracked_procs, &waker_tgid))
+		return PP_OTHER;
+	wakee_proc = bpf_map_lookup_elem(&tracked_procs, &wakee->tgid);
+	/* A descendant process waking the target: a DataLoader worker delivering a batch. */
+	if (wakee_proc && wakee_proc->is_root)
+		return PP_DATA_WAIT;
+	return PP_THREAD_WAIT;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_sched_waking, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct pp_thread *t;
+
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t) {
+		t = thread_of(p);
+		if (!t)
+			return 0;
+	}
+	if (t->phase == PP_PHASE_EXITED)
+		return 0;
+	t->wake_cause = wake_cause_now(t, tid);
+	t->woken_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 parent_tgid = BPF_CORE_READ(parent, tgid);
+	__u32 tid = BPF_CORE_READ(child, pid), tgid = BPF_CORE_READ(child, tgid);
+	__u64 now = bpf_ktime_get_ns();
+	struct pp_thread fresh = {};
+	struct pp_proc proc = {};
+
+	if (!bpf_map_lookup_elem(&tracked_procs, &parent_tgid))
+		return 0;
+
+	if (tid == tgid) {
+		proc.parent_tgid = parent_tgid;
+		proc.fork_ns = now;
+		if (bpf_map_update_elem(&tracked_procs, &tgid, &proc, BPF_NOEXIST) &&
+		    !bpf_map_lookup_elem(&tracked_procs, &tgid)) {
+			count(PP_CNT_PROCS_FULL);
+			return 0;
+		}
+		count(PP_CNT_FORKS);
+	}
+
+	/* New tasks start runnable: wake_up_new_task() follows. */
+	fresh.tgid = tgid;
+	fresh.phase = PP_PHASE_RUNNABLE;
+	fresh.first_ns = now;
+	fresh.phase_start_ns = now;
+	fresh.oncpu_since_ns = now;
+	fresh.last_wait = PP_OTHER;
+	fresh.wake_cause = PP_OTHER;
+	BPF_CORE_READ_STR_INTO(&fresh.comm, parent, comm);
+	if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_ANY))
+		count(PP_CNT_THREADS_FULL);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_sched_process_exec, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct pp_thread *t = bpf_map_lookup_elem(&threads, &tid);
+
+	if (t)
+		BPF_CORE_READ_STR_INTO(&t->comm, p, comm);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_sched_process_exit, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid), tgid = BPF_CORE_READ(p, tgid);
+	__u64 now = bpf_ktime_get_ns();
+	struct pp_thread *t;
+	struct pp_proc *proc;
+
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (t && t->phase != PP_PHASE_EXITED) {
+		account_oncpu(t, now);
+		t->phase = PP_PHASE_EXITED;
+		t->phase_start_ns = now;
+		t->exit_ns = now;
+	}
+	if (!task_group_dead(p))
+		return 0;
+	proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
+	if (proc && !proc->exit_ns) {
+		proc->exit_ns = now;
+		count(PP_CNT_PROC_EXITS);
+	}
+	return 0;
+}
+
+/* GPU API uprobes: the attach cookie is the API's id in userspace's table. */
+SEC("uprobe")
+int BPF_KPROBE(on_gpu_enter)
+{
+	__u32 api = bpf_get_attach_cookie(ctx);
+	__u64 now = bpf_ktime_get_ns();
+	struct task_struct *task;
+	struct pp_thread *t;
+
+	if (api == PP_SELFTEST_API) {
+		count(PP_CNT_SELFTEST_HITS);
+		return 0;
+	}
+	task = (struct task_struct *)bpf_get_current_task_btf();
+	t = thread_of(task);
+	if (!t || t->phase == PP_PHASE_EXITED)
+		return 0;
+	count(PP_CNT_UPROBE_HITS);
+	if (t->gpu_depth == 0) {
+		account_oncpu(t, now);
+		t->phase = PP_PHASE_ONCPU;
+		t->phase_start_ns = now;
+		t->gpu_enter_ns = now;
+		t->gpu_api = api;
+		t->gpu_calls++;
+	}
+	if (t->gpu_depth < PP_MAX_GPU_DEPTH)
+		t->gpu_depth++;
+	else
+		count(PP_CNT_GPU_DEPTH_OVERFLOW);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(on_gpu_return)
+{
+	__u32 api = bpf_get_attach_cookie(ctx);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns(), took;
+	struct pp_gpu_api_stats *stats;
+	struct pp_thread *t;
+
+	if (api == PP_SELFTEST_API) {
+		count(PP_CNT_SELFTEST_HITS);
+		return 0;
+	}
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t || t->phase == PP_PHASE_EXITED)
+		return 0;
+	if (t->gpu_depth == 0) {
+		/* Attached while this call was already running. */
+		count(PP_CNT_URETPROBE_ORPHANS);
+		return 0;
+	}
+	if (--t->gpu_depth)
+		return 0;
+
+	add_state(t, PP_GPU_WAIT, t->phase_start_ns, now);
+	t->phase = PP_PHASE_ONCPU;
+	t->phase_start_ns = now;
+
+	api = t->gpu_api;
+	stats = bpf_map_lookup_elem(&gpu_api_stats, &api);
+	if (stats) {
+		took = now - t->gpu_enter_ns;
+		__sync_fetch_and_add(&stats->calls, 1);
+		__sync_fetch_and_add(&stats->total_ns, took);
+		hist_add(stats->slots, took / 1000);
+	}
+	return 0;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(on_softirq_entry, unsigned int vec_nr)
+{
+	struct irq_ctx *irq = irq_ctx_here();
+
+	if (irq)
+		irq->softirq_vec = vec_nr + 1;
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(on_softirq_exit, unsigned int vec_nr)
+{
+	struct irq_ctx *irq = irq_ctx_here();
+
+	if (irq)
+		irq->softirq_vec = 0;
+	return 0;
+}
+
+static __always_inline void hardirq_enter(void)
+{
+	struct irq_ctx *irq = irq_ctx_here();
+
+	if (irq)
+		irq->hardirq_depth++;
+}
+
+static __always_inline void hardirq_exit(void)
+{
+	struct irq_ctx *irq = irq_ctx_here();
+
+	/* An exit without its entry: we attached inside the interrupt. */
+	if (irq && irq->hardirq_depth)
+		irq->hardirq_depth--;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(on_irq_handler_entry)
+{
+	hardirq_enter();
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(on_irq_handler_exit)
+{
+	hardirq_exit();
+	return 0;
+}
+
+/* Sleep, poll and futex timeouts wake their tasks from hrtimer callbacks in hardirq. */
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(on_hrtimer_expire_entry)
+{
+	hardirq_enter();
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(on_hrtimer_expire_exit)
+{
+	hardirq_exit();
+	return 0;
+}
+
+static __always_inline bool current_tracked(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return bpf_map_lookup_elem(&tracked_procs, &tgid);
+}
+
+static __always_inline void rq_mark(struct request *rq, __u64 ts)
+{
+	__u64 key = (__u64)rq;
+
+	if (bpf_map_update_elem(&inflight_rq, &key, &ts, BPF_ANY))
+		count(PP_CNT_RQ_FULL);
+}
+
+/* 5a80bd075f3b ("block: introduce block_io_start/block_io_done tracepoints", 6.5) fires in
+ * the submitter's context; block_rq_issue may run from kblockd, so it attributes only where
+ * block_io_start is missing. */
+SEC("tp_btf/block_io_start")
+int BPF_PROG(on_block_io_start, struct request *rq)
+{
+	if (current_tracked())
+		rq_mark(rq, 0);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(on_block_rq_issue, struct request *rq)
+{
+	__u64 key = (__u64)rq, *ts = bpf_map_lookup_elem(&inflight_rq, &key);
+
+	if (ts)
+		*ts = bpf_ktime_get_ns();
+	else if (!has_block_io_start && current_tracked())
+		rq_mark(rq, bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(on_block_rq_complete, struct request *rq)
+{
+	__u64 key = (__u64)rq, *ts = bpf_map_lookup_elem(&inflight_rq, &key), took;
+	struct pp_io_stats *stats;
+	__u32 zero = 0;
+
+	if (!ts)
+		return 0;
+	if (*ts) {
+		took = bpf_ktime_get_ns() - *ts;
+		stats = bpf_map_lookup_elem(&io_stats, &zero);
+		if (stats) {
+			__sync_fetch_and_add(&stats->count, 1);
+			__sync_fetch_and_add(&stats->total_ns, took);
+			hist_add(stats->slots, took / 1000);
+		}
+	}
+	bpf_map_delete_elem(&inflight_rq, &key);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <math.h>
+#include "classify.h"
+#include "unit.h"
+
+#define MS 1000000ULL
+
+static bool near(double a, double b)
+{
+	return fabs(a - b) < 1e-6;
+}
+
+static bool has_rec(const struct analysis *a, const char *id)
+{
+	for (int i = 0; i < a->nr_recs; i++)
+		if (!strcmp(a->recs[i].id, id))
+			return true;
+	return false;
+}
+
+/* A thread of `tgid` with the given per-state milliseconds and the window it filled. */
+static struct thread_result mk(__u32 tid, __u32 tgid, const __u64 ms[PP_NR_STATES], __u64 gpu_calls)
+{
+	struct thread_result t = { .tid = tid, .tgid = tgid, .gpu_calls = gpu_calls };
+
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		t.ns[s] = ms[s] * MS;
+		t.wall_ns += t.ns[s];
+	}
+	return t;
+}
+
+static struct analysis_input input(void)
+{
+	struct analysis_input in = {
+		.root_pid = 100, .threshold = 0.20, .ncpus = 8, .cpu_busy = 0.30,
+		.runnable_avg = 1.0, .window_ns = 1000 * MS,
+	};
+	return in;
+}
+
+TEST(test_names)
+{
+	CHECK_STR(state_name(PP_DATA_WAIT), "DATA_WAIT");
+	CHECK_STR(state_name(PP_OTHER), "OTHER");
+	CHECK_STR(role_name(ROLE_HELPER), "HELPER");
+	CHECK_STR(verdict_name(VERDICT_DATA_LOADING), "DATA-LOADING BOUND");
+	CHECK_STR(verdict_name(VERDICT_IO), "I/O BOUND");
+	CHECK_STR(verdict_id(VERDICT_CONTENTION), "cpu_contention");
+}
+
+TEST(test_speedup_bound)
+{
+	CHECK(near(speedup_bound(0.5), 2.0));
+	CHECK(near(speedup_bound(0.75), 4.0));
+	CHECK(near(speedup_bound(0), 1.0));
+	CHECK(near(speedup_bound(1.0), 100.0));
+}
+
+TEST(test_close_oncpu)
+{
+	struct pp_thread t = { .tgid = 7, .phase = PP_PHASE_ONCPU, .first_ns = 0,
+			       .phase_start_ns = 600 * MS };
+	struct thread_result r;
+
+	t.ns[PP_RUNNING] = 400 * MS;
+	t.ns[PP_DATA_WAIT] = 200 * MS;
+	thread_close(&t, 0, 1000 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_RUNNING], 800 * MS);
+	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 200 * MS);
+	CHECK_EQ_U64(r.wall_ns, 1000 * MS);
+	CHECK_EQ_U64(r.tgid, 7);
+	CHECK(!r.exited);
+
+	/* A gap no event explains is not pinned on any stall. */
+	t.ns[PP_DATA_WAIT] = 0;
+	thread_close(&t, 0, 1000 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 200 * MS);
+	CHECK_EQ_U64(r.ns[PP_RUNNING], 800 * MS);
+}
+
+TEST(test_close_gpu_and_iowait)
+{
+	struct pp_thread t = { .phase = PP_PHASE_OFFCPU, .gpu_depth = 1, .phase_start_ns = 500 * MS };
+	struct thread_result r;
+
+	t.ns[PP_RUNNING] = 500 * MS;
+	thread_close(&t, 0, 1000 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_GPU_WAIT], 500 * MS);
+
+	t.gpu_depth = 0;
+	t.offcpu_iowait = 1;
+	thread_close(&t, 0, 1000 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_IO_WAIT], 500 * MS);
+	CHECK_EQ_U64(r.ns[PP_GPU_WAIT], 0);
+
+	/* Asleep with no wakeup yet: the cause is unknown. */
+	t.offcpu_iowait = 0;
+	thread_close(&t, 0, 1000 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 500 * MS);
+
+	t.phase = PP_PHASE_RUNNABLE;
+	thread_close(&t, 0, 1000 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_RUNQ], 500 * MS);
+}
+
+TEST(test_close_unknown_uses_proc_state)
+{
+	struct pp_thread t = { .phase = PP_PHASE_UNKNOWN, .first_ns = 100 * MS, .phase_start_ns = 100 * MS };
+	struct thread_result r;
+
+	thread_close(&t, 100 * MS, 1100 * MS, 'R', &r);
+	CHECK_EQ_U64(r.ns[PP_RUNNING], 1000 * MS);
+	thread_close(&t, 100 * MS, 1100 * MS, 'S', &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 1000 * MS);
+	thread_close(&t, 100 * MS, 1100 * MS, 'D', &r);
+	CHECK_EQ_U64(r.ns[PP_IO_WAIT], 1000 * MS);
+	CHECK_EQ_U64(r.wall_ns, 1000 * MS);
+}
+
+TEST(test_close_exited_thread_wall_is_its_life)
+{
+	struct pp_thread t = { .phase = PP_PHASE_EXITED, .first_ns = 200 * MS, .exit_ns = 700 * MS,
+			       .phase_start_ns = 700 * MS };
+	struct thread_result r;
+
+	t.ns[PP_RUNNING] = 300 * MS;
+	t.ns[PP_DATA_WAIT] = 200 * MS;
+	thread_close(&t, 0, 1000 * MS, 0, &r);
+	CHECK(r.exited);
+	CHECK_EQ_U64(r.wall_ns, 500 * MS);
+	CHECK_EQ_U64(r.ns[PP_RUNNING] + r.ns[PP_DATA_WAIT], 500 * MS);
+}
+
+TEST(test_close_states_always_sum_to_wall)
+{
+	struct pp_thread t = { .phase = PP_PHASE_ONCPU, .phase_start_ns = 900 * MS };
+	struct thread_result r;
+	__u64 sum = 0;
+
+	/* Slightly over-full, as when an event lands after the window's end was taken. */
+	t.ns[PP_RUNNING] = 950 * MS;
+	thread_close(&t, 0, 1000 * MS, 0, &r);
+	for (int s = 0; s < PP_NR_STATES; s++)
+		sum += r.ns[s];
+	CHECK_EQ_U64(sum, r.wall_ns);
+}
+
+TEST(test_verdict_data_loading)
+{
+	__u64 trainer[PP_NR_STATES] = { [PP_RUNNING] = 250, [PP_DATA_WAIT] = 700, [PP_OTHER] = 50 };
+	__u64 worker[PP_NR_STATES] = { [PP_RUNNING] = 900, [PP_RUNQ] = 50, [PP_OTHER] = 50 };
+	struct thread_result th[3] = { mk(100, 100, trainer, 0), mk(201, 201, worker, 0),
+				       mk(202, 202, worker, 0) };
+	struct analysis_input in = input();
+	struct analysis a;
+
+	analyse(th, 3, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING);
+	CHECK_EQ_INT(a.verdict_state, PP_DATA_WAIT);
+	CHECK(near(a.verdict_fraction, 0.7));
+	CHECK(near(a.speedup_bound, 1 / 0.3));
+	CHECK_EQ_INT(a.trainer_index, 0);
+	CHECK_EQ_INT(a.trainer_choice, TRAINER_MAIN_THREAD);
+	CHECK_EQ_INT(th[1].role, ROLE_WORKER);
+	CHECK_EQ_INT(a.roles[ROLE_WORKER].processes, 2);
+	CHECK_EQ_INT(a.roles[ROLE_WORKER].threads, 2);
+	CHECK(has_rec(&a, "more_workers"));
+	CHECK(!has_rec(&a, "cheaper_transforms"));
+	CHECK_EQ_INT(a.worker_loops.processes, 2);
+	CHECK(has_rec(&a, "compute_share"));
+
+	in.cpu_busy = 0.97;
+	analyse(th, 3, &in, &a);
+	CHECK(has_rec(&a, "cheaper_transforms"));
+	CHECK(!has_rec(&a, "more_workers"));
+}
+
+TEST(test_verdict_data_loading_worker_evidence)
+{
+	__u64 trainer[PP_NR_STATES] = { [PP_RUNNING] = 100, [PP_DATA_WAIT] = 900 };
+	__u64 io_worker[PP_NR_STATES] = { [PP_RUNNING] = 100, [PP_IO_WAIT] = 800, [PP_OTHER] = 100 };
+	__u64 idle_worker[PP_NR_STATES] = { [PP_RUNNING] = 100, [PP_OTHER] = 900 };
+	struct thread_result th[2] = { mk(100, 100, trainer, 0), mk(201, 201, io_worker, 0) };
+	struct analysis_input in = input();
+	struct analysis a;
+
+	analyse(th, 2, &in, &a);
+	CHECK(has_rec(&a, "faster_storage"));
+	CHECK(!has_rec(&a, "ipc_collate"));
+
+	th[1] = mk(201, 201, idle_worker, 0);
+	analyse(th, 2, &in, &a);
+	CHECK(has_rec(&a, "ipc_collate"));
+
+	/* Without workers the advice is to have some. */
+	analyse(th, 1, &in, &a);
+	CHECK(has_rec(&a, "dataloader_workers"));
+}
+
+TEST(test_verdict_gpu_by_gpu_calls)
+{
+	__u64 main_thread[PP_NR_STATES] = { [PP_OTHER] = 1000 };
+	__u64 loop[PP_NR_STATES] = { [PP_RUNNING] = 300, [PP_GPU_WAIT] = 700 };
+	struct thread_result th[2] = { mk(100, 100, main_thread, 0), mk(105, 100, loop, 5000) };
+	struct analysis_input in = input();
+	struct analysis a;
+
+	analyse(th, 2, &in, &a);
+	CHECK_EQ_INT(a.trainer_index, 1);
+	CHECK_EQ_INT(a.trainer_choice, TRAINER_BY_GPU_CALLS);
+	CHECK_EQ_INT(a.verdict, VERDICT_GPU);
+	CHECK_EQ_INT(th[0].role, ROLE_HELPER);
+	CHECK(has_rec(&a, "gpu_healthy"));
+
+	in.gpu_sync_calls = 5000;
+	analyse(th, 2, &in, &a);
+	CHECK(has_rec(&a, "fewer_host_syncs"));
+
+	in.tid_override = 100;
+	analyse(th, 2, &in, &a);
+	CHECK_EQ_INT(a.trainer_index, 0);
+	CHECK_EQ_INT(a.trainer_choice, TRAINER_BY_OPTION);
+
+	in.tid_override = 999;
+	analyse(th, 2, &in, &a);
+	CHECK_EQ_INT(a.trainer_index, -1);
+	CHECK(has_rec(&a, "no_trainer"));
+}
+
+TEST(test_verdict_io_contention_comm)
+{
+	__u64 io[PP_NR_STATES] = { [PP_RUNNING] = 300, [PP_IO_WAIT] = 600, [PP_RUNQ] = 100 };
+	__u64 runq[PP_NR_STATES] = { [PP_RUNNING] = 400, [PP_RUNQ] = 600 };
+	__u64 comm[PP_NR_STATES] = { [PP_RUNNING] = 400, [PP_COMM_WAIT] = 500, [PP_OTHER] = 100 };
+	struct thread_result th[1] = { mk(100, 100, io, 0) };
+	struct analysis_input in = input();
+	struct analysis a;
+
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_IO);
+	CHECK(has_rec(&a, "load_in_workers"));
+	th[0] = mk(100, 100, runq, 0);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_CONTENTION);
+	CHECK(has_rec(&a, "fewer_threads"));
+	th[0] = mk(100, 100, comm, 0);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_COMM);
+}
+
+TEST(test_verdict_threshold_and_cpu)
+{
+	__u64 cpu[PP_NR_STATES] = { [PP_RUNNING] = 810, [PP_DATA_WAIT] = 190 };
+	__u64 idle[PP_NR_STATES] = { [PP_RUNNING] = 100, [PP_OTHER] = 850, [PP_DATA_WAIT] = 50 };
+	struct thread_result th[1] = { mk(100, 100, cpu, 0) };
+	struct analysis_input in = input();
+	struct analysis a;
+
+	/* 19% data wait is under the 20% threshold: compute dominates. */
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_CPU);
+	CHECK(near(a.verdict_fraction, 0.81));
+	CHECK(has_rec(&a, "move_work_off_trainer"));
+
+	in.threshold = 0.15;
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING);
+
+	in.threshold = 0.20;
+	th[0] = mk(100, 100, idle, 0);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_UNDETERMINED);
+}
+
+TEST(test_secondary_stall)
+{
+	__u64 mixed[PP_NR_STATES] = { [PP_RUNNING] = 200, [PP_DATA_WAIT] = 450, [PP_IO_WAIT] = 350 };
+	struct thread_result th[1] = { mk(100, 100, mixed, 0) };
+	struct analysis_input in = input();
+	struct analysis a;
+
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING);
+	CHECK(has_rec(&a, "secondary_stall"));
+}
+
+int main(void)
+{
+	RUN_TEST(test_names);
+	RUN_TEST(test_speedup_bound);
+	RUN_TEST(test_close_oncpu);
+	RUN_TEST(test_close_gpu_and_iowait);
+	RUN_TEST(test_close_unknown_uses_proc_state);
+	RUN_TEST(test_close_exited_thread_wall_is_its_life);
+	RUN_TEST(test_close_states_always_sum_to_wall);
+	RUN_TEST(test_verdict_data_loading);
+	RUN_TEST(test_verdict_data_loading_worker_evidence);
+	RUN_TEST(test_verdict_gpu_by_gpu_calls);
+	RUN_TEST(test_verdict_io_contention_comm);
+	RUN_TEST(test_verdict_threshold_and_cpu);
+	RUN_TEST(test_secondary_stall);
+	return unit_summary();
+}

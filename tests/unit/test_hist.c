@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdlib.h>
+#include "hist.h"
+#include "unit.h"
+
+TEST(test_slots_match_bcc_layout)
+{
+	CHECK_EQ_INT(hist_slot_of(0, 32), 0);
+	CHECK_EQ_INT(hist_slot_of(1, 32), 0);
+	CHECK_EQ_INT(hist_slot_of(2, 32), 1);
+	CHECK_EQ_INT(hist_slot_of(3, 32), 1);
+	CHECK_EQ_INT(hist_slot_of(4, 32), 2);
+	CHECK_EQ_INT(hist_slot_of(1023, 32), 9);
+	CHECK_EQ_INT(hist_slot_of(1024, 32), 10);
+	CHECK_EQ_INT(hist_slot_of(UINT64_MAX, 32), 31);
+	CHECK_EQ_U64(hist_slot_low(0), 0);
+	CHECK_EQ_U64(hist_slot_high(0), 1);
+	CHECK_EQ_U64(hist_slot_low(1), 2);
+	CHECK_EQ_U64(hist_slot_high(1), 3);
+	CHECK_EQ_U64(hist_slot_low(10), 1024);
+	CHECK_EQ_U64(hist_slot_high(10), 2047);
+	/* Every value lands in the slot whose bounds hold it. */
+	for (uint64_t v = 0; v < 5000; v += 7) {
+		unsigned int s = hist_slot_of(v, 32);
+
+		if (!CHECK_MSG(v >= hist_slot_low(s) && v <= hist_slot_high(s), "value %llu slot %u",
+			       (unsigned long long)v, s))
+			break;
+	}
+}
+
+TEST(test_percentiles)
+{
+	__u64 slots[32] = {};
+
+	CHECK(hist_percentile(slots, 32, 50) == 0);
+	/* 100 samples in [1024, 2048): the median interpolates to the slot's middle. */
+	slots[10] = 100;
+	CHECK_MSG(hist_percentile(slots, 32, 50) == 1536.0, "p50 %f", hist_percentile(slots, 32, 50));
+	CHECK(hist_percentile(slots, 32, 99) > 2000 && hist_percentile(slots, 32, 99) <= 2048);
+	/* 90 fast, 10 slow: p50 is among the fast, p99 among the slow. */
+	memset(slots, 0, sizeof(slots));
+	slots[3] = 90;
+	slots[12] = 10;
+	CHECK(hist_percentile(slots, 32, 50) >= 8 && hist_percentile(slots, 32, 50) < 16);
+	CHECK(hist_percentile(slots, 32, 99) >= 4096 && hist_percentile(slots, 32, 99) < 8192);
+	CHECK_EQ_U64(hist_total(slots, 32), 100);
+}
+
+static char *render(const __u64 *slots, const char *unit)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	hist_print_log2(f, slots, 32, unit);
+	fclose(f);
+	return buf;
+}
+
+TEST(test_bcc_text_layout)
+{
+	__u64 slots[32] = { [0] = 1, [2] = 4, [3] = 20, [5] = 10 };
+	char path[512], *got = render(slots, "usecs"), expected[4096] = {};
+	FILE *f = fopen(UNIT_SRC_PATH(path, "tests/golden/hist_usecs.txt"), "r");
+	size_t n = 0;
+
+	if (CHECK_MSG(f, "golden file %s missing", path)) {
+		n = fread(expected, 1, sizeof(expected) - 1, f);
+		fclose(f);
+	}
+	expected[n] = 0;
+	CHECK_STR(got, expected);
+	free(got);
+
+	/* An empty histogram prints nothing, as BCC's tools do. */
+	memset(slots, 0, sizeof(slots));
+	got = render(slots, "usecs");
+	CHECK_STR(got, "");
+	free(got);
+}
+
+int main(void)
+{
+	RUN_TEST(test_slots_match_bcc_layout);
+	RUN_TEST(test_percentiles);
+	RUN_TEST(test_bcc_text_layout);
+	return unit_summary();
+}

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "proctree.h"
+#include "unit.h"
+
+static char root[] = "/tmp/pipeprof-proc-XXXXXX";
+
+static void put_bytes(const char *rel, const char *text, size_t len)
+{
+	char path[512], dir[512], *slash;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (slash = strchr(dir + strlen(root) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = 0;
+		mkdir(dir, 0755);
+		*slash = '/';
+	}
+	f = fopen(path, "w");
+	if (!CHECK_MSG(f, "cannot write %s", path))
+		return;
+	fwrite(text, 1, len, f);
+	fclose(f);
+}
+
+static void put(const char *rel, const char *text)
+{
+	put_bytes(rel, text, strlen(text));
+}
+
+static void stat_of(int pid, int ppid, const char *comm, char state)
+{
+	char rel[64], text[256];
+
+	snprintf(rel, sizeof(rel), "%d/stat", pid);
+	snprintf(text, sizeof(text), "%d (%s) %c %d %d %d 0 -1 4194560 1 0 0 0 5 3\n", pid, comm,
+		 state, ppid, pid, pid);
+	put(rel, text);
+}
+
+TEST(test_parse_stat)
+{
+	pid_t ppid = 0;
+	char state = 0;
+
+	CHECK_EQ_INT(proc_parse_stat("42 (python3) S 7 42 42 0", &ppid, &state), 0);
+	CHECK_EQ_INT(ppid, 7);
+	CHECK_EQ_INT(state, 'S');
+	/* comm is free text: spaces and parentheses must not shift the fields. */
+	CHECK_EQ_INT(proc_parse_stat("43 (pt data (1) x) R 42 42 42 0", &ppid, &state), 0);
+	CHECK_EQ_INT(ppid, 42);
+	CHECK_EQ_INT(state, 'R');
+	CHECK_EQ_INT(proc_parse_stat("garbage", &ppid, &state), -EINVAL);
+	CHECK_EQ_INT(proc_parse_stat("44 (x)", &ppid, &state), -EINVAL);
+}
+
+TEST(test_descendants)
+{
+	pid_t out[16];
+	int n, seen = 0;
+
+	stat_of(1, 0, "init", 'S');
+	stat_of(100, 1, "python3", 'S');
+	stat_of(101, 100, "python3", 'R');	/* worker */
+	stat_of(102, 100, "python3", 'S');	/* worker */
+	stat_of(150, 101, "sh", 'S');		/* grandchild */
+	stat_of(200, 1, "other job", 'R');
+	stat_of(201, 200, "other child", 'R');
+	put("self", "not a pid dir\n");
+
+	n = proc_descendants(root, 100, out, 16);
+	CHECK_EQ_INT(n, 3);
+	for (int i = 0; i < n; i++)
+		seen |= out[i] == 101 ? 1 : out[i] == 102 ? 2 : out[i] == 150 ? 4 : 8;
+	CHECK_EQ_INT(seen, 7);
+	/* max bounds the output. */
+	CHECK_EQ_INT(proc_descendants(root, 100, out, 2), 2);
+	CHECK_EQ_INT(proc_descendants(root, 150, out, 16), 0);
+	CHECK_EQ_INT(proc_descendants("/nonexistent-procfs", 100, out, 16), -ENOENT);
+}
+
+TEST(test_threads_and_state)
+{
+	pid_t tids[8];
+	int n;
+
+	put("100/task/100/stat", "100 (python3) S 1 100 100 0\n");
+	put("100/task/103/stat", "103 (pt_autograd_0) R 1 100 100 0\n");
+	n = proc_threads(root, 100, tids, 8);
+	CHECK_EQ_INT(n, 2);
+	CHECK_EQ_INT(proc_thread_state(root, 100, 103), 'R');
+	CHECK_EQ_INT(proc_thread_state(root, 100, 100), 'S');
+	CHECK_EQ_INT(proc_thread_state(root, 100, 999), 0);
+	CHECK_EQ_INT(proc_threads(root, 999, tids, 8), -ESRCH);
+}
+
+TEST(test_cmdline_and_cpu)
+{
+	unsigned long long busy = 0, total = 0;
+	int running = 0;
+	char buf[64];
+
+	static const char cmdline[] = "python3\0train.py\0--lr\0" "0.1\n";
+
+	put_bytes("100/cmdline", cmdline, sizeof(cmdline));
+	proc_cmdline(root, 100, buf, sizeof(buf));
+	CHECK_STR(buf, "python3 train.py --lr 0.1");
+	proc_cmdline(root, 999, buf, sizeof(buf));
+	CHECK_STR(buf, "");
+
+	put("stat", "cpu  100 5 50 800 45 0 0 0 7 0\ncpu0 1 2 3 4 5 6 7 8\nintr 1\nprocs_running 3\n");
+	CHECK_EQ_INT(proc_cpu_times(root, &busy, &total, &running), 0);
+	CHECK_EQ_U64(total, 1000);
+	CHECK_EQ_U64(busy, 155);
+	CHECK_EQ_INT(running, 3);
+}
+
+int main(void)
+{
+	int status;
+
+	if (!mkdtemp(root)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN_TEST(test_parse_stat);
+	RUN_TEST(test_descendants);
+	RUN_TEST(test_threads_and_state);
+	RUN_TEST(test_cmdline_and_cpu);
+	status = unit_summary();
+	if (fork() == 0)
+		execlp("rm", "rm", "-rf", root, (char *)NULL);
+	return status;
+}

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdlib.h>
+#include <json-c/json.h>
+#include "report.h"
+#include "unit.h"
+
+#define MS 1000000ULL
+
+static struct thread_result threads[3];
+static struct proc_result procs[2];
+static struct lib_result libs[1];
+
+static void fill(struct report *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->root_pid = 100;
+	snprintf(r->cmdline, sizeof(r->cmdline), "python3 train.py");
+	r->start_ns = 1000 * MS;
+	r->end_ns = 3000 * MS;
+	threads[0] = (struct thread_result){ .tid = 100, .tgid = 100, .comm = "python3",
+					     .wall_ns = 2000 * MS };
+	threads[0].ns[PP_RUNNING] = 500 * MS;
+	threads[0].ns[PP_DATA_WAIT] = 1500 * MS;
+	threads[1] = (struct thread_result){ .tid = 101, .tgid = 100, .comm = "python3",
+					     .wall_ns = 2000 * MS };
+	threads[1].ns[PP_OTHER] = 2000 * MS;
+	threads[2] = (struct thread_result){ .tid = 200, .tgid = 200, .comm = "python3",
+					     .wall_ns = 2000 * MS };
+	threads[2].ns[PP_RUNNING] = 1900 * MS;
+	threads[2].ns[PP_RUNQ] = 100 * MS;
+	r->threads = threads;
+	r->nr_threads = 3;
+	procs[0] = (struct proc_result){ .pid = 100, .root = true, .comm = "python3" };
+	procs[1] = (struct proc_result){ .pid = 200, .parent = 100, .comm = "python3" };
+	r->procs = procs;
+	r->nr_procs = 2;
+	libs[0] = (struct lib_result){ .pid = 100, .kind = LIB_CUDART, .path = "/x/libcudart.so.13",
+				       .nr_probes = 1 };
+	libs[0].probes[0] = (struct probe_result){ .api = "cudaStreamSynchronize", .value = 0x74190,
+						   .offset = 0x74190, .attached = true };
+	r->libs = libs;
+	r->nr_libs = 1;
+	r->gpu_traced = true;
+	r->nr_apis = 1;
+	r->apis[0] = (struct api_result){ .name = "cudaStreamSynchronize", .calls = 3, .total_ns = 3000 };
+	r->apis[0].slots[0] = 3;
+	r->io.count = 2;
+	r->io.slots[8] = 2;
+	r->input = (struct analysis_input){ .root_pid = 100, .threshold = 0.2, .ncpus = 2,
+					    .cpu_busy = 0.5, .runnable_avg = 1, .window_ns = 2000 * MS };
+	analyse(r->threads, r->nr_threads, &r->input, &r->analysis);
+}
+
+static json_object *render_json(const struct report *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	json_object *o;
+
+	CHECK_EQ_INT(report_print_json(f, r), 0);
+	fclose(f);
+	o = json_tokener_parse(buf);
+	CHECK_MSG(o, "report JSON does not parse: %.200s", buf);
+	free(buf);
+	return o;
+}
+
+static json_object *at(json_object *o, const char *path)
+{
+	char key[128], *save = NULL, *tok;
+
+	snprintf(key, sizeof(key), "%s", path);
+	for (tok = strtok_r(key, ".", &save); o && tok; tok = strtok_r(NULL, ".", &save))
+		if (!json_object_object_get_ex(o, tok, &o))
+			return NULL;
+	return o;
+}
+
+TEST(test_json_schema)
+{
+	struct report r;
+	json_object *o, *v;
+
+	fill(&r);
+	o = render_json(&r);
+	if (!o)
+		return;
+	CHECK_STR(json_object_get_string(at(o, "schema")), "pipeprof.report/v1");
+	CHECK_EQ_INT(json_object_get_int(at(o, "pid")), 100);
+	CHECK_STR(json_object_get_string(at(o, "verdict.name")), "DATA-LOADING BOUND");
+	CHECK_STR(json_object_get_string(at(o, "verdict.state")), "DATA_WAIT");
+	CHECK(json_object_get_double(at(o, "verdict.fraction")) == 0.75);
+	CHECK(json_object_get_double(at(o, "verdict.speedup_bound")) == 4.0);
+	CHECK_EQ_U64(json_object_get_int64(at(o, "window.start_ns")), 1000 * MS);
+	CHECK_EQ_U64(json_object_get_int64(at(o, "window.end_ns")), 3000 * MS);
+	CHECK_EQ_INT(json_object_get_int(at(o, "trainer.tid")), 100);
+	CHECK(json_object_get_double(at(o, "trainer.states.DATA_WAIT.fraction")) == 0.75);
+	CHECK(json_object_get_double(at(o, "trainer.states.DATA_WAIT.seconds")) == 1.5);
+	/* Every state is present, in seconds and as a fraction, for every role. */
+	for (int role = 0; role < NR_ROLES; role++)
+		for (int s = 0; s < PP_NR_STATES; s++) {
+			char path[128];
+
+			snprintf(path, sizeof(path), "roles.%s.states.%s.fraction", role_name(role),
+				 state_name(s));
+			CHECK_MSG(at(o, path), "missing %s", path);
+		}
+	CHECK_EQ_INT(json_object_get_int(at(o, "roles.WORKER.processes")), 1);
+	CHECK(json_object_get_double(at(o, "roles.WORKER.states.RUNNING.fraction")) == 0.95);
+	CHECK(json_object_get_double(at(o, "evidence.worker_loops.states.RUNNING.fraction")) == 0.95);
+	CHECK_EQ_INT(json_object_array_length(at(o, "threads")), 3);
+	CHECK_EQ_INT(json_object_array_length(at(o, "processes")), 2);
+	CHECK(json_object_get_boolean(at(o, "gpu.traced")));
+	v = json_object_array_get_idx(at(o, "gpu.libraries"), 0);
+	CHECK_STR(json_object_get_string(at(v, "kind")), "cudart");
+	v = json_object_array_get_idx(at(v, "probes"), 0);
+	CHECK_EQ_U64(json_object_get_int64(at(v, "value")), 0x74190);
+	v = json_object_array_get_idx(at(o, "gpu.apis"), 0);
+	CHECK_EQ_INT(json_object_get_int(at(v, "calls")), 3);
+	CHECK_EQ_INT(json_object_get_int(at(o, "io.requests")), 2);
+	CHECK(json_object_array_length(at(o, "recommendations")) >= 1);
+	CHECK(at(o, "counters.threads_lost_map_full") != NULL);
+	CHECK(!json_object_get_boolean(at(o, "target_exited")));
+	json_object_put(o);
+
+	r.gpu_traced = false;
+	snprintf(r.gpu_why_not, sizeof(r.gpu_why_not), "no libcudart");
+	report_not_traced(&r, "GPU_WAIT: %s", r.gpu_why_not);
+	r.target_exited = true;
+	r.target_exit_ns = 2500 * MS;
+	o = render_json(&r);
+	if (!o)
+		return;
+	CHECK_STR(json_object_get_string(at(o, "gpu.why_not")), "no libcudart");
+	CHECK_STR(json_object_get_string(json_object_array_get_idx(at(o, "not_traced"), 0)),
+		  "GPU_WAIT: no libcudart");
+	CHECK(json_object_get_boolean(at(o, "target_exited")));
+	json_object_put(o);
+}
+
+TEST(test_text_layout)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	struct report r;
+	FILE *f;
+
+	fill(&r);
+	f = open_memstream(&buf, &len);
+	report_print_text(f, &r);
+	fclose(f);
+	CHECK_MSG(strstr(buf, "pipeprof: PID 100 (python3 train.py) traced 2.00 s: 2 processes, 3 threads\n"),
+		  "%s", buf);
+	CHECK(strstr(buf, "\nVerdict: DATA-LOADING BOUND: DATA_WAIT is 75.0% of the trainer's time; "
+			  "removing it entirely would speed the loop up by at most 4.00x\n"));
+	CHECK(strstr(buf, "  DATA_WAIT        1.500 s   75.0%  ##############################\n"));
+	CHECK_MSG(strstr(buf, "  WORKER (1p, 1t)          95.0%    5.0%"), "%s", buf);
+	CHECK(strstr(buf, "DataLoader workers (1 process, main threads): on-CPU 95.0%"));
+	CHECK(strstr(buf, "cudaStreamSynchronize: 3 calls (1.5/s)"));
+	CHECK(strstr(buf, "Recommendations:\n  1. "));
+	CHECK(strstr(buf, "[at most 4.00x]"));
+	CHECK(strstr(buf, "nothing: every probe attached, no events lost"));
+	free(buf);
+
+	report_not_traced(&r, "3 threads not tracked");
+	r.target_exited = true;
+	r.target_exit_ns = 2500 * MS;
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	report_print_text(f, &r);
+	fclose(f);
+	CHECK(strstr(buf, "  - 3 threads not tracked\n"));
+	CHECK(strstr(buf, "note: the target exited 1.50 s into the trace"));
+	free(buf);
+}
+
+int main(void)
+{
+	RUN_TEST(test_json_schema);
+	RUN_TEST(test_text_layout);
+	return unit_summary();
+}

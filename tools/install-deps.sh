@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything pipeprof needs to build, run its demo and pass its tests, from Debian's
+# packages only. Idempotent: skips apt when every package is already installed.
+set -euo pipefail
+
+packages=(
+	# build
+	make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev libjson-c-dev bpftool
+	# tests: ELF inspection, PyTorch workloads, the test runner
+	binutils python3 python3-pytest python3-torch python3-torchvision util-linux procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all ${#packages[@]} packages present"
+	exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing ${missing[*]}; run as root (sudo make deps)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q "${missing[@]}"

@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Data-loading-bound trainer: a real torch.utils.data.DataLoader (1 worker process) whose
+Dataset.__getitem__ burns a fixed amount of on-CPU torch work per sample, so the worker is busy
+on-CPU while the trainer mostly waits in next(iterator); the trainer's own step is small.
+
+Ground truth: `with rec.seg('data'): batch = next(it)` (CPU -> RUNNING, rest -> DATA_WAIT) and
+the training step as a 'compute' segment. Expected verdict: DATA-LOADING BOUND, with the WORKER
+role mostly RUNNING.
+"""
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import groundtruth  # noqa: E402
+from cpu_bound import make_mlp_step  # noqa: E402
+
+FEATURES = 256
+
+
+def busy_dataset(torch, item_cpu_ms, length=10**9, features=FEATURES):
+    """A map-style Dataset whose __getitem__ does item_cpu_ms of on-CPU torch work (measured as
+    the worker thread's own CPU time, so preemption makes it longer, never shorter)."""
+
+    class BusyDataset(torch.utils.data.Dataset):
+        def __init__(self):
+            g = torch.Generator().manual_seed(1)
+            self.w = torch.randn(64, 64, generator=g) / 8
+
+        def __len__(self):
+            return length
+
+        def __getitem__(self, i):
+            budget = int(item_cpu_ms * 1e6)
+            c0 = time.thread_time_ns()
+            x = torch.full((64, 64), float(i % 97) / 97)
+            while time.thread_time_ns() - c0 < budget:
+                x = torch.tanh(x @ self.w + 0.1)
+            return x.flatten()[:features].clone(), int(i % 10)
+
+    return BusyDataset()
+
+
+def make_trainer(torch, width, batch):
+    """The trainer's step on a loaded batch: forward/backward/update of a small MLP.
+
+    train(x, y, cpu_ms): one pass, then more passes while the thread's CPU time in this call is
+    under cpu_ms (so the step's CPU cost is fixed even when a busy sibling CPU slows it down)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, width), torch.nn.ReLU(),
+                                torch.nn.Linear(width, width), torch.nn.ReLU(),
+                                torch.nn.Linear(width, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def one(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
+    def train(x, y, cpu_ms=0):
+        budget = int(cpu_ms * 1e6)
+        c0 = time.thread_time_ns()
+        one(x, y)
+        while time.thread_time_ns() - c0 < budget:
+            one(x, y)
+
+    return train
+
+
+def _pin_worker(worker_id):
+    os.sched_setaffinity(0, {(1 + worker_id) % os.cpu_count()})
+
+
+def loader_main(name, argv, doc, item_ms, step_ms, workers=1, batch=8, width=256):
+    """Shared by data_bound.py and mixed.py: a DataLoader over busy_dataset feeding the MLP."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    groundtruth.add_common_args(p)
+    p.add_argument("--workers", type=int, default=workers,
+                   help="DataLoader num_workers (default %(default)s)")
+    p.add_argument("--batch", type=int, default=batch, help="batch size (default %(default)s)")
+    p.add_argument("--item-ms", type=float, default=item_ms,
+                   help="worker CPU ms per sample (default %(default)s)")
+    p.add_argument("--step-ms", type=float, default=step_ms,
+                   help="trainer CPU ms per step, at least one pass (default %(default)s)")
+    p.add_argument("--width", type=int, default=width, help="trainer MLP width (default %(default)s)")
+    p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=os.cpu_count() >= 2,
+                   help="pin the trainer to CPU 0 and worker k to CPU 1+k mod CPUs, so a woken "
+                   "trainer never queues behind a busy worker (default: on with >= 2 CPUs)")
+    args = p.parse_args(argv)
+    rec = groundtruth.Recorder(name, args.truth)
+    st = {}
+
+    def warmup():
+        import torch
+        torch.set_num_threads(1)
+        torch.set_num_interop_threads(1)
+        if args.pin:
+            os.sched_setaffinity(0, {0})
+        train = make_trainer(torch, args.width, args.batch)
+        loader = torch.utils.data.DataLoader(busy_dataset(torch, args.item_ms),
+                                             batch_size=args.batch, num_workers=args.workers,
+                                             shuffle=False,
+                                             worker_init_fn=_pin_worker if args.pin else None)
+        it = iter(loader)
+        for _ in range(3):
+            x, y = next(it)
+            train(x, y, args.step_ms)
+        st.update(train=train, it=it, loader=loader)
+        return {"workers": args.workers, "batch": args.batch, "item_ms": args.item_ms,
+                "worker_cpu_ms_per_batch": args.item_ms * args.batch,
+                "trainer_cpu_ms_per_step": args.step_ms, "pinned": args.pin,
+                "worker_pids": [w.pid for w in it._workers]}
+
+    def step():
+        with rec.seg("data"):
+            x, y = next(st["it"])
+        with rec.seg("compute"):
+            st["train"](x, y, args.step_ms)
+
+    def cleanup():
+        it = st.pop("it", None)
+        if it is not None:
+            it._shutdown_workers()
+
+    return groundtruth.run(rec, args, warmup, step, cleanup)
+
+
+def main(argv=None):
+    return loader_main("data_bound", argv, __doc__, item_ms=5.0, step_ms=0, batch=8)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,316 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Ground truth for pipeprof's scenario workloads (stdlib only).
+
+A workload's trainer thread records what it is doing as segments
+(kind, t0_ns, t1_ns, cpu0_ns, cpu1_ns): wall time from time.monotonic_ns()
+(CLOCK_MONOTONIC, the clock bpf_ktime_get_ns() reads) and the thread's own CPU
+time from time.thread_time_ns() (CLOCK_THREAD_CPUTIME_ID). Each kind says which
+state of /work/shared/stall-model.md its off-CPU part belongs to:
+
+    kind      CPU time   wall - CPU
+    compute   RUNNING    RUNQ        (on-CPU work: not running = waiting for a CPU)
+    data      RUNNING    DATA_WAIT   (blocked in next(DataLoader iterator))
+    io        RUNNING    IO_WAIT     (synchronous uncached read)
+    other     RUNNING    OTHER       (sleep: woken by a timer)
+    gpu       GPU_WAIT   GPU_WAIT    (inside a synchronising CUDA call: whole wall)
+
+Time between segments (loop overhead) counts as RUNNING, so workloads keep the
+gaps tiny and put every wait inside a segment.
+
+Protocol shared by every workload: once warmed up it prints
+`READY pid=<pid> tid=<tid>` (flushed), runs --duration seconds more, writes the
+--truth JSON file and exits 0. SIGTERM/SIGINT end the run early: the current
+step finishes, the truth file is written and the exit status is 0 (a second
+signal stops it at once, still writing the file).
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+STATES = ("RUNNING", "RUNQ", "GPU_WAIT", "IO_WAIT", "DATA_WAIT", "THREAD_WAIT", "COMM_WAIT", "OTHER")
+
+# kind -> state of the off-CPU (wall - cpu) part; 'gpu' is GPU_WAIT as a whole.
+WAIT_STATE = {
+    "compute": "RUNQ",
+    "data": "DATA_WAIT",
+    "io": "IO_WAIT",
+    "other": "OTHER",
+    "gpu": "GPU_WAIT",
+}
+
+_mono = time.monotonic_ns
+_cpu = time.thread_time_ns
+
+
+class _Seg:
+    """Context manager for one segment; reused, so a `with` costs two clock pairs."""
+
+    __slots__ = ("rec", "kind", "t0", "c0")
+
+    def __init__(self, rec, kind):
+        self.rec = rec
+        self.kind = kind
+
+    def __enter__(self):
+        # wall brackets cpu: read wall first on entry and last on exit
+        self.t0 = _mono()
+        self.c0 = _cpu()
+        return self
+
+    def __exit__(self, *exc):
+        c1 = _cpu()
+        t1 = _mono()
+        if self.rec.recording:
+            self.rec.segments.append((self.kind, self.t0, t1, self.c0, c1))
+        return False
+
+
+class Recorder:
+    """Records the calling (trainer) thread's segments and step ends."""
+
+    def __init__(self, scenario, truth_path=None, **extra):
+        self.scenario = scenario
+        self.truth_path = truth_path
+        self.pid = os.getpid()
+        self.tid = threading.get_native_id()
+        self.segments = []
+        self.steps = []
+        self.extra = dict(extra)
+        self.recording = False
+        self.ready_ns = None
+        self.end_ns = None
+        self.stop = False
+        self.stop_reason = None
+        self._deadline = None
+        self._written = False
+        self._signals = 0
+        self._segs = {}
+
+    # -- recording -------------------------------------------------------
+    def seg(self, kind):
+        if kind not in WAIT_STATE:
+            raise ValueError("unknown segment kind %r" % kind)
+        s = self._segs.get(kind)
+        if s is None:
+            s = self._segs[kind] = _Seg(self, kind)
+        return s
+
+    def step(self):
+        if self.recording:
+            self.steps.append(_mono())
+
+    # -- lifecycle -------------------------------------------------------
+    def install_signal_handlers(self):
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, signum, frame):
+        if os.getpid() != self.pid:
+            # a forked child (DataLoader worker) inherited this handler: SIGTERM kills it as
+            # usual; SIGINT is left to the main process, which shuts the workers down
+            if signum == signal.SIGTERM:
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+            return
+        self._signals += 1
+        self.stop = True
+        self.stop_reason = signal.Signals(signum).name
+        if self._signals > 1:
+            raise SystemExit(0)
+
+    def ready(self, duration, **extra):
+        """Warm-up done: start recording, print READY, arm the --duration deadline."""
+        self.extra.update(extra)
+        self.recording = True
+        self.ready_ns = _mono()
+        self._deadline = self.ready_ns + int(duration * 1e9)
+        sys.stdout.write("READY pid=%d tid=%d\n" % (self.pid, self.tid))
+        sys.stdout.flush()
+
+    def running(self):
+        """True while the loop should go on (before the deadline, no signal)."""
+        if self.stop:
+            return False
+        if self._deadline is not None and _mono() >= self._deadline:
+            self.stop_reason = self.stop_reason or "duration"
+            return False
+        return True
+
+    def sleep(self, seconds):
+        """Sleep in an 'other' segment, waking early on a stop signal."""
+        end = _mono() + int(seconds * 1e9)
+        while not self.stop:
+            left = end - _mono()
+            if left <= 0:
+                break
+            with self.seg("other"):
+                time.sleep(min(left / 1e9, 0.05))
+
+    def to_json(self):
+        return {
+            "scenario": self.scenario,
+            "pid": self.pid,
+            "tid": self.tid,
+            "clock": "CLOCK_MONOTONIC",
+            "ready_ns": self.ready_ns,
+            "end_ns": self.end_ns,
+            "stop_reason": self.stop_reason,
+            "segment_fields": ["kind", "t0_ns", "t1_ns", "cpu0_ns", "cpu1_ns"],
+            "segments": [list(s) for s in self.segments],
+            "steps": self.steps,
+            "extra": self.extra,
+        }
+
+    def write(self, path=None):
+        path = path or self.truth_path
+        if self.end_ns is None:
+            self.end_ns = _mono()
+        self.recording = False
+        if not path:
+            return
+        tmp = "%s.tmp.%d" % (path, os.getpid())
+        with open(tmp, "w") as f:
+            json.dump(self.to_json(), f, separators=(",", ":"))
+        os.replace(tmp, path)
+        self._written = True
+
+    def summary(self):
+        """One line for humans: steps/s and the shares over the recorded span."""
+        end = self.end_ns or _mono()
+        if not self.ready_ns or end <= self.ready_ns:
+            return "no recorded span"
+        sh = shares(self.to_json(), self.ready_ns, end)
+        secs = (end - self.ready_ns) / 1e9
+        parts = " ".join("%s=%.3f" % (k, v) for k, v in sh.items() if v >= 0.0005)
+        return "%s: %d steps in %.1f s (%.1f steps/s); %s" % (
+            self.scenario, len(self.steps), secs, len(self.steps) / secs, parts)
+
+
+def add_common_args(parser, duration=30.0):
+    parser.add_argument("--duration", type=float, default=duration,
+                        help="seconds to run after READY (default %(default)s)")
+    parser.add_argument("--truth", default=None, help="write the ground-truth JSON here at exit")
+    parser.add_argument("--quiet", action="store_true", help="no summary line at exit")
+    return parser
+
+
+def run(rec, args, warmup, step, cleanup=None):
+    """Common driver: warmup() -> READY -> step() until done -> truth file.
+
+    warmup() returns a dict of extra info (or None); step() does one training step and
+    records its own segments; the step end is recorded here.
+    """
+    rec.install_signal_handlers()
+    try:
+        info = warmup() or {}
+        if rec.stop:
+            return 0
+        rec.ready(args.duration, **info)
+        while rec.running():
+            step()
+            rec.step()
+    finally:
+        rec.end_ns = rec.end_ns or _mono()
+        rec.recording = False
+        try:
+            if cleanup is not None:
+                cleanup()
+        finally:
+            rec.write()
+        if not getattr(args, "quiet", False):
+            sys.stderr.write(rec.summary() + "\n")
+            sys.stderr.flush()
+    return 0
+
+
+# -- analysis -----------------------------------------------------------------
+
+def load(truth):
+    if isinstance(truth, dict):
+        return truth
+    with open(truth) as f:
+        return json.load(f)
+
+
+def shares(truth, start_ns, end_ns):
+    """Fraction of [start_ns, end_ns] the trainer spent in each of the 8 states.
+
+    Segments are clipped to the window; a partly covered segment contributes its CPU time in
+    proportion to the covered part. Uncovered time (loop overhead) is RUNNING.
+    """
+    truth = load(truth)
+    start_ns, end_ns = int(start_ns), int(end_ns)
+    if end_ns <= start_ns:
+        raise ValueError("empty window")
+    ns = dict.fromkeys(STATES, 0.0)
+    covered = 0.0
+    for kind, t0, t1, c0, c1 in truth["segments"]:
+        a, b = max(t0, start_ns), min(t1, end_ns)
+        if b <= a:
+            continue
+        part = b - a
+        covered += part
+        if kind == "gpu":
+            ns["GPU_WAIT"] += part
+            continue
+        wall = t1 - t0
+        cpu = min(max(c1 - c0, 0), wall) * (part / wall)
+        ns["RUNNING"] += cpu
+        ns[WAIT_STATE[kind]] += part - cpu
+    window = end_ns - start_ns
+    ns["RUNNING"] += window - covered
+    return {s: ns[s] / window for s in STATES}
+
+
+def count_segments(truth, kind, start_ns, end_ns):
+    """Segments of `kind` that lie inside [start_ns, end_ns] (those cut by an edge count 1/2)."""
+    truth = load(truth)
+    n = 0.0
+    for k, t0, t1, _, _ in truth["segments"]:
+        if k != kind or t1 <= start_ns or t0 >= end_ns:
+            continue
+        n += 1.0 if (t0 >= start_ns and t1 <= end_ns) else 0.5
+    return n
+
+
+def covers(truth, start_ns, end_ns):
+    """True if the recorded span contains the window."""
+    truth = load(truth)
+    return bool(truth.get("ready_ns")) and truth["ready_ns"] <= start_ns and \
+        (truth.get("end_ns") or 0) >= end_ns
+
+
+def format_table(rows, title=None):
+    """rows: list of (label, {state: fraction}); returns a text table in percent."""
+    out = []
+    if title:
+        out.append(title)
+    out.append("%-12s" % "" + "".join("%12s" % s for s in STATES))
+    for label, d in rows:
+        out.append("%-12s" % label + "".join(
+            "%12s" % ("-" if d.get(s) is None else "%.1f%%" % (100 * d[s])) for s in STATES))
+    return "\n".join(out)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Shares of a ground-truth file over a window")
+    p.add_argument("truth")
+    p.add_argument("--start", type=int, help="window start (CLOCK_MONOTONIC ns); default READY")
+    p.add_argument("--end", type=int, help="window end; default the end of the run")
+    a = p.parse_args(argv)
+    t = load(a.truth)
+    start = a.start or t["ready_ns"]
+    end = a.end or t["end_ns"]
+    sh = shares(t, start, end)
+    print(format_table([(t["scenario"], sh)], "window %.3f s" % ((end - start) / 1e9)))
+    print("sum %.4f" % sum(sh.values()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
+#include <string.h>
+#include "classify.h"
+
+static const char *const state_names[PP_NR_STATES] = {
+	[PP_RUNNING] = "RUNNING",	[PP_RUNQ] = "RUNQ",
+	[PP_GPU_WAIT] = "GPU_WAIT",	[PP_IO_WAIT] = "IO_WAIT",
+	[PP_DATA_WAIT] = "DATA_WAIT",	[PP_THREAD_WAIT] = "THREAD_WAIT",
+	[PP_COMM_WAIT] = "COMM_WAIT",	[PP_OTHER] = "OTHER",
+};
+
+static const char *const role_names[NR_ROLES] = { "TRAINER", "WORKER", "HELPER" };
+
+static const struct {
+	const char *name, *id;
+} verdicts[NR_VERDICTS] = {
+	[VERDICT_DATA_LOADING] = { "DATA-LOADING BOUND", "data_loading_bound" },
+	[VERDICT_GPU] = { "GPU-BOUND", "gpu_bound" },
+	[VERDICT_CPU] = { "CPU-BOUND", "cpu_bound" },
+	[VERDICT_IO] = { "I/O BOUND", "io_bound" },
+	[VERDICT_CONTENTION] = { "CPU CONTENTION", "cpu_contention" },
+	[VERDICT_COMM] = { "COMMUNICATION BOUND", "communication_bound" },
+	[VERDICT_UNDETERMINED] = { "NO DOMINANT STALL", "undetermined" },
+};
+
+/* Stalls that can carry a verdict, and the verdict each one carries. */
+static const struct {
+	enum pp_state state;
+	enum verdict verdict;
+} stall_verdicts[] = {
+	{ PP_DATA_WAIT, VERDICT_DATA_LOADING }, { PP_GPU_WAIT, VERDICT_GPU },
+	{ PP_IO_WAIT, VERDICT_IO },		{ PP_RUNQ, VERDICT_CONTENTION },
+	{ PP_COMM_WAIT, VERDICT_COMM },
+};
+
+const char *state_name(enum pp_state state)
+{
+	return state < PP_NR_STATES ? state_names[state] : "?";
+}
+
+const char *role_name(enum role role)
+{
+	return role < NR_ROLES ? role_names[role] : "?";
+}
+
+const char *verdict_name(enum verdict verdict)
+{
+	return verdict < NR_VERDICTS ? verdicts[verdict].name : "?";
+}
+
+const char *verdict_id(enum verdict verdict)
+{
+	return verdict < NR_VERDICTS ? verdicts[verdict].id : "?";
+}
+
+double speedup_bound(double f)
+{
+	if (f <= 0)
+		return 1.0;
+	if (f >= 0.99)
+		return 100.0;
+	return 1.0 / (1.0 - f);
+}
+
+void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns, char proc_state,
+		  struct thread_result *out)
+{
+	__u64 first = t->first_ns > window_start_ns ? t->first_ns : window_start_ns;
+	__u64 last = t->exit_ns && t->exit_ns < end_ns ? t->exit_ns : end_ns;
+	__u64 since = t->phase_start_ns, sum = 0;
+	enum pp_state open_state;
+
+	memset(out, 0, sizeof(*out));
+	out->tgid = t->tgid;
+	memcpy(out->comm, t->comm, sizeof(out->comm));
+	out->comm[sizeof(out->comm) - 1] = 0;
+	out->exited = t->phase == PP_PHASE_EXITED;
+	out->gpu_calls = t->gpu_calls;
+	out->switches = t->switches;
+	memcpy(out->ns, t->ns, sizeof(out->ns));
+
+	switch (t->phase) {
+	case PP_PHASE_ONCPU:
+		open_state = t->gpu_depth ? PP_GPU_WAIT : PP_RUNNING;
+		break;
+	case PP_PHASE_RUNNABLE:
+		open_state = t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ;
+		break;
+	case PP_PHASE_OFFCPU:
+		/* The wakeup that would name the cause has not happened yet. */
+		open_state = t->gpu_depth ? PP_GPU_WAIT :
+			     t->offcpu_iowait ? PP_IO_WAIT : PP_OTHER;
+		break;
+	case PP_PHASE_UNKNOWN:
+		open_state = proc_state == 'R' ? PP_RUNNING : proc_state == 'D' ? PP_IO_WAIT : PP_OTHER;
+		break;
+	default:
+		open_state = PP_NR_STATES;
+		break;
+	}
+	if (open_state < PP_NR_STATES && last > since)
+		out->ns[open_state] += last - since;
+
+	for (int s = 0; s < PP_NR_STATES; s++)
+		sum += out->ns[s];
+	/* Events in flight while the window closed can overshoot by a few microseconds;
+	 * the states are the truth, and the wall is what they add up to. */
+	out->wall_ns = last > first ? last - first : 0;
+	if (sum > out->wall_ns)
+		out->wall_ns = sum;
+	else if (sum < out->wall_ns)
+		/* Time no event explains is not claimed for any stall. */
+		out->ns[PP_OTHER] += out->wall_ns - sum;
+}
+
+static double frac(const __u64 *ns, __u64 wall, enum pp_state s)
+{
+	return wall ? (double)ns[s] / wall : 0;
+}
+
+static int pick_trainer(const struct thread_result *threads, int n, const struct analysis_input *in,
+			enum trainer_choice *how)
+{
+	int best = -1, main_thread = -1;
+
+	for (int i = 0; i < n; i++) {
+		if (in->tid_override && threads[i].tid == in->tid_override) {
+			*how = TRAINER_BY_OPTION;
+			return i;
+		}
+		if (threads[i].tgid != in->root_pid)
+			continue;
+		if (threads[i].tid == in->root_pid)
+			main_thread = i;
+		if (threads[i].gpu_calls && (best < 0 || threads[i].gpu_calls > threads[best].gpu_calls))
+			best = i;
+	}
+	if (in->tid_override)
+		return -1;
+	if (best >= 0) {
+		*how = TRAINER_BY_GPU_CALLS;
+		return best;
+	}
+	*how = TRAINER_MAIN_THREAD;
+	return main_thread;
+}
+
+static struct recommendation *add_rec(struct analysis *a, const char *id, double bound)
+{
+	struct recommendation *r;
+
+	if (a->nr_recs >= MAX_RECOMMENDATIONS)
+		return NULL;
+	r = &a->recs[a->nr_recs++];
+	r->id = id;
+	r->speedup_bound = bound;
+	r->text[0] = 0;
+	return r;
+}
+
+#define REC(a, id, bound, ...)                                                    \
+	do {                                                                      \
+		struct recommendation *r_ = add_rec(a, id, bound);                \
+		if (r_)                                                           \
+			snprintf(r_->text, sizeof(r_->text), __VA_ARGS__);        \
+	} while (0)
+
+static void recommend_data(struct analysis *a, const struct analysis_input *in, double f)
+{
+	const struct role_result *w = &a->worker_loops;
+	double bound = speedup_bound(f);
+	double run = frac(w->ns, w->wall_ns, PP_RUNNING);
+	double io = frac(w->ns, w->wall_ns, PP_IO_WAIT);
+	double runq = frac(w->ns, w->wall_ns, PP_RUNQ);
+	double idle = 1.0 - run - io - runq - frac(w->ns, w->wall_ns, PP_GPU_WAIT);
+	double idle_cpus = in->cpu_busy >= 0 ? in->ncpus * (1.0 - in->cpu_busy) : -1;
+
+	if (!w->processes) {
+		REC(a, "dataloader_workers", bound,
+		    "No DataLoader worker processes were seen: use num_workers>0 so batches are prepared "
+		    "in parallel with the training step.");
+		return;
+	}
+	if (run >= 0.5 && idle_cpus >= 0.75)
+		REC(a, "more_workers", bound,
+		    "Workers are busy preprocessing (%.0f%% on-CPU) and about %.1f of %d CPUs are idle: "
+		    "raise num_workers (now %d worker process%s).",
+		    run * 100, idle_cpus, in->ncpus, w->processes, w->processes == 1 ? "" : "es");
+	else if (run >= 0.5)
+		REC(a, "cheaper_transforms", bound,
+		    "Workers are busy preprocessing (%.0f%% on-CPU) and the CPUs are saturated (%.0f%% busy): "
+		    "make transforms cheaper, cache decoded/preprocessed samples, or move augmentation to the GPU.",
+		    run * 100, in->cpu_busy * 100);
+	if (io >= 0.2)
+		REC(a, "faster_storage", bound,
+		    "Workers wait on storage %.0f%% of their time: cache the dataset locally or in RAM, use "
+		    "faster storage or larger sequential reads, or more workers to keep more reads in flight.",
+		    io * 100);
+	if (runq >= 0.2)
+		REC(a, "oversubscribed_workers", bound,
+		    "Workers are runnable but not running %.0f%% of their time: the CPUs are oversubscribed; "
+		    "use fewer workers or torch.set_num_threads(1) in worker_init_fn.", runq * 100);
+	if (idle >= 0.5)
+		REC(a, "ipc_collate", bound,
+		    "Workers are idle %.0f%% of their time while the trainer waits: the hand-off is the "
+		    "bottleneck (IPC, collate); try pin_memory=True, persistent_workers=True, a higher "
+		    "prefetch_factor, or cheaper collate_fn / larger samples per fetch.", idle * 100);
+	REC(a, "loader_settings", bound,
+	    "Check the DataLoader settings: pin_memory=True for GPU training, persistent_workers=True to "
+	    "avoid re-forking workers every epoch, prefetch_factor to buffer more batches.");
+}
+
+static void recommend(struct analysis *a, const struct analysis_input *in, const struct thread_result *tr)
+{
+	double f = a->verdict_fraction, bound = speedup_bound(f);
+	double secs = in->window_ns / 1e9;
+
+	switch (a->verdict) {
+	case VERDICT_DATA_LOADING:
+		recommend_data(a, in, f);
+		break;
+	case VERDICT_GPU:
+		REC(a, "gpu_healthy", bound,
+		    "The GPU is the bottleneck, which is what a GPU job should be; to go faster, make the "
+		    "GPU work cheaper: mixed precision (torch.autocast, bf16/fp16), a larger batch if memory allows.");
+		if (tr && secs > 0 && in->gpu_sync_calls / secs > 100)
+			REC(a, "fewer_host_syncs", bound,
+			    "The trainer synchronises with the GPU %.0f times a second: remove host syncs in the "
+			    "loop (.item(), .cpu(), printing tensors, torch.cuda.synchronize()).",
+			    in->gpu_sync_calls / secs);
+		break;
+	case VERDICT_CPU:
+		REC(a, "move_work_off_trainer", bound,
+		    "The trainer thread computes on the CPU %.0f%% of the time: move preprocessing into "
+		    "DataLoader workers, and cut Python and launch overhead with torch.compile or CUDA graphs.",
+		    f * 100);
+		break;
+	case VERDICT_IO:
+		REC(a, "load_in_workers", bound,
+		    "The trainer itself blocks on storage %.0f%% of the time%s: load data in DataLoader "
+		    "workers (num_workers>0) so reads overlap compute, cache the dataset in RAM or on local "
+		    "NVMe, read larger sequential chunks.",
+		    f * 100, in->io_requests ? " (see the device latency histogram)" : "");
+		break;
+	case VERDICT_CONTENTION:
+		REC(a, "fewer_threads", bound,
+		    "The trainer is runnable but waiting for a CPU %.0f%% of the time (CPUs %.0f%% busy, "
+		    "%.1f runnable tasks on %d CPUs on average): reduce threads (torch.set_num_threads, "
+		    "OMP_NUM_THREADS, fewer workers), pin CPUs (taskset), or move competing jobs away.",
+		    f * 100, in->cpu_busy * 100, in->runnable_avg, in->ncpus);
+		break;
+	case VERDICT_COMM:
+		REC(a, "overlap_comm", bound,
+		    "The trainer waits on collectives %.0f%% of the time: overlap communication with "
+		    "compute, tune bucket sizes (DDP bucket_cap_mb), check the network.", f * 100);
+		break;
+	default:
+		REC(a, "undetermined", 0,
+		    "No stall reaches the threshold and the trainer is mostly off-CPU for reasons the model "
+		    "does not attribute (timers, locks, unrelated wakers): check --tid is the training thread.");
+		break;
+	}
+}
+
+void analyse(struct thread_result *threads, int n, const struct analysis_input *in,
+	     struct analysis *a)
+{
+	const struct thread_result *tr = NULL;
+	__u32 seen_tgids[PP_MAX_PROCS];
+	int nr_tgids = 0;
+	double best = -1;
+
+	memset(a, 0, sizeof(*a));
+	a->trainer_index = pick_trainer(threads, n, in, &a->trainer_choice);
+
+	for (int i = 0; i < n; i++) {
+		struct thread_result *t = &threads[i];
+		struct role_result *r;
+		bool new_tgid = true;
+
+		t->role = i == a->trainer_index ? ROLE_TRAINER :
+			  t->tgid == in->root_pid ? ROLE_HELPER : ROLE_WORKER;
+		r = &a->roles[t->role];
+		r->threads++;
+		r->wall_ns += t->wall_ns;
+		for (int s = 0; s < PP_NR_STATES; s++)
+			r->ns[s] += t->ns[s];
+		for (int k = 0; k < nr_tgids; k++)
+			if (seen_tgids[k] == t->tgid)
+				new_tgid = false;
+		if (new_tgid && t->role == ROLE_WORKER && nr_tgids < PP_MAX_PROCS) {
+			seen_tgids[nr_tgids++] = t->tgid;
+			r->processes++;
+		}
+		if (t->role == ROLE_WORKER && t->tid == t->tgid) {
+			a->worker_loops.threads++;
+			a->worker_loops.processes++;
+			a->worker_loops.wall_ns += t->wall_ns;
+			for (int s = 0; s < PP_NR_STATES; s++)
+				a->worker_loops.ns[s] += t->ns[s];
+		}
+	}
+	for (int r = 0; r < NR_ROLES; r++)
+		if (r != ROLE_WORKER && a->roles[r].threads)
+			a->roles[r].processes = 1;
+
+	a->verdict = VERDICT_UNDETERMINED;
+	a->verdict_state = PP_OTHER;
+	if (a->trainer_index < 0 || !threads[a->trainer_index].wall_ns) {
+		a->speedup_bound = 1.0;
+		REC(a, "no_trainer", 0, "The trainer thread was not seen running in the window.");
+		return;
+	}
+	tr = &threads[a->trainer_index];
+
+	for (size_t k = 0; k < sizeof(stall_verdicts) / sizeof(stall_verdicts[0]); k++) {
+		double f = frac(tr->ns, tr->wall_ns, stall_verdicts[k].state);
+
+		if (f >= in->threshold && f > best) {
+			best = f;
+			a->verdict = stall_verdicts[k].verdict;
+			a->verdict_state = stall_verdicts[k].state;
+		}
+	}
+	if (best < 0) {
+		/* No stall over the threshold: compute dominates unless the trainer mostly sleeps
+		 * for unattributed reasons. Waiting on its own helper threads is compute elsewhere. */
+		double cpu = frac(tr->ns, tr->wall_ns, PP_RUNNING) + frac(tr->ns, tr->wall_ns, PP_THREAD_WAIT);
+
+		if (cpu >= frac(tr->ns, tr->wall_ns, PP_OTHER)) {
+			a->verdict = VERDICT_CPU;
+			a->verdict_state = PP_RUNNING;
+		}
+	}
+	a->verdict_fraction = frac(tr->ns, tr->wall_ns, a->verdict_state);
+	a->speedup_bound = speedup_bound(a->verdict_fraction);
+	recommend(a, in, tr);
+
+	/* A second stall over the threshold deserves its own line. */
+	for (size_t k = 0; k < sizeof(stall_verdicts) / sizeof(stall_verdicts[0]); k++) {
+		enum pp_state s = stall_verdicts[k].state;
+		double f = frac(tr->ns, tr->wall_ns, s);
+
+		if (s != a->verdict_state && f >= in->threshold)
+			REC(a, "secondary_stall", speedup_bound(f),
+			    "%s also takes %.0f%% of the trainer's time (%s would follow once the first is fixed).",
+			    state_name(s), f * 100, verdict_name(stall_verdicts[k].verdict));
+	}
+	if (a->verdict != VERDICT_CPU && frac(tr->ns, tr->wall_ns, PP_RUNNING) >= in->threshold)
+		REC(a, "compute_share", 0,
+		    "The trainer computes on the CPU %.0f%% of the time: after the stall is removed, "
+		    "that compute bounds the step time.", frac(tr->ns, tr->wall_ns, PP_RUNNING) * 100);
+}

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "elfsym.h"
+
+#define VERSYM_HIDDEN 0x8000
+
+/* How good a match is: a hidden version (name@VER) only counts when there is no default. */
+enum sym_rank {
+	RANK_NONE = 0,
+	RANK_HIDDEN,
+	RANK_DEFAULT,
+};
+
+static bool libelf_ready;
+
+static int libelf_init(void)
+{
+	/* elf_version() is idempotent, so two threads racing here is harmless. */
+	if (libelf_ready)
+		return 0;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	libelf_ready = true;
+	return 0;
+}
+
+static int elf_open(const char *path, int *fdp, Elf **elfp)
+{
+	Elf *elf;
+	int fd, err;
+
+	err = libelf_init();
+	if (err)
+		return err;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* Archives (libcudart_static.a) are not something a uprobe can attach to either. */
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return -EINVAL;
+	}
+	*fdp = fd;
+	*elfp = elf;
+	return 0;
+}
+
+/*
+ * Only the file-backed part of a segment (p_filesz) has a file offset; .bss does not.
+ * Segments do not normally overlap, but if they did the code is in the executable one.
+ */
+static int load_offset(Elf *elf, uint64_t vaddr, uint64_t *offset)
+{
+	bool have = false;
+	size_t i, phnum;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(elf, &phnum))
+		return -EINVAL;
+	for (i = 0; i < phnum; i++) {
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr >= ph.p_filesz)
+			continue;
+		if (!have || (ph.p_flags & PF_X)) {
+			*offset = vaddr - ph.p_vaddr + ph.p_offset;
+			have = true;
+		}
+		if (ph.p_flags & PF_X)
+			break;
+	}
+	return have ? 0 : -ENOENT;
+}
+
+/* The .gnu.version table that parallels a symbol table, if the object has one. */
+static Elf_Data *versym_of(Elf *elf, size_t symtab_ndx)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_GNU_versym &&
+		    sh.sh_link == symtab_ndx)
+			return elf_getdata(scn, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * Record in funcs[] the best candidate of this table for every name not already settled by
+ * an earlier table. Names in .symtab may carry the version in the string itself
+ * (memcpy@GLIBC_2.2.5, memcpy@@GLIBC_2.14); .dynsym keeps it in .gnu.version.
+ */
+static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_func *funcs,
+			int n, enum sym_rank *rank, const bool *settled)
+{
+	Elf_Data *data, *versym;
+	size_t j, nr_syms, blen;
+	enum sym_rank r;
+	const char *name, *at;
+	GElf_Versym vs;
+	GElf_Sym sym;
+	int i, type;
+
+	data = elf_getdata(scn, NULL);
+	if (!data || !sh->sh_entsize)
+		return;
+	versym = versym_of(elf, elf_ndxscn(scn));
+	nr_syms = sh->sh_size / sh->sh_entsize;
+
+	for (j = 0; j < nr_syms; j++) {
+		if (!gelf_getsym(data, j, &sym))
+			break;
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		at = strchr(name, '@');
+		blen = at ? (size_t)(at - name) : strlen(name);
+
+		if (at)
+			r = at[1] == '@' ? RANK_DEFAULT : RANK_HIDDEN;
+		else if (versym && gelf_getversym(versym, j, &vs))
+			r = (vs & VERSYM_HIDDEN) ? RANK_HIDDEN : RANK_DEFAULT;
+		else
+			r = RANK_DEFAULT;	/* cannot tell: the first one wins */
+
+		for (i = 0; i < n; i++) {
+			if (settled[i] || r <= rank[i])
+				continue;
+			if (strncmp(funcs[i].name, name, blen) || funcs[i].name[blen])
+				continue;
+			rank[i] = r;
+			funcs[i].value = sym.st_value;
+			funcs[i].size = sym.st_size;
+		}
+	}
+}
+
+static Elf_Scn *find_section(Elf *elf, Elf64_Word type, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, sh) && sh->sh_type == type)
+			return scn;
+	return NULL;
+}
+
+int elf_resolve_funcs(const char *path, struct elf_func *funcs, int n)
+{
+	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	static const Elf64_Word tables[] = { SHT_DYNSYM, SHT_SYMTAB };
+	enum sym_rank *rank = NULL;
+	bool *settled = NULL;
+	Elf *elf = NULL;
+	uint8_t insn[4];
+	unsigned int t;
+	int i, fd = -1, err, nr = 0;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+
+	if (n < 0 || (n && !funcs))
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		funcs[i].found = false;
+		funcs[i].value = funcs[i].size = funcs[i].offset = 0;
+		funcs[i].starts_with_endbr64 = false;
+	}
+
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
+	rank = calloc(n ? n : 1, sizeof(*rank));
+	settled = calloc(n ? n : 1, sizeof(*settled));
+	if (!rank || !settled) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+
+	/* .dynsym is what the dynamic linker binds to; .symtab only fills in the gaps. */
+	for (t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+		scn = find_section(elf, tables[t], &sh);
+		if (!scn)
+			continue;
+		scan_symtab(elf, scn, &sh, funcs, n, rank, settled);
+		for (i = 0; i < n; i++)
+			settled[i] = rank[i] != RANK_NONE;
+	}
+
+	for (i = 0; i < n; i++) {
+		if (rank[i] == RANK_NONE)
+			continue;
+		/* Outside every PT_LOAD there is nothing a uprobe could attach to. */
+		if (load_offset(elf, funcs[i].value, &funcs[i].offset)) {
+			funcs[i].value = funcs[i].size = funcs[i].offset = 0;
+			continue;
+		}
+		funcs[i].found = true;
+		funcs[i].starts_with_endbr64 =
+			pread(fd, insn, sizeof(insn), funcs[i].offset) == sizeof(insn) &&
+			!memcmp(insn, endbr64, sizeof(insn));
+		nr++;
+	}
+	err = nr;
+
+cleanup:
+	free(settled);
+	free(rank);
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+int elf_vaddr_to_offset(const char *path, uint64_t vaddr, uint64_t *offset)
+{
+	Elf *elf;
+	int fd, err;
+
+	if (!offset)
+		return -EINVAL;
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
+	err = load_offset(elf, vaddr, offset);
+	elf_end(elf);
+	close(fd);
+	return err;
+}

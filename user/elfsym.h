@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Resolve function symbols of an ELF shared object to uprobe file offsets (libelf). */
+#ifndef PIPEPROF_ELFSYM_H
+#define PIPEPROF_ELFSYM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct elf_func {
+	const char *name;	/* in: symbol name without version ("cudaStreamSynchronize") */
+	bool found;		/* out */
+	uint64_t value;		/* out: st_value, what `nm -D` prints */
+	uint64_t size;		/* out: st_size */
+	uint64_t offset;	/* out: file offset of the first instruction (via PT_LOAD) */
+	bool starts_with_endbr64; /* out: first 4 bytes are f3 0f 1e fa */
+};
+
+/* Look every name up in .dynsym (then .symtab), STT_FUNC/STT_GNU_IFUNC defined symbols only;
+ * a versioned name (cudaMemcpy@@libcudart.so.13) matches the plain name; the default
+ * version wins over hidden ones. Returns how many were found, or -errno when the file cannot be
+ * read or is not ELF. */
+int elf_resolve_funcs(const char *path, struct elf_func *funcs, int n);
+
+/* File offset for a virtual address using the PT_LOAD program headers; -ENOENT if none covers it. */
+int elf_vaddr_to_offset(const char *path, uint64_t vaddr, uint64_t *offset);
+
+#endif

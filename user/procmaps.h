@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* /proc/PID/maps parsing and GPU/ML library discovery. Pure parsing is separate from I/O
+ * so it can be unit-tested without root. */
+#ifndef PIPEPROF_PROCMAPS_H
+#define PIPEPROF_PROCMAPS_H
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum lib_kind {
+	LIB_NONE = 0,
+	LIB_CUDART,	/* libcudart.so, libcudart.so.13, libcudart.so.12.4.127, ... (not libcudart_static) */
+	LIB_CUDA,	/* the driver: libcuda.so, libcuda.so.1, libcuda.so.580.65.06 */
+	LIB_TORCH,	/* libtorch.so, libtorch_cpu.so, libtorch_cuda.so, libtorch_python.so */
+	LIB_NCCL,	/* libnccl.so, libnccl.so.2 */
+};
+
+struct maps_entry {
+	uint64_t start, end, pgoff;
+	uint64_t inode;
+	unsigned int dev_major, dev_minor;
+	char perms[5];
+	char path[PATH_MAX];	/* "" for anonymous mappings; may end in " (deleted)" */
+};
+
+/* A distinct library file mapped by a process (one entry per inode). */
+struct mapped_lib {
+	enum lib_kind kind;
+	uint64_t inode;
+	unsigned int dev_major, dev_minor;
+	char path[PATH_MAX];	/* as the process sees it (maps column 6) */
+};
+
+/* Parse one line of /proc/PID/maps. Returns 0, or -EINVAL when the line is malformed. */
+int procmaps_parse_line(const char *line, struct maps_entry *out);
+
+/* Classify a library by the basename of its path; any directory, any soname version. */
+enum lib_kind lib_kind_of_path(const char *path);
+const char *lib_kind_name(enum lib_kind kind);
+
+/* Read /proc/PID/maps and collect the distinct libraries of the kinds in kind_mask
+ * (bit (1 << kind)), deduplicated by (dev, inode). Returns the number found (at most max),
+ * -ENOENT/-ESRCH when the process is gone, or another -errno. */
+int procmaps_find_libs(pid_t pid, unsigned int kind_mask, struct mapped_lib *libs, int max);
+
+/* The same on an already-open stream (unit tests feed fixture files). */
+int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib *libs, int max);
+
+#endif

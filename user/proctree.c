@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
+#include <limits.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "proctree.h"
+
+int proc_parse_stat(const char *line, pid_t *ppid, char *state)
+{
+	/* comm is free text in parentheses: the last ')' ends it. */
+	const char *p = strrchr(line, ')');
+	char st;
+	int pp;
+
+	if (!p || sscanf(p + 1, " %c %d", &st, &pp) != 2)
+		return -EINVAL;
+	if (ppid)
+		*ppid = pp;
+	if (state)
+		*state = st;
+	return 0;
+}
+
+static int read_line(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "re");
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, size, f))
+		err = -EIO;
+	fclose(f);
+	return err;
+}
+
+static bool is_pid_name(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+struct pid_ppid {
+	pid_t pid, ppid;
+};
+
+int proc_descendants(const char *procfs, pid_t root, pid_t *out, int max)
+{
+	struct pid_ppid *all = NULL, *grown;
+	size_t nr_all = 0, cap = 0;
+	char path[PATH_MAX], line[1024];
+	struct dirent *de;
+	int n = 0, err = 0;
+	DIR *dir;
+
+	dir = opendir(procfs);
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir))) {
+		pid_t ppid;
+
+		if (!is_pid_name(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/stat", procfs, de->d_name);
+		/* Processes vanish while we walk: skip, do not fail. */
+		if (read_line(path, line, sizeof(line)) || proc_parse_stat(line, &ppid, NULL))
+			continue;
+		if (nr_all == cap) {
+			cap = cap ? cap * 2 : 256;
+			grown = realloc(all, cap * sizeof(*all));
+			if (!grown) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			all = grown;
+		}
+		all[nr_all].pid = atoi(de->d_name);
+		all[nr_all].ppid = ppid;
+		nr_all++;
+	}
+
+	/* Breadth-first over the parent links; out doubles as the queue. */
+	for (int head = -1; head < n; head++) {
+		pid_t parent = head < 0 ? root : out[head];
+
+		for (size_t i = 0; i < nr_all && n < max; i++)
+			if (all[i].ppid == parent && all[i].pid != root)
+				out[n++] = all[i].pid;
+	}
+	err = n;
+cleanup:
+	free(all);
+	closedir(dir);
+	return err;
+}
+
+int proc_threads(const char *procfs, pid_t pid, pid_t *out, int max)
+{
+	struct dirent *de;
+	char path[PATH_MAX];
+	int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "%s/%d/task", procfs, pid);
+	dir = opendir(path);
+	if (!dir)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while ((de = readdir(dir)) && n < max)
+		if (is_pid_name(de->d_name))
+			out[n++] = atoi(de->d_name);
+	closedir(dir);
+	return n;
+}
+
+char proc_thread_state(const char *procfs, pid_t tgid, pid_t tid)
+{
+	char path[PATH_MAX], line[1024], state;
+
+	snprintf(path, sizeof(path), "%s/%d/task/%d/stat", procfs, tgid, tid);
+	if (read_line(path, line, sizeof(line)) || proc_parse_stat(line, NULL, &state))
+		return 0;
+	return state;
+}
+
+void proc_cmdline(const char *procfs, pid_t pid, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	size_t len;
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "%s/%d/cmdline", procfs, pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	len = fread(buf, 1, size - 1, f);
+	fclose(f);
+	buf[len] = 0;
+	while (len && (unsigned char)buf[len - 1] <= ' ')
+		buf[--len] = 0;
+	/* One line in reports: argument separators and control characters become spaces. */
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)buf[i] < ' ')
+			buf[i] = ' ';
+}
+
+int proc_cpu_times(const char *procfs, unsigned long long *busy, unsigned long long *total,
+		   int *procs_running)
+{
+	unsigned long long v[10] = {};
+	char path[PATH_MAX], line[512];
+	int err = -EINVAL, n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/stat", procfs);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	*procs_running = -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "cpu ", 4)) {
+			n = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+				   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+			if (n < 4)
+				break;
+			*total = 0;
+			/* guest and guest_nice are already inside user and nice. */
+			for (int i = 0; i < 8 && i < n; i++)
+				*total += v[i];
+			*busy = *total - v[3] - v[4];
+			err = 0;
+		} else if (!strncmp(line, "procs_running ", 14)) {
+			*procs_running = atoi(line + 14);
+		}
+	}
+	fclose(f);
+	return err;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Reading the process tree and per-task facts from procfs. Every function takes the procfs
+ * root so unit tests can point it at a fixture tree. */
+#ifndef PIPEPROF_PROCTREE_H
+#define PIPEPROF_PROCTREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define PROCFS "/proc"
+
+/* Parse the ppid and state out of a /proc/PID/stat line; comm may hold spaces and ')'.
+ * Returns 0 or -EINVAL. */
+int proc_parse_stat(const char *line, pid_t *ppid, char *state);
+
+/* Every process whose parent chain reaches root (root excluded). Returns the count (at most
+ * max) or -errno. */
+int proc_descendants(const char *procfs, pid_t root, pid_t *out, int max);
+
+/* Thread ids of a process. Returns the count or -errno (-ESRCH when gone). */
+int proc_threads(const char *procfs, pid_t pid, pid_t *out, int max);
+
+/* State letter of one thread ('R', 'S', 'D', ...), or 0 when it cannot be read. */
+char proc_thread_state(const char *procfs, pid_t tgid, pid_t tid);
+
+/* The command line with NULs turned into spaces; "" when unreadable. */
+void proc_cmdline(const char *procfs, pid_t pid, char *buf, size_t size);
+
+/* Aggregate CPU jiffies from the first line of /proc/stat, and procs_running. */
+int proc_cpu_times(const char *procfs, unsigned long long *busy, unsigned long long *total,
+		   int *procs_running);
+
+#endif

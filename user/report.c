@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <json-c/json.h>
+#include "hist.h"
+#include "report.h"
+
+void report_not_traced(struct report *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->nr_not_traced >= MAX_NOT_TRACED)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->not_traced[r->nr_not_traced++], sizeof(r->not_traced[0]), fmt, ap);
+	va_end(ap);
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * part / whole : 0;
+}
+
+static const struct thread_result *trainer_of(const struct report *r)
+{
+	int i = r->analysis.trainer_index;
+
+	return i >= 0 && i < r->nr_threads ? &r->threads[i] : NULL;
+}
+
+static const char *trainer_choice_text(enum trainer_choice how)
+{
+	switch (how) {
+	case TRAINER_BY_GPU_CALLS:
+		return "most GPU calls";
+	case TRAINER_BY_OPTION:
+		return "--tid";
+	default:
+		return "main thread";
+	}
+}
+
+static void print_bar(FILE *out, double percent)
+{
+	int n = (int)(percent * 40 / 100 + 0.5);
+
+	for (int i = 0; i < n; i++)
+		fputc('#', out);
+}
+
+static void print_role_row(FILE *out, const char *label, const struct role_result *role)
+{
+	fprintf(out, "  %-22s", label);
+	for (int s = 0; s < PP_NR_STATES; s++)
+		fprintf(out, " %6.1f%%", pct(role->ns[s], role->wall_ns));
+	fputc('\n', out);
+}
+
+static void print_evidence(FILE *out, const struct report *r)
+{
+	const struct analysis *a = &r->analysis;
+	const struct role_result *w = &a->worker_loops;
+	const struct analysis_input *in = &r->input;
+	double secs = (r->end_ns - r->start_ns) / 1e9;
+
+	fprintf(out, "\nEvidence:\n");
+	if (w->processes) {
+		double run = pct(w->ns[PP_RUNNING], w->wall_ns), io = pct(w->ns[PP_IO_WAIT], w->wall_ns);
+		double runq = pct(w->ns[PP_RUNQ], w->wall_ns);
+
+		fprintf(out, "  DataLoader workers (%d process%s, main threads): on-CPU %.1f%%, I/O %.1f%%, "
+			"runnable %.1f%%, idle %.1f%% of their time\n",
+			w->processes, w->processes == 1 ? "" : "es",
+			run, io, runq, 100 - run - io - runq - pct(w->ns[PP_GPU_WAIT], w->wall_ns));
+	} else {
+		fprintf(out, "  DataLoader workers: none seen (no child processes in the window)\n");
+	}
+	if (in->cpu_busy >= 0)
+		fprintf(out, "  CPUs: %d, %.0f%% busy machine-wide, %.1f runnable tasks on average\n",
+			in->ncpus, in->cpu_busy * 100, in->runnable_avg);
+	if (r->gpu_traced) {
+		for (int i = 0; i < r->nr_apis; i++) {
+			const struct api_result *api = &r->apis[i];
+
+			if (!api->calls)
+				continue;
+			fprintf(out, "  %s: %llu calls (%.1f/s), mean %.1f us, p50 %.0f us, p99 %.0f us\n",
+				api->name, (unsigned long long)api->calls, secs > 0 ? api->calls / secs : 0,
+				api->total_ns / 1e3 / api->calls,
+				hist_percentile(api->slots, PP_HIST_SLOTS, 50),
+				hist_percentile(api->slots, PP_HIST_SLOTS, 99));
+		}
+	}
+	if (r->io.count) {
+		fprintf(out, "  block I/O issued by the job: %llu requests, mean %.0f us, p50 %.0f us, "
+			"p99 %.0f us\n", (unsigned long long)r->io.count, r->io.total_ns / 1e3 / r->io.count,
+			hist_percentile(r->io.slots, PP_HIST_SLOTS, 50),
+			hist_percentile(r->io.slots, PP_HIST_SLOTS, 99));
+		if (a->verdict == VERDICT_IO)
+			hist_print_log2(out, r->io.slots, PP_HIST_SLOTS, "usecs");
+	}
+}
+
+void report_print_text(FILE *out, const struct report *r)
+{
+	const struct analysis *a = &r->analysis;
+	const struct thread_result *tr = trainer_of(r);
+	double secs = (r->end_ns - r->start_ns) / 1e9;
+	char label[64];
+
+	fprintf(out, "pipeprof: PID %d (%s) traced %.2f s: %d process%s, %d thread%s\n", r->root_pid,
+		r->cmdline[0] ? r->cmdline : "?", secs, r->nr_procs, r->nr_procs == 1 ? "" : "es",
+		r->nr_threads, r->nr_threads == 1 ? "" : "s");
+	if (r->target_exited)
+		fprintf(out, "note: the target exited %.2f s into the trace; the report covers what was "
+			"seen until then\n", (r->target_exit_ns - r->start_ns) / 1e9);
+
+	if (a->verdict == VERDICT_UNDETERMINED)
+		fprintf(out, "\nVerdict: %s\n", verdict_name(a->verdict));
+	else if (a->verdict == VERDICT_CPU)
+		fprintf(out, "\nVerdict: %s: the trainer computes on the CPU %.1f%% of the time; work "
+			"taken off this thread speeds the loop up by at most %.2fx\n",
+			verdict_name(a->verdict), a->verdict_fraction * 100, a->speedup_bound);
+	else
+		fprintf(out, "\nVerdict: %s: %s is %.1f%% of the trainer's time; removing it entirely "
+			"would speed the loop up by at most %.2fx\n", verdict_name(a->verdict),
+			state_name(a->verdict_state), a->verdict_fraction * 100, a->speedup_bound);
+
+	if (tr) {
+		fprintf(out, "\nTrainer thread %u (%s, chosen by %s), %.2f s:\n", tr->tid, tr->comm,
+			trainer_choice_text(a->trainer_choice), tr->wall_ns / 1e9);
+		for (int s = 0; s < PP_NR_STATES; s++) {
+			double p = pct(tr->ns[s], tr->wall_ns);
+
+			fprintf(out, "  %-12s %9.3f s %6.1f%%  ", state_name(s), tr->ns[s] / 1e9, p);
+			print_bar(out, p);
+			fputc('\n', out);
+		}
+	}
+
+	fprintf(out, "\nPer role (share of each role's summed thread time):\n  %-22s", "");
+	for (int s = 0; s < PP_NR_STATES; s++)
+		fprintf(out, " %7.7s", state_name(s));
+	fputc('\n', out);
+	for (int role = 0; role < NR_ROLES; role++) {
+		const struct role_result *rr = &a->roles[role];
+
+		if (!rr->threads)
+			continue;
+		if (role == ROLE_WORKER)
+			snprintf(label, sizeof(label), "%s (%dp, %dt)", role_name(role), rr->processes,
+				 rr->threads);
+		else
+			snprintf(label, sizeof(label), "%s (%dt)", role_name(role), rr->threads);
+		print_role_row(out, label, rr);
+	}
+
+	print_evidence(out, r);
+
+	if (a->nr_recs) {
+		fprintf(out, "\nRecommendations:\n");
+		for (int i = 0; i < a->nr_recs; i++) {
+			fprintf(out, "  %d. %s", i + 1, a->recs[i].text);
+			if (a->recs[i].speedup_bound > 1.0)
+				fprintf(out, " [at most %.2fx]", a->recs[i].speedup_bound);
+			fputc('\n', out);
+		}
+	}
+
+	fprintf(out, "\nNot traced / lost:\n");
+	if (!r->nr_not_traced)
+		fprintf(out, "  nothing: every probe attached, no events lost\n");
+	for (int i = 0; i < r->nr_not_traced; i++)
+		fprintf(out, "  - %s\n", r->not_traced[i]);
+}
+
+static json_object *states_json(const __u64 *ns, uint64_t wall)
+{
+	json_object *o = json_object_new_object();
+
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		json_object *st = json_object_new_object();
+
+		json_object_object_add(st, "seconds", json_object_new_double(ns[s] / 1e9));
+		json_object_object_add(st, "fraction", json_object_new_double(wall ? (double)ns[s] / wall : 0));
+		json_object_object_add(o, state_name(s), st);
+	}
+	return o;
+}
+
+static json_object *hist_json(const __u64 *slots)
+{
+	json_object *arr = json_object_new_array();
+	int last = -1;
+
+	for (int i = 0; i < PP_HIST_SLOTS; i++)
+		if (slots[i])
+			last = i;
+	for (int i = 0; i <= last; i++) {
+		json_object *slot = json_object_new_object();
+
+		json_object_object_add(slot, "low", json_object_new_int64(hist_slot_low(i)));
+		json_object_object_add(slot, "high", json_object_new_int64(hist_slot_high(i)));
+		json_object_object_add(slot, "count", json_object_new_int64(slots[i]));
+		json_object_array_add(arr, slot);
+	}
+	return arr;
+}
+
+static json_object *thread_json(const struct thread_result *t)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "tid", json_object_new_int(t->tid));
+	json_object_object_add(o, "pid", json_object_new_int(t->tgid));
+	json_object_object_add(o, "comm", json_object_new_string(t->comm));
+	json_object_object_add(o, "role", json_object_new_string(role_name(t->role)));
+	json_object_object_add(o, "exited", json_object_new_boolean(t->exited));
+	json_object_object_add(o, "wall_s", json_object_new_double(t->wall_ns / 1e9));
+	json_object_object_add(o, "gpu_sync_calls", json_object_new_int64(t->gpu_calls));
+	json_object_object_add(o, "states", states_json(t->ns, t->wall_ns));
+	return o;
+}
+
+static json_object *gpu_json(const struct report *r)
+{
+	json_object *o = json_object_new_object(), *libs = json_object_new_array();
+	json_object *apis = json_object_new_array();
+
+	json_object_object_add(o, "traced", json_object_new_boolean(r->gpu_traced));
+	if (!r->gpu_traced)
+		json_object_object_add(o, "why_not", json_object_new_string(r->gpu_why_not));
+	for (int i = 0; i < r->nr_libs; i++) {
+		const struct lib_result *lib = &r->libs[i];
+		json_object *l = json_object_new_object(), *probes = json_object_new_array();
+
+		json_object_object_add(l, "pid", json_object_new_int(lib->pid));
+		json_object_object_add(l, "kind", json_object_new_string(lib_kind_name(lib->kind)));
+		json_object_object_add(l, "path", json_object_new_string(lib->path));
+		for (int k = 0; k < lib->nr_probes; k++) {
+			const struct probe_result *p = &lib->probes[k];
+			json_object *po = json_object_new_object();
+
+			json_object_object_add(po, "name", json_object_new_string(p->api));
+			json_object_object_add(po, "value", json_object_new_int64(p->value));
+			json_object_object_add(po, "offset", json_object_new_int64(p->offset));
+			json_object_object_add(po, "skipped_endbr64", json_object_new_boolean(p->skipped_endbr64));
+			json_object_object_add(po, "attached", json_object_new_boolean(p->attached));
+			if (!p->attached)
+				json_object_object_add(po, "error", json_object_new_string(strerror(-p->err)));
+			json_object_array_add(probes, po);
+		}
+		json_object_object_add(l, "probes", probes);
+		json_object_array_add(libs, l);
+	}
+	json_object_object_add(o, "libraries", libs);
+	for (int i = 0; i < r->nr_apis; i++) {
+		const struct api_result *api = &r->apis[i];
+		json_object *a;
+
+		if (!api->calls)
+			continue;
+		a = json_object_new_object();
+		json_object_object_add(a, "name", json_object_new_string(api->name));
+		json_object_object_add(a, "calls", json_object_new_int64(api->calls));
+		json_object_object_add(a, "total_ns", json_object_new_int64(api->total_ns));
+		json_object_object_add(a, "hist_usecs", hist_json(api->slots));
+		json_object_array_add(apis, a);
+	}
+	json_object_object_add(o, "apis", apis);
+	return o;
+}
+
+static const char *const counter_names[PP_NR_COUNTERS] = {
+	[PP_CNT_SCHED_EVENTS] = "sched_switch_events",
+	[PP_CNT_THREADS_FULL] = "threads_lost_map_full",
+	[PP_CNT_PROCS_FULL] = "processes_lost_map_full",
+	[PP_CNT_RQ_FULL] = "io_requests_lost_map_full",
+	[PP_CNT_UPROBE_HITS] = "gpu_uprobe_hits",
+	[PP_CNT_URETPROBE_ORPHANS] = "gpu_returns_without_entry",
+	[PP_CNT_FORKS] = "processes_forked",
+	[PP_CNT_PROC_EXITS] = "processes_exited",
+	[PP_CNT_SELFTEST_HITS] = "selftest_uprobe_hits",
+	[PP_CNT_GPU_DEPTH_OVERFLOW] = "gpu_nesting_overflow",
+};
+
+int report_print_json(FILE *out, const struct report *r)
+{
+	const struct analysis *a = &r->analysis;
+	const struct thread_result *tr = trainer_of(r);
+	json_object *root = json_object_new_object(), *o, *arr;
+	const char *text;
+	int err = 0;
+
+	if (!root)
+		return -ENOMEM;
+	json_object_object_add(root, "schema", json_object_new_string(REPORT_SCHEMA));
+	json_object_object_add(root, "pid", json_object_new_int(r->root_pid));
+	json_object_object_add(root, "command", json_object_new_string(r->cmdline));
+	json_object_object_add(root, "launched", json_object_new_boolean(r->launched));
+
+	o = json_object_new_object();
+	json_object_object_add(o, "start_ns", json_object_new_int64(r->start_ns));
+	json_object_object_add(o, "end_ns", json_object_new_int64(r->end_ns));
+	json_object_object_add(o, "seconds", json_object_new_double((r->end_ns - r->start_ns) / 1e9));
+	json_object_object_add(o, "clock", json_object_new_string("CLOCK_MONOTONIC"));
+	json_object_object_add(root, "window", o);
+	json_object_object_add(root, "target_exited", json_object_new_boolean(r->target_exited));
+	if (r->target_exited)
+		json_object_object_add(root, "target_exit_ns", json_object_new_int64(r->target_exit_ns));
+	json_object_object_add(root, "interrupted", json_object_new_boolean(r->interrupted));
+
+	o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(verdict_name(a->verdict)));
+	json_object_object_add(o, "id", json_object_new_string(verdict_id(a->verdict)));
+	json_object_object_add(o, "state", json_object_new_string(state_name(a->verdict_state)));
+	json_object_object_add(o, "fraction", json_object_new_double(a->verdict_fraction));
+	json_object_object_add(o, "speedup_bound", json_object_new_double(a->speedup_bound));
+	json_object_object_add(o, "threshold", json_object_new_double(r->input.threshold));
+	json_object_object_add(root, "verdict", o);
+
+	if (tr) {
+		o = thread_json(tr);
+		json_object_object_add(o, "chosen_by",
+				       json_object_new_string(trainer_choice_text(a->trainer_choice)));
+		json_object_object_add(root, "trainer", o);
+	} else {
+		json_object_object_add(root, "trainer", NULL);
+	}
+
+	o = json_object_new_object();
+	for (int role = 0; role < NR_ROLES; role++) {
+		const struct role_result *rr = &a->roles[role];
+		json_object *ro = json_object_new_object();
+
+		json_object_object_add(ro, "threads", json_object_new_int(rr->threads));
+		json_object_object_add(ro, "processes", json_object_new_int(rr->processes));
+		json_object_object_add(ro, "thread_seconds", json_object_new_double(rr->wall_ns / 1e9));
+		json_object_object_add(ro, "states", states_json(rr->ns, rr->wall_ns));
+		json_object_object_add(o, role_name(role), ro);
+	}
+	json_object_object_add(root, "roles", o);
+
+	o = json_object_new_object();
+	{
+		json_object *wl = json_object_new_object();
+
+		json_object_object_add(wl, "processes", json_object_new_int(a->worker_loops.processes));
+		json_object_object_add(wl, "states", states_json(a->worker_loops.ns, a->worker_loops.wall_ns));
+		json_object_object_add(o, "worker_loops", wl);
+	}
+	json_object_object_add(root, "evidence", o);
+
+	arr = json_object_new_array();
+	for (int i = 0; i < r->nr_threads; i++)
+		json_object_array_add(arr, thread_json(&r->threads[i]));
+	json_object_object_add(root, "threads", arr);
+
+	arr = json_object_new_array();
+	for (int i = 0; i < r->nr_procs; i++) {
+		const struct proc_result *p = &r->procs[i];
+
+		o = json_object_new_object();
+		json_object_object_add(o, "pid", json_object_new_int(p->pid));
+		json_object_object_add(o, "parent", json_object_new_int(p->parent));
+		json_object_object_add(o, "root", json_object_new_boolean(p->root));
+		json_object_object_add(o, "comm", json_object_new_string(p->comm));
+		json_object_object_add(o, "forked_while_tracing", json_object_new_boolean(p->forked_while_tracing));
+		json_object_object_add(o, "exited", json_object_new_boolean(p->exited));
+		json_object_array_add(arr, o);
+	}
+	json_object_object_add(root, "processes", arr);
+
+	json_object_object_add(root, "gpu", gpu_json(r));
+
+	o = json_object_new_object();
+	json_object_object_add(o, "requests", json_object_new_int64(r->io.count));
+	json_object_object_add(o, "total_ns", json_object_new_int64(r->io.total_ns));
+	json_object_object_add(o, "hist_usecs", hist_json(r->io.slots));
+	json_object_object_add(root, "io", o);
+
+	o = json_object_new_object();
+	json_object_object_add(o, "ncpus", json_object_new_int(r->input.ncpus));
+	json_object_object_add(o, "busy_fraction", json_object_new_double(r->input.cpu_busy));
+	json_object_object_add(o, "runnable_avg", json_object_new_double(r->input.runnable_avg));
+	json_object_object_add(root, "cpu", o);
+
+	arr = json_object_new_array();
+	for (int i = 0; i < a->nr_recs; i++) {
+		o = json_object_new_object();
+		json_object_object_add(o, "id", json_object_new_string(a->recs[i].id));
+		json_object_object_add(o, "text", json_object_new_string(a->recs[i].text));
+		json_object_object_add(o, "speedup_bound", json_object_new_double(a->recs[i].speedup_bound));
+		json_object_array_add(arr, o);
+	}
+	json_object_object_add(root, "recommendations", arr);
+
+	arr = json_object_new_array();
+	for (int i = 0; i < r->nr_not_traced; i++)
+		json_object_array_add(arr, json_object_new_string(r->not_traced[i]));
+	json_object_object_add(root, "not_traced", arr);
+
+	o = json_object_new_object();
+	for (int c = 0; c < PP_NR_COUNTERS; c++)
+		json_object_object_add(o, counter_names[c], json_object_new_int64(r->counters[c]));
+	json_object_object_add(o, "probe_attach_failures", json_object_new_int(r->probe_attach_failures));
+	json_object_object_add(root, "counters", o);
+
+	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (fprintf(out, "%s\n", text) < 0)
+		err = -EIO;
+	json_object_put(root);
+	return err;
+}

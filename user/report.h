@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The `pipeprof -p PID` report: what was measured, and its text and JSON renderings
+ * (schema pipeprof.report/v1). Pure: fed a filled struct report, writes a stream. */
+#ifndef PIPEPROF_REPORT_H
+#define PIPEPROF_REPORT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include "classify.h"
+#include "procmaps.h"
+
+#define REPORT_SCHEMA "pipeprof.report/v1"
+#define MAX_NOT_TRACED 16
+#define MAX_LIB_PROBES 48
+
+struct probe_result {
+	const char *api;
+	uint64_t value;		/* symbol value, as nm prints it */
+	uint64_t offset;	/* file offset the uprobe sits at */
+	bool skipped_endbr64;	/* probe placed after a leading endbr64 */
+	bool attached;
+	int err;		/* -errno when not attached */
+};
+
+struct lib_result {
+	pid_t pid;
+	enum lib_kind kind;
+	char path[PATH_MAX];
+	int nr_probes;
+	struct probe_result probes[MAX_LIB_PROBES];
+};
+
+struct api_result {
+	const char *name;
+	uint64_t calls, total_ns;
+	__u64 slots[PP_HIST_SLOTS];	/* log2 usecs */
+};
+
+struct proc_result {
+	pid_t pid, parent;
+	bool root;
+	bool forked_while_tracing;
+	bool exited;
+	char comm[16];
+};
+
+struct report {
+	pid_t root_pid;
+	char cmdline[512];
+	bool launched;			/* started by pipeprof (-- CMD) */
+	uint64_t start_ns, end_ns;	/* CLOCK_MONOTONIC */
+	bool target_exited;
+	uint64_t target_exit_ns;
+	bool interrupted;		/* ended by a signal rather than -d or exit */
+
+	int nr_threads;
+	struct thread_result *threads;
+	int nr_procs;
+	struct proc_result *procs;
+
+	struct analysis_input input;
+	struct analysis analysis;
+
+	bool gpu_traced;
+	char gpu_why_not[512];
+	int nr_libs;
+	struct lib_result *libs;
+	int nr_apis;
+	struct api_result apis[PP_MAX_GPU_APIS];
+	struct pp_io_stats io;
+
+	uint64_t counters[PP_NR_COUNTERS];
+	int probe_attach_failures;
+	int nr_not_traced;
+	char not_traced[MAX_NOT_TRACED][256];
+};
+
+void report_not_traced(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void report_print_text(FILE *out, const struct report *r);
+int report_print_json(FILE *out, const struct report *r);
+
+#endif

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include "proctree.h"
+#include "report_cmd.h"
+#include "tracer.h"
+
+#define TICK_MS 100
+#define REFRESH_EVERY_TICKS 5
+
+static volatile sig_atomic_t exiting;
+
+static void on_signal(int sig)
+{
+	exiting = sig;
+}
+
+static int pidfd_open_compat(pid_t pid)
+{
+	return syscall(SYS_pidfd_open, pid, 0);
+}
+
+/*
+ * Fork the command stopped on a pipe; it execs only once the tracer is attached, so the
+ * report sees it from its first instruction. Closing the pipe without a byte aborts it.
+ */
+static pid_t launch_stopped(char **argv, int *go_fd)
+{
+	int fds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		close(fds[1]);
+		if (read(fds[0], &c, 1) != 1)
+			_exit(127);
+		execvp(argv[0], argv);
+		fprintf(stderr, "pipeprof: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(fds[0]);
+	*go_fd = fds[1];
+	return pid;
+}
+
+struct cpu_sampler {
+	unsigned long long busy0, total0;
+	double runnable_sum;
+	int samples;
+	bool ok;
+};
+
+static void cpu_sample(struct cpu_sampler *s)
+{
+	unsigned long long busy, total;
+	int running;
+
+	if (proc_cpu_times(PROCFS, &busy, &total, &running))
+		return;
+	/* pipeprof itself is the one running task while it reads /proc/stat. */
+	if (running > 0) {
+		s->runnable_sum += running - 1;
+		s->samples++;
+	}
+}
+
+static void fill_input(struct report *r, const struct report_opts *o, const struct cpu_sampler *s)
+{
+	unsigned long long busy, total;
+	int running;
+
+	r->input.root_pid = r->root_pid;
+	r->input.tid_override = o->tid;
+	r->input.threshold = o->threshold;
+	r->input.ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	r->input.cpu_busy = -1;
+	r->input.runnable_avg = s->samples ? s->runnable_sum / s->samples : -1;
+	if (s->ok && !proc_cpu_times(PROCFS, &busy, &total, &running) && total > s->total0)
+		r->input.cpu_busy = (double)(busy - s->busy0) / (total - s->total0);
+	r->input.gpu_traced = r->gpu_traced;
+	r->input.window_ns = r->end_ns - r->start_ns;
+	r->input.io_requests = r->io.count;
+}
+
+static void trainer_gpu_calls(struct report *r)
+{
+	int i = r->analysis.trainer_index;
+
+	r->input.gpu_sync_calls = i >= 0 ? r->threads[i].gpu_calls : 0;
+}
+
+static void free_report(struct report *r)
+{
+	free(r->threads);
+	free(r->procs);
+	free(r->libs);
+}
+
+int report_cmd_run(const struct report_opts *o)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct tracer tracer = {};
+	struct report report = {};
+	struct cpu_sampler cpu = {};
+	int go_fd = -1, pidfd = -1, err = 0, status = 1;
+	bool launched = o->argv != NULL, child_reaped = false;
+	__u64 deadline = 0, end_ns;
+	pid_t pid = o->pid;
+	int ticks = 0;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	if (launched) {
+		pid = launch_stopped(o->argv, &go_fd);
+		if (pid < 0) {
+			fprintf(stderr, "pipeprof: cannot start %s: %s\n", o->argv[0], strerror(-pid));
+			return 1;
+		}
+	}
+
+	err = tracer_start(&tracer, pid, o->verbose);
+	if (err) {
+		status = err == -ESRCH ? 2 : 1;
+		goto cleanup;
+	}
+	if (launched) {
+		if (write(go_fd, "g", 1) != 1) {
+			err = -errno;
+			fprintf(stderr, "pipeprof: cannot start the command: %s\n", strerror(-err));
+			goto cleanup;
+		}
+		close(go_fd);
+		go_fd = -1;
+	}
+
+	pidfd = pidfd_open_compat(pid);
+	if (o->duration > 0)
+		deadline = tracer.start_ns + (__u64)(o->duration * 1e9);
+	cpu.ok = !proc_cpu_times(PROCFS, &cpu.busy0, &cpu.total0, &(int){ 0 });
+	if (!o->json)
+		fprintf(stderr, "pipeprof: tracing PID %d%s... %s\n", pid, launched ? " (launched)" : "",
+			o->duration > 0 ? "" : "Ctrl-C to stop and print the report");
+
+	while (!exiting) {
+		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+		__u64 now;
+
+		if (poll(&pfd, pidfd >= 0 ? 1 : 0, TICK_MS) > 0 && (pfd.revents & POLLIN))
+			break;
+		if (pidfd < 0 && kill(pid, 0) && errno == ESRCH)
+			break;
+		if (launched && !child_reaped && waitpid(pid, NULL, WNOHANG) == pid) {
+			child_reaped = true;
+			break;
+		}
+		now = monotonic_ns();
+		if (deadline && now >= deadline)
+			break;
+		cpu_sample(&cpu);
+		if (++ticks % REFRESH_EVERY_TICKS == 0) {
+			err = tracer_refresh(&tracer);
+			if (err) {
+				fprintf(stderr, "pipeprof: %s\n", strerror(-err));
+				goto cleanup;
+			}
+		}
+	}
+	end_ns = monotonic_ns();
+
+	report.root_pid = pid;
+	report.launched = launched;
+	report.interrupted = exiting != 0;
+	proc_cmdline(PROCFS, pid, report.cmdline, sizeof(report.cmdline));
+	if (!report.cmdline[0] && launched)
+		snprintf(report.cmdline, sizeof(report.cmdline), "%s", o->argv[0]);
+	err = tracer_collect(&tracer, end_ns, &report);
+	/* Detach before the (slow) analysis: the job should not pay for our printing. */
+	tracer_stop(&tracer);
+	if (err) {
+		fprintf(stderr, "pipeprof: cannot read the results: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	if (!report.cmdline[0]) {
+		for (int i = 0; i < report.nr_procs; i++)
+			if (report.procs[i].root)
+				snprintf(report.cmdline, sizeof(report.cmdline), "%s", report.procs[i].comm);
+	}
+	if (report.target_exited && !report.cmdline[0])
+		snprintf(report.cmdline, sizeof(report.cmdline), "exited");
+
+	fill_input(&report, o, &cpu);
+	analyse(report.threads, report.nr_threads, &report.input, &report.analysis);
+	trainer_gpu_calls(&report);
+	analyse(report.threads, report.nr_threads, &report.input, &report.analysis);
+	if (o->tid && report.analysis.trainer_index < 0)
+		report_not_traced(&report, "--tid %d: no such thread in the traced processes", o->tid);
+
+	if (o->json)
+		err = report_print_json(stdout, &report);
+	else
+		report_print_text(stdout, &report);
+	fflush(stdout);
+	status = err ? 1 : 0;
+
+cleanup:
+	tracer_stop(&tracer);
+	if (go_fd >= 0)
+		close(go_fd);	/* aborts a launched command that never got going */
+	if (pidfd >= 0)
+		close(pidfd);
+	if (launched && !child_reaped) {
+		/* The command is ours: do not leave it running unobserved. */
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+	}
+	free_report(&report);
+	return status;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef PIPEPROF_REPORT_CMD_H
+#define PIPEPROF_REPORT_CMD_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct report_opts {
+	pid_t pid;		/* -p; 0 when launching */
+	char **argv;		/* -- CMD ARGS..., NULL-terminated; NULL when attaching */
+	double duration;	/* -d seconds; 0 = until Ctrl-C or exit */
+	bool json;
+	bool verbose;
+	pid_t tid;		/* --tid */
+	double threshold;	/* fraction */
+};
+
+/* `pipeprof -p PID`: trace, then print the report. Returns the process exit status. */
+int report_cmd_run(const struct report_opts *opts);
+
+#endif

@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "elfsym.h"
+#include "gpu_apis.h"
+#include "pipeprof.skel.h"
+#include "proctree.h"
+#include "tracer.h"
+
+#define MAX_SEED_PIDS 4096
+#define MAX_SEED_TIDS 4096
+
+struct tracer_lib_attach {
+	pid_t pid;
+	uint64_t inode;
+	unsigned int dev_major, dev_minor;
+	struct lib_result result;
+	struct bpf_link *links[2 * MAX_LIB_PROBES];
+	int nr_links;
+};
+
+__u64 monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+bool errno_is_privilege(int err)
+{
+	err = err < 0 ? -err : err;
+	return err == EPERM || err == EACCES;
+}
+
+/* Number of parameters of a tracepoint's BTF prototype, or -1 when it does not exist. */
+static int tracepoint_nr_args(const struct btf *btf, const char *tp)
+{
+	char name[128];
+	const struct btf_type *t;
+	int id;
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
+	if (id < 0)
+		return -1;
+	t = btf__type_by_id(btf, id);			/* typedef */
+	t = btf__type_by_id(btf, t->type);		/* pointer */
+	if (!t || !btf_is_ptr(t))
+		return -1;
+	t = btf__type_by_id(btf, t->type);		/* func proto */
+	if (!t || !btf_is_func_proto(t))
+		return -1;
+	return btf_vlen(t) - 1;	/* the first is the tracepoint's void *__data */
+}
+
+static int probe_kernel_features(struct pipeprof_bpf *skel)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	int err = 0;
+
+	if (!btf) {
+		err = -errno;
+		fprintf(stderr, "pipeprof: cannot read kernel BTF (/sys/kernel/btf/vmlinux): %s; "
+			"pipeprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y\n", strerror(errno));
+		return err;
+	}
+	skel->rodata->sched_switch_has_prev_state = tracepoint_nr_args(btf, "sched_switch") >= 4;
+	skel->rodata->has_block_io_start = tracepoint_nr_args(btf, "block_io_start") >= 0;
+	if (!skel->rodata->has_block_io_start)
+		bpf_program__set_autoload(skel->progs.on_block_io_start, false);
+	btf__free(btf);
+	return err;
+}
+
+static int track_process(struct tracer *t, pid_t pid, pid_t parent, bool root)
+{
+	struct pp_proc proc = { .parent_tgid = parent, .is_root = root };
+	int fd = bpf_map__fd(t->skel->maps.tracked_procs);
+
+	if (bpf_map_update_elem(fd, &pid, &proc, BPF_NOEXIST) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Threads that sleep through the whole window leave no events; seed them so they show. */
+static void seed_threads(struct tracer *t, pid_t pid)
+{
+	int fd = bpf_map__fd(t->skel->maps.threads);
+	pid_t tids[MAX_SEED_TIDS];
+	int n = proc_threads(PROCFS, pid, tids, MAX_SEED_TIDS);
+
+	for (int i = 0; i < n; i++) {
+		struct pp_thread th = {
+			.tgid = pid,
+			.phase = PP_PHASE_UNKNOWN,
+			.first_ns = t->start_ns,
+			.phase_start_ns = t->start_ns,
+			.oncpu_since_ns = t->start_ns,
+			.last_wait = PP_OTHER,
+			.wake_cause = PP_OTHER,
+		};
+		char path[128];
+		FILE *f;
+
+		snprintf(path, sizeof(path), PROCFS "/%d/task/%d/comm", pid, tids[i]);
+		f = fopen(path, "re");
+		if (f) {
+			if (fgets(th.comm, sizeof(th.comm), f))
+				th.comm[strcspn(th.comm, "\n")] = 0;
+			fclose(f);
+		}
+		bpf_map_update_elem(fd, &tids[i], &th, BPF_NOEXIST);
+	}
+}
+
+/* Descendants that existed at attach; forks after the tracepoints attached are the BPF side's. */
+static int seed_descendants(struct tracer *t)
+{
+	pid_t *pids = calloc(MAX_SEED_PIDS, sizeof(*pids));
+	int n, err = 0;
+
+	if (!pids)
+		return -ENOMEM;
+	n = proc_descendants(PROCFS, t->root, pids, MAX_SEED_PIDS);
+	if (n < 0) {
+		err = n;
+		goto cleanup;
+	}
+	for (int i = 0; i < n; i++) {
+		char path[64], line[1024];
+		pid_t ppid = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), PROCFS "/%d/stat", pids[i]);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f))
+			proc_parse_stat(line, &ppid, NULL);
+		fclose(f);
+		err = track_process(t, pids[i], ppid, false);
+		if (err)
+			goto cleanup;
+		seed_threads(t, pids[i]);
+	}
+cleanup:
+	free(pids);
+	return err;
+}
+
+void pipeprof_selftest_target(void);
+
+/* The self-test's probe site: a real function the uprobe machinery must reach. */
+__attribute__((noinline, used)) void pipeprof_selftest_target(void)
+{
+	asm volatile("" ::: "memory");
+}
+
+static __u64 read_counter(struct tracer *t, enum pp_counter c)
+{
+	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(t->skel->maps.counters);
+	__u64 *vals, sum = 0;
+	__u32 key = c;
+
+	if (ncpus <= 0)
+		return 0;
+	vals = calloc(ncpus, sizeof(*vals));
+	if (!vals)
+		return 0;
+	if (!bpf_map_lookup_elem(fd, &key, vals))
+		for (int i = 0; i < ncpus; i++)
+			sum += vals[i];
+	free(vals);
+	return sum;
+}
+
+/* Prove the scheduler tracepoints and the uprobe path fire on this kernel before trusting
+ * a report built on them. */
+static int self_check(struct tracer *t)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = PP_SELFTEST_API);
+	struct elf_func fn = { .name = "pipeprof_selftest_target" };
+	struct bpf_link *enter = NULL, *ret = NULL;
+	int err = 0;
+
+	for (int i = 0; i < 50 && !read_counter(t, PP_CNT_SCHED_EVENTS); i++)
+		usleep(1000);
+	if (!read_counter(t, PP_CNT_SCHED_EVENTS)) {
+		fprintf(stderr, "pipeprof: self-check failed: sched_switch tracepoint never fired\n");
+		return -EIO;
+	}
+
+	if (elf_resolve_funcs("/proc/self/exe", &fn, 1) != 1) {
+		fprintf(stderr, "pipeprof: self-check failed: cannot find %s in /proc/self/exe\n", fn.name);
+		return -ENOENT;
+	}
+	enter = bpf_program__attach_uprobe_opts(t->skel->progs.on_gpu_enter, getpid(),
+						"/proc/self/exe", fn.offset, &opts);
+	if (!enter) {
+		err = -errno;
+		goto fail;
+	}
+	opts.retprobe = true;
+	ret = bpf_program__attach_uprobe_opts(t->skel->progs.on_gpu_return, getpid(),
+					      "/proc/self/exe", fn.offset, &opts);
+	if (!ret) {
+		err = -errno;
+		goto fail;
+	}
+	pipeprof_selftest_target();
+	if (read_counter(t, PP_CNT_SELFTEST_HITS) != 2) {
+		fprintf(stderr, "pipeprof: self-check failed: uprobe entry/return did not fire\n");
+		err = -EIO;
+	}
+	goto cleanup;
+fail:
+	fprintf(stderr, "pipeprof: self-check failed: cannot attach a uprobe: %s\n", strerror(-err));
+cleanup:
+	bpf_link__destroy(enter);
+	bpf_link__destroy(ret);
+	return err;
+}
+
+static int libbpf_print_fn(enum libbpf_print_level level, const char *format, va_list args)
+{
+	return vfprintf(stderr, format, args);
+}
+
+static int libbpf_quiet_fn(enum libbpf_print_level level, const char *format, va_list args)
+{
+	return 0;
+}
+
+int tracer_start(struct tracer *t, pid_t root, bool verbose)
+{
+	struct stat st;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	t->root = root;
+	t->verbose = verbose;
+	libbpf_set_print(verbose ? libbpf_print_fn : libbpf_quiet_fn);
+
+	if (stat("/sys/kernel/btf/vmlinux", &st)) {
+		fprintf(stderr, "pipeprof: /sys/kernel/btf/vmlinux is missing: pipeprof needs a kernel "
+			"built with CONFIG_DEBUG_INFO_BTF=y\n");
+		return -ENOENT;
+	}
+	if (kill(root, 0) && errno == ESRCH) {
+		fprintf(stderr, "pipeprof: no such process: %d\n", root);
+		return -ESRCH;
+	}
+
+	t->skel = pipeprof_bpf__open();
+	if (!t->skel) {
+		err = -errno;
+		fprintf(stderr, "pipeprof: cannot open the BPF object: %s\n", strerror(-err));
+		return err;
+	}
+	err = probe_kernel_features(t->skel);
+	if (err)
+		return err;
+	err = pipeprof_bpf__load(t->skel);
+	if (err) {
+		if (errno_is_privilege(err))
+			fprintf(stderr, "pipeprof: permission denied loading BPF programs: run as root "
+				"(or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)\n");
+		else
+			fprintf(stderr, "pipeprof: cannot load the BPF programs: %s (-v shows the "
+				"verifier log)\n", strerror(-err));
+		return err;
+	}
+
+	/* The root goes in before the fork tracepoint attaches, so no child of it is missed;
+	 * the /proc walk after attaching catches the ones forked before. */
+	err = track_process(t, root, 0, true);
+	if (err) {
+		fprintf(stderr, "pipeprof: cannot track PID %d: %s\n", root, strerror(-err));
+		return err;
+	}
+	t->start_ns = monotonic_ns();
+	t->skel->bss->window_start_ns = t->start_ns;
+	seed_threads(t, root);
+
+	err = pipeprof_bpf__attach(t->skel);
+	if (err) {
+		fprintf(stderr, "pipeprof: cannot attach the scheduler tracepoints: %s\n", strerror(-err));
+		return err;
+	}
+	err = seed_descendants(t);
+	if (err) {
+		fprintf(stderr, "pipeprof: cannot follow the process tree of %d: %s\n", root, strerror(-err));
+		return err;
+	}
+	if (kill(root, 0) && errno == ESRCH) {
+		fprintf(stderr, "pipeprof: process %d exited while attaching\n", root);
+		return -ESRCH;
+	}
+	err = self_check(t);
+	if (err)
+		return err;
+	return tracer_refresh(t);
+}
+
+static struct tracer_lib_attach *find_attached(struct tracer *t, pid_t pid, const struct mapped_lib *lib)
+{
+	for (int i = 0; i < t->nr_attached; i++) {
+		struct tracer_lib_attach *a = &t->attached[i];
+
+		if (a->pid == pid && a->inode == lib->inode && a->dev_major == lib->dev_major &&
+		    a->dev_minor == lib->dev_minor)
+			return a;
+	}
+	return NULL;
+}
+
+static struct bpf_link *attach_one(struct tracer *t, pid_t pid, const char *path, uint64_t offset,
+				   int api, bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = api, .retprobe = ret);
+	struct bpf_program *prog = ret ? t->skel->progs.on_gpu_return : t->skel->progs.on_gpu_enter;
+
+	return bpf_program__attach_uprobe_opts(prog, pid, path, offset, &opts);
+}
+
+static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib)
+{
+	struct elf_func funcs[MAX_LIB_PROBES];
+	int api_of[MAX_LIB_PROBES], n = 0, found;
+	struct tracer_lib_attach *a;
+	char path[PATH_MAX + 64];
+
+	if (t->nr_attached == t->cap_attached) {
+		int cap = t->cap_attached ? t->cap_attached * 2 : 8;
+		void *grown = realloc(t->attached, cap * sizeof(*t->attached));
+
+		if (!grown)
+			return -ENOMEM;
+		t->attached = grown;
+		t->cap_attached = cap;
+	}
+	a = &t->attached[t->nr_attached++];
+	memset(a, 0, sizeof(*a));
+	a->pid = pid;
+	a->inode = lib->inode;
+	a->dev_major = lib->dev_major;
+	a->dev_minor = lib->dev_minor;
+	a->result.pid = pid;
+	a->result.kind = lib->kind;
+	snprintf(a->result.path, sizeof(a->result.path), "%s", lib->path);
+
+	/* Through the process's own root, so libraries inside containers resolve. */
+	snprintf(path, sizeof(path), PROCFS "/%d/root%s", pid, lib->path);
+	for (int i = 0; i < gpu_api_count && n < MAX_LIB_PROBES; i++) {
+		if (gpu_apis[i].lib != lib->kind)
+			continue;
+		memset(&funcs[n], 0, sizeof(funcs[n]));
+		funcs[n].name = gpu_apis[i].name;
+		api_of[n++] = i;
+	}
+	found = elf_resolve_funcs(path, funcs, n);
+	if (found < 0) {
+		t->libs_unreadable++;
+		snprintf(t->last_lib_error, sizeof(t->last_lib_error), "%s (pid %d): %s", lib->path, pid,
+			 strerror(-found));
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		struct probe_result *p;
+		struct bpf_link *enter, *ret;
+
+		if (!funcs[i].found)
+			continue;
+		p = &a->result.probes[a->result.nr_probes++];
+		p->api = funcs[i].name;
+		p->value = funcs[i].value;
+		p->offset = funcs[i].offset;
+		/* endbr64 is single-stepped (~5 us a hit); the instruction after it is usually an
+		 * emulated push. The return address is still on top of the stack there, so the
+		 * uretprobe works from the same spot. */
+		if (funcs[i].starts_with_endbr64 && funcs[i].size > 4) {
+			p->offset += 4;
+			p->skipped_endbr64 = true;
+		}
+		enter = attach_one(t, pid, path, p->offset, api_of[i], false);
+		ret = enter ? attach_one(t, pid, path, p->offset, api_of[i], true) : NULL;
+		if (!enter || !ret) {
+			p->err = -errno;
+			bpf_link__destroy(enter);
+			t->probe_attach_failures++;
+			if (t->verbose)
+				fprintf(stderr, "pipeprof: cannot attach %s in %s (pid %d): %s\n", p->api,
+					lib->path, pid, strerror(-p->err));
+			continue;
+		}
+		p->attached = true;
+		a->links[a->nr_links++] = enter;
+		a->links[a->nr_links++] = ret;
+		if (t->verbose)
+			fprintf(stderr, "pipeprof: pid %d %s:%s value 0x%llx offset 0x%llx%s\n", pid,
+				lib->path, p->api, (unsigned long long)p->value,
+				(unsigned long long)p->offset, p->skipped_endbr64 ? " (after endbr64)" : "");
+	}
+	return 0;
+}
+
+int tracer_refresh(struct tracer *t)
+{
+	int fd = bpf_map__fd(t->skel->maps.tracked_procs), err = 0;
+	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA;
+	struct mapped_lib libs[16];
+	__u32 key, next, *prev = NULL;
+	struct pp_proc proc;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &proc) || proc.exit_ns)
+			continue;
+		int n = procmaps_find_libs(key, mask, libs, 16);
+
+		for (int i = 0; i < n; i++) {
+			if (find_attached(t, key, &libs[i]))
+				continue;
+			err = attach_lib(t, key, &libs[i]);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+static void collect_gpu(struct tracer *t, struct report *r)
+{
+	int fd = bpf_map__fd(t->skel->maps.gpu_api_stats);
+	int probes_ok = 0;
+
+	r->nr_libs = t->nr_attached;
+	r->libs = calloc(t->nr_attached ? t->nr_attached : 1, sizeof(*r->libs));
+	for (int i = 0; r->libs && i < t->nr_attached; i++) {
+		r->libs[i] = t->attached[i].result;
+		probes_ok += t->attached[i].nr_links;
+	}
+	r->probe_attach_failures = t->probe_attach_failures;
+	r->nr_apis = gpu_api_count;
+	for (int i = 0; i < gpu_api_count; i++) {
+		struct pp_gpu_api_stats stats = {};
+		__u32 key = i;
+
+		r->apis[i].name = gpu_apis[i].name;
+		if (bpf_map_lookup_elem(fd, &key, &stats))
+			continue;
+		r->apis[i].calls = stats.calls;
+		r->apis[i].total_ns = stats.total_ns;
+		memcpy(r->apis[i].slots, stats.slots, sizeof(stats.slots));
+	}
+
+	r->gpu_traced = probes_ok > 0;
+	if (r->gpu_traced)
+		return;
+	if (t->nr_attached)
+		snprintf(r->gpu_why_not, sizeof(r->gpu_why_not),
+			 "libcudart/libcuda are mapped but none of their synchronising functions could be "
+			 "probed (%d attach failures)", t->probe_attach_failures);
+	else if (t->libs_unreadable)
+		snprintf(r->gpu_why_not, sizeof(r->gpu_why_not), "cannot read the GPU library %s",
+			 t->last_lib_error);
+	else
+		snprintf(r->gpu_why_not, sizeof(r->gpu_why_not),
+			 "no libcudart or libcuda is mapped by the traced processes (a CPU-only job, or "
+			 "CUDA not loaded yet)");
+	report_not_traced(r, "GPU_WAIT: %s; GPU_WAIT reads 0", r->gpu_why_not);
+}
+
+int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
+{
+	int tfd = bpf_map__fd(t->skel->maps.threads), pfd = bpf_map__fd(t->skel->maps.tracked_procs);
+	__u32 key, next, *prev = NULL;
+	int cap = 64, err = 0;
+	struct pp_thread th;
+	struct pp_proc proc;
+
+	r->start_ns = t->start_ns;
+	r->end_ns = end_ns;
+	for (int c = 0; c < PP_NR_COUNTERS; c++)
+		r->counters[c] = read_counter(t, c);
+
+	r->procs = calloc(PP_MAX_PROCS, sizeof(*r->procs));
+	r->threads = calloc(cap, sizeof(*r->threads));
+	if (!r->procs || !r->threads)
+		return -ENOMEM;
+
+	while (!bpf_map_get_next_key(pfd, prev, &next)) {
+		struct proc_result *p;
+		char path[64];
+		FILE *f;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(pfd, &key, &proc) || r->nr_procs >= PP_MAX_PROCS)
+			continue;
+		p = &r->procs[r->nr_procs++];
+		p->pid = key;
+		p->parent = proc.parent_tgid;
+		p->root = proc.is_root;
+		p->forked_while_tracing = proc.fork_ns != 0;
+		p->exited = proc.exit_ns != 0;
+		snprintf(path, sizeof(path), PROCFS "/%u/comm", key);
+		f = fopen(path, "re");
+		if (f) {
+			if (fgets(p->comm, sizeof(p->comm), f))
+				p->comm[strcspn(p->comm, "\n")] = 0;
+			fclose(f);
+		}
+		if (proc.is_root && proc.exit_ns) {
+			r->target_exited = true;
+			r->target_exit_ns = proc.exit_ns;
+		}
+	}
+
+	prev = NULL;
+	while (!bpf_map_get_next_key(tfd, prev, &next)) {
+		char state = 0;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(tfd, &key, &th) || bpf_map_lookup_elem(pfd, &th.tgid, &proc))
+			continue;
+		if (r->nr_threads == cap) {
+			void *grown = realloc(r->threads, 2 * cap * sizeof(*r->threads));
+
+			if (!grown)
+				return -ENOMEM;
+			r->threads = grown;
+			cap *= 2;
+		}
+		if (th.phase == PP_PHASE_UNKNOWN)
+			state = proc_thread_state(PROCFS, th.tgid, key);
+		thread_close(&th, t->start_ns, end_ns, state, &r->threads[r->nr_threads]);
+		r->threads[r->nr_threads].tid = key;
+		r->nr_threads++;
+	}
+
+	{
+		struct pp_io_stats io = {};
+		__u32 zero = 0;
+
+		if (!bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.io_stats), &zero, &io))
+			r->io = io;
+	}
+	collect_gpu(t, r);
+
+	if (r->counters[PP_CNT_THREADS_FULL])
+		report_not_traced(r, "%llu threads not tracked: thread map full (%d entries)",
+				  (unsigned long long)r->counters[PP_CNT_THREADS_FULL], PP_MAX_THREADS);
+	if (r->counters[PP_CNT_PROCS_FULL])
+		report_not_traced(r, "%llu processes not followed: process map full (%d entries)",
+				  (unsigned long long)r->counters[PP_CNT_PROCS_FULL], PP_MAX_PROCS);
+	if (r->counters[PP_CNT_RQ_FULL])
+		report_not_traced(r, "%llu block requests not timed: in-flight map full",
+				  (unsigned long long)r->counters[PP_CNT_RQ_FULL]);
+	if (r->counters[PP_CNT_URETPROBE_ORPHANS])
+		report_not_traced(r, "%llu GPU calls were already running at attach and were not timed",
+				  (unsigned long long)r->counters[PP_CNT_URETPROBE_ORPHANS]);
+	if (t->probe_attach_failures)
+		report_not_traced(r, "%d GPU probes could not be attached (-v lists them)",
+				  t->probe_attach_failures);
+	return err;
+}
+
+void tracer_stop(struct tracer *t)
+{
+	for (int i = 0; i < t->nr_attached; i++)
+		for (int k = 0; k < t->attached[i].nr_links; k++)
+			bpf_link__destroy(t->attached[i].links[k]);
+	free(t->attached);
+	t->attached = NULL;
+	t->nr_attached = 0;
+	pipeprof_bpf__destroy(t->skel);
+	t->skel = NULL;
+}
