@@ -30,7 +30,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1 $(OUTPUT)/fakecuda/libcudart.so.13
 
 .DELETE_ON_ERROR:
-.PHONY: all clean deps test unit-test scenario-test fixtures demo install bench
+.PHONY: all clean deps test unit-test fixture-test scenario-test fixtures demo install bench
 
 all: pipeprof fixtures
 
@@ -78,16 +78,19 @@ deps:
 unit-test: $(UNIT_BINS)
 	@tools/run-unit-tests.sh $(UNIT_BINS)
 
+fixture-test: fixtures
+	$(PYTHON) tools/fakecuda/smoke.py
+
 scenario-test: pipeprof fixtures
 	$(PYTHON) -m pytest -v -p no:cacheprovider tests/
 
-test: pipeprof fixtures unit-test scenario-test
+test: pipeprof fixtures unit-test fixture-test scenario-test
 
 demo: pipeprof
 	tools/demo.sh
 
 bench: pipeprof fixtures
-	tools/bench/overhead.sh
+	tools/bench/overhead.py
 
 install: pipeprof
 	install -D -m 0755 pipeprof $(DESTDIR)$(PREFIX)/sbin/pipeprof

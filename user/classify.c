@@ -224,7 +224,8 @@ static void recommend(struct analysis *a, const struct analysis_input *in, const
 		REC(a, "gpu_healthy", bound,
 		    "The GPU is the bottleneck, which is what a GPU job should be; to go faster, make the "
 		    "GPU work cheaper: mixed precision (torch.autocast, bf16/fp16), a larger batch if memory allows.");
-		if (tr && secs > 0 && in->gpu_sync_calls / secs > 100)
+		/* Many short waits mean the host keeps draining the queue, not a slow GPU. */
+		if (tr && secs > 0 && in->gpu_sync_calls / secs > 100 && in->gpu_sync_mean_us < 2000)
 			REC(a, "fewer_host_syncs", bound,
 			    "The trainer synchronises with the GPU %.0f times a second: remove host syncs in the "
 			    "loop (.item(), .cpu(), printing tensors, torch.cuda.synchronize()).",

@@ -60,6 +60,7 @@ struct analysis_input {
 	double runnable_avg;	/* mean runnable tasks machine-wide, <0 when unknown */
 	bool gpu_traced;
 	__u64 gpu_sync_calls;	/* top-level synchronising calls by the trainer */
+	double gpu_sync_mean_us; /* mean duration of a synchronising call */
 	__u64 window_ns;
 	__u64 io_requests;
 	double io_p50_us, io_p99_us;

@@ -28,35 +28,72 @@ static int pidfd_open_compat(pid_t pid)
 	return syscall(SYS_pidfd_open, pid, 0);
 }
 
-/*
- * Fork the command stopped on a pipe; it execs only once the tracer is attached, so the
- * report sees it from its first instruction. Closing the pipe without a byte aborts it.
- */
-static pid_t launch_stopped(char **argv, int *go_fd)
-{
-	int fds[2];
+struct launch {
 	pid_t pid;
+	int go_fd;	/* write a byte to let the command exec; close to abort it */
+	int err_fd;	/* the child's errno if exec fails; EOF once exec succeeded */
+};
+
+/*
+ * Fork the command held on a pipe; it execs only once the tracer is attached, so the report
+ * sees it from its first instruction. A close-on-exec pipe carries back exec's failure.
+ */
+static int launch_held(char **argv, struct launch *l)
+{
+	int go[2], status[2];
 	char c;
 
-	if (pipe2(fds, O_CLOEXEC))
+	if (pipe2(go, O_CLOEXEC))
 		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		close(fds[0]);
-		close(fds[1]);
+	if (pipe2(status, O_CLOEXEC)) {
+		close(go[0]);
+		close(go[1]);
 		return -errno;
 	}
-	if (pid == 0) {
-		close(fds[1]);
-		if (read(fds[0], &c, 1) != 1)
+	l->pid = fork();
+	if (l->pid < 0) {
+		int err = -errno;
+
+		close(go[0]);
+		close(go[1]);
+		close(status[0]);
+		close(status[1]);
+		return err;
+	}
+	if (l->pid == 0) {
+		int err;
+
+		close(go[1]);
+		close(status[0]);
+		if (read(go[0], &c, 1) != 1)
 			_exit(127);
 		execvp(argv[0], argv);
-		fprintf(stderr, "pipeprof: cannot run %s: %s\n", argv[0], strerror(errno));
+		err = errno;
+		if (write(status[1], &err, sizeof(err)) < 0)
+			_exit(127);
 		_exit(127);
 	}
-	close(fds[0]);
-	*go_fd = fds[1];
-	return pid;
+	close(go[0]);
+	close(status[1]);
+	l->go_fd = go[1];
+	l->err_fd = status[0];
+	return 0;
+}
+
+/* Let the held command go; returns 0 once it has exec'd, or the -errno exec failed with. */
+static int launch_release(struct launch *l)
+{
+	int err = 0;
+	ssize_t n;
+
+	if (write(l->go_fd, "g", 1) != 1)
+		return -errno;
+	close(l->go_fd);
+	l->go_fd = -1;
+	n = read(l->err_fd, &err, sizeof(err));
+	close(l->err_fd);
+	l->err_fd = -1;
+	return n == sizeof(err) ? -err : 0;
 }
 
 struct cpu_sampler {
@@ -102,7 +139,14 @@ static void trainer_gpu_calls(struct report *r)
 {
 	int i = r->analysis.trainer_index;
 
+	__u64 calls = 0, ns = 0;
+
 	r->input.gpu_sync_calls = i >= 0 ? r->threads[i].gpu_calls : 0;
+	for (int k = 0; k < r->nr_apis; k++) {
+		calls += r->apis[k].calls;
+		ns += r->apis[k].total_ns;
+	}
+	r->input.gpu_sync_mean_us = calls ? ns / 1e3 / calls : 0;
 }
 
 static void free_report(struct report *r)
@@ -118,7 +162,8 @@ int report_cmd_run(const struct report_opts *o)
 	struct tracer tracer = {};
 	struct report report = {};
 	struct cpu_sampler cpu = {};
-	int go_fd = -1, pidfd = -1, err = 0, status = 1;
+	struct launch launch = { .go_fd = -1, .err_fd = -1 };
+	int pidfd = -1, err = 0, status = 1;
 	bool launched = o->argv != NULL, child_reaped = false;
 	__u64 deadline = 0, end_ns;
 	pid_t pid = o->pid;
@@ -128,11 +173,12 @@ int report_cmd_run(const struct report_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 
 	if (launched) {
-		pid = launch_stopped(o->argv, &go_fd);
-		if (pid < 0) {
-			fprintf(stderr, "pipeprof: cannot start %s: %s\n", o->argv[0], strerror(-pid));
+		err = launch_held(o->argv, &launch);
+		if (err) {
+			fprintf(stderr, "pipeprof: cannot start %s: %s\n", o->argv[0], strerror(-err));
 			return 1;
 		}
+		pid = launch.pid;
 	}
 
 	err = tracer_start(&tracer, pid, o->verbose);
@@ -141,13 +187,12 @@ int report_cmd_run(const struct report_opts *o)
 		goto cleanup;
 	}
 	if (launched) {
-		if (write(go_fd, "g", 1) != 1) {
-			err = -errno;
-			fprintf(stderr, "pipeprof: cannot start the command: %s\n", strerror(-err));
+		err = launch_release(&launch);
+		if (err) {
+			fprintf(stderr, "pipeprof: cannot run %s: %s\n", o->argv[0], strerror(-err));
+			status = err == -ENOENT || err == -EACCES ? 2 : 1;
 			goto cleanup;
 		}
-		close(go_fd);
-		go_fd = -1;
 	}
 
 	pidfd = pidfd_open_compat(pid);
@@ -221,8 +266,10 @@ int report_cmd_run(const struct report_opts *o)
 
 cleanup:
 	tracer_stop(&tracer);
-	if (go_fd >= 0)
-		close(go_fd);	/* aborts a launched command that never got going */
+	if (launch.go_fd >= 0)
+		close(launch.go_fd);	/* aborts a launched command that never got going */
+	if (launch.err_fd >= 0)
+		close(launch.err_fd);
 	if (pidfd >= 0)
 		close(pidfd);
 	if (launched && !child_reaped) {

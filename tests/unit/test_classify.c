@@ -214,8 +214,13 @@ TEST(test_verdict_gpu_by_gpu_calls)
 	CHECK(has_rec(&a, "gpu_healthy"));
 
 	in.gpu_sync_calls = 5000;
+	in.gpu_sync_mean_us = 100;
 	analyse(th, 2, &in, &a);
 	CHECK(has_rec(&a, "fewer_host_syncs"));
+	/* As many syncs, but each waits long for real GPU work: not the problem. */
+	in.gpu_sync_mean_us = 6000;
+	analyse(th, 2, &in, &a);
+	CHECK(!has_rec(&a, "fewer_host_syncs"));
 
 	in.tid_override = 100;
 	analyse(th, 2, &in, &a);

@@ -258,7 +258,12 @@ static CUresult stream_query(CUstream s)
 	return now_ns() >= at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
-/* Copies happen at once on the host; only their cost goes onto the timeline. */
+/*
+ * Copies happen on the host, in the calling thread, before their simulated cost is queued.
+ * A host memmove runs at about the simulated 10 GB/s, so queueing first would let a large
+ * async copy's device time expire while the call was still copying, and the stream would
+ * look idle the moment cudaMemcpyAsync returned.
+ */
 static CUresult copy(void *dst, const void *src, size_t n, CUstream s, int sync)
 {
 	uint64_t end;
@@ -266,12 +271,14 @@ static CUresult copy(void *dst, const void *src, size_t n, CUstream s, int sync)
 
 	if (n && (!dst || !src))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 
+	if (n)
+		memmove(dst, src, n);
 	r = enqueue(s, n / BYTES_PER_NS, &end);
 	if (r)
 		return r;
-	if (n)
-		memmove(dst, src, n);
 	if (sync)
 		wait_until(end, sched_mode());
 	return CUDA_SUCCESS;
@@ -316,27 +323,24 @@ static CUresult copy2d(const CUDA_MEMCPY2D *p)
 	src += p->srcY * p->srcPitch + p->srcXInBytes;
 	dst += p->dstY * p->dstPitch + p->dstXInBytes;
 
+	for (row = 0; row < p->Height; row++)
+		memmove(dst + row * p->dstPitch, src + row * p->srcPitch, p->WidthInBytes);
 	r = enqueue(NULL, total / BYTES_PER_NS, &end);
 	if (r)
 		return r;
-	for (row = 0; row < p->Height; row++)
-		memmove(dst + row * p->dstPitch, src + row * p->srcPitch, p->WidthInBytes);
 	wait_until(end, sched_mode());
 	return CUDA_SUCCESS;
 }
 
 static CUresult memset8(CUdeviceptr dst, unsigned char c, size_t n, CUstream s)
 {
-	CUresult r;
-
 	if (n && !dst)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = enqueue(s, n / BYTES_PER_NS, NULL);
-	if (r)
-		return r;
+	if (!valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	if (n)
 		memset((void *)(uintptr_t)dst, c, n);
-	return CUDA_SUCCESS;
+	return enqueue(s, n / BYTES_PER_NS, NULL);
 }
 
 /*

@@ -2,20 +2,27 @@
 """Ground truth for pipeprof's scenario workloads (stdlib only).
 
 A workload's trainer thread records what it is doing as segments
-(kind, t0_ns, t1_ns, cpu0_ns, cpu1_ns): wall time from time.monotonic_ns()
-(CLOCK_MONOTONIC, the clock bpf_ktime_get_ns() reads) and the thread's own CPU
-time from time.thread_time_ns() (CLOCK_THREAD_CPUTIME_ID). Each kind says which
-state of /work/shared/stall-model.md its off-CPU part belongs to:
+(kind, t0_ns, t1_ns, cpu0_ns, cpu1_ns, runq0_ns, runq1_ns): wall time from
+time.monotonic_ns() (CLOCK_MONOTONIC, the clock bpf_ktime_get_ns() reads), the
+thread's own CPU time from time.thread_time_ns() (CLOCK_THREAD_CPUTIME_ID) and
+the kernel's count of the thread's time runnable-but-waiting-for-a-CPU (field 2
+of /proc/thread-self/schedstat, "run_delay": from wakeup or preemption to
+switch-in). Each kind says which state of /work/shared/stall-model.md the rest
+of its wall time belongs to:
 
-    kind      CPU time   wall - CPU
-    compute   RUNNING    RUNQ        (on-CPU work: not running = waiting for a CPU)
-    data      RUNNING    DATA_WAIT   (blocked in next(DataLoader iterator))
-    io        RUNNING    IO_WAIT     (synchronous uncached read)
-    other     RUNNING    OTHER       (sleep: woken by a timer)
-    gpu       GPU_WAIT   GPU_WAIT    (inside a synchronising CUDA call: whole wall)
+    kind      CPU time   run_delay   wall - CPU - run_delay
+    compute   RUNNING    RUNQ        RUNNING (on-CPU but not in the thread clock:
+                                              hypervisor steal; with no run_delay
+                                              column, all of wall - CPU is RUNQ)
+    data      RUNNING    RUNQ        DATA_WAIT   (blocked in next(DataLoader iterator))
+    io        RUNNING    RUNQ        IO_WAIT     (synchronous uncached read)
+    other     RUNNING    RUNQ        OTHER       (sleep: woken by a timer)
+    gpu       GPU_WAIT   GPU_WAIT    GPU_WAIT    (inside a synchronising CUDA call)
 
-Time between segments (loop overhead) counts as RUNNING, so workloads keep the
-gaps tiny and put every wait inside a segment.
+Time between segments (loop overhead) counts as RUNNING, except its run_delay
+(known from the neighbouring segments), which is RUNQ. Workloads keep the gaps
+tiny and put every wait inside a segment. Without the run_delay columns (a
+5-field segment) a wait kind's wall - CPU is all its wait state.
 
 Protocol shared by every workload: once warmed up it prints
 `READY pid=<pid> tid=<tid>` (flushed), runs --duration seconds more, writes the
@@ -47,26 +54,47 @@ _mono = time.monotonic_ns
 _cpu = time.thread_time_ns
 
 
-class _Seg:
-    """Context manager for one segment; reused, so a `with` costs two clock pairs."""
+def _schedstat_reader():
+    """Returns a function giving the calling thread's run_delay (ns), or None if unavailable."""
+    try:
+        fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    pread = os.pread
 
-    __slots__ = ("rec", "kind", "t0", "c0")
+    def run_delay():
+        return int(pread(fd, 96, 0).split()[1])
+
+    try:
+        run_delay()
+    except (OSError, IndexError, ValueError):
+        os.close(fd)
+        return None
+    return run_delay
+
+
+class _Seg:
+    """Context manager for one segment; reused, so a `with` costs a few clock reads."""
+
+    __slots__ = ("rec", "kind", "t0", "c0", "q0")
 
     def __init__(self, rec, kind):
         self.rec = rec
         self.kind = kind
 
     def __enter__(self):
-        # wall brackets cpu: read wall first on entry and last on exit
+        # wall brackets the others: read it first on entry and last on exit
         self.t0 = _mono()
+        self.q0 = self.rec._run_delay()
         self.c0 = _cpu()
         return self
 
     def __exit__(self, *exc):
         c1 = _cpu()
+        q1 = self.rec._run_delay()
         t1 = _mono()
         if self.rec.recording:
-            self.rec.segments.append((self.kind, self.t0, t1, self.c0, c1))
+            self.rec.segments.append((self.kind, self.t0, t1, self.c0, c1, self.q0, q1))
         return False
 
 
@@ -90,6 +118,10 @@ class Recorder:
         self._written = False
         self._signals = 0
         self._segs = {}
+        # must be the trainer thread: the schedstat file is the calling thread's
+        reader = _schedstat_reader()
+        self.has_run_delay = reader is not None
+        self._run_delay = reader or (lambda: 0)
 
     # -- recording -------------------------------------------------------
     def seg(self, kind):
@@ -160,8 +192,9 @@ class Recorder:
             "ready_ns": self.ready_ns,
             "end_ns": self.end_ns,
             "stop_reason": self.stop_reason,
-            "segment_fields": ["kind", "t0_ns", "t1_ns", "cpu0_ns", "cpu1_ns"],
-            "segments": [list(s) for s in self.segments],
+            "segment_fields": ["kind", "t0_ns", "t1_ns", "cpu0_ns", "cpu1_ns"] +
+                              (["runq0_ns", "runq1_ns"] if self.has_run_delay else []),
+            "segments": [list(s) if self.has_run_delay else list(s[:5]) for s in self.segments],
             "steps": self.steps,
             "extra": self.extra,
         }
@@ -237,11 +270,24 @@ def load(truth):
         return json.load(f)
 
 
+def _with_gaps(segments):
+    """The segments, each 7 fields (run_delay None when not recorded), with the gaps between
+    consecutive segments as 'gap' segments (their CPU and run_delay from the neighbours)."""
+    prev = None
+    for seg in segments:
+        if len(seg) < 7:
+            seg = list(seg[:5]) + [None, None]
+        if prev is not None and seg[1] > prev[2]:
+            yield ("gap", prev[2], seg[1], prev[4], seg[3], prev[6], seg[5])
+        yield seg
+        prev = seg
+
+
 def shares(truth, start_ns, end_ns):
     """Fraction of [start_ns, end_ns] the trainer spent in each of the 8 states.
 
-    Segments are clipped to the window; a partly covered segment contributes its CPU time in
-    proportion to the covered part. Uncovered time (loop overhead) is RUNNING.
+    Segments are clipped to the window; a partly covered segment contributes its CPU time and
+    run_delay in proportion to the covered part. Time not covered by any segment is RUNNING.
     """
     truth = load(truth)
     start_ns, end_ns = int(start_ns), int(end_ns)
@@ -249,7 +295,7 @@ def shares(truth, start_ns, end_ns):
         raise ValueError("empty window")
     ns = dict.fromkeys(STATES, 0.0)
     covered = 0.0
-    for kind, t0, t1, c0, c1 in truth["segments"]:
+    for kind, t0, t1, c0, c1, q0, q1 in _with_gaps(truth["segments"]):
         a, b = max(t0, start_ns), min(t1, end_ns)
         if b <= a:
             continue
@@ -259,9 +305,23 @@ def shares(truth, start_ns, end_ns):
             ns["GPU_WAIT"] += part
             continue
         wall = t1 - t0
-        cpu = min(max(c1 - c0, 0), wall) * (part / wall)
-        ns["RUNNING"] += cpu
-        ns[WAIT_STATE[kind]] += part - cpu
+        scale = part / wall
+        cpu = min(max(c1 - c0, 0), wall)
+        if q0 is None:
+            runq = 0 if kind == "gap" else None
+        else:
+            runq = min(max(q1 - q0, 0), wall - cpu)
+        if runq is None:  # no run_delay column: the brief's 5-field model
+            ns["RUNNING"] += cpu * scale
+            ns[WAIT_STATE[kind]] += part - cpu * scale
+            continue
+        rest = (wall - cpu - runq) * scale
+        ns["RUNNING"] += cpu * scale
+        ns["RUNQ"] += runq * scale
+        if kind in ("compute", "gap"):
+            ns["RUNNING"] += rest
+        else:
+            ns[WAIT_STATE[kind]] += rest
     window = end_ns - start_ns
     ns["RUNNING"] += window - covered
     return {s: ns[s] / window for s in STATES}
@@ -271,7 +331,8 @@ def count_segments(truth, kind, start_ns, end_ns):
     """Segments of `kind` that lie inside [start_ns, end_ns] (those cut by an edge count 1/2)."""
     truth = load(truth)
     n = 0.0
-    for k, t0, t1, _, _ in truth["segments"]:
+    for seg in truth["segments"]:
+        k, t0, t1 = seg[0], seg[1], seg[2]
         if k != kind or t1 <= start_ns or t0 >= end_ns:
             continue
         n += 1.0 if (t0 >= start_ns and t1 <= end_ns) else 0.5
