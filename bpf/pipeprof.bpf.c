@@ -124,13 +124,7 @@ static struct pp_thread *thread_get(struct task_struct *task, __u32 tid, __u32 t
 		return NULL;
 
 	/* A thread that predates the attach: its phase until the first event is unknown. */
-	fresh.tgid = tgid;
-	fresh.phase = PP_PHASE_UNKNOWN;
-	fresh.first_ns = window_start_ns;
-	fresh.phase_start_ns = window_start_ns;
-	fresh.oncpu_since_ns = window_start_ns;
-	fresh.last_wait = PP_OTHER;
-	fresh.wake_cause = PP_OTHER;
+	pp_thread_init(&fresh, tgid, PP_PHASE_UNKNOWN, window_start_ns);
 	BPF_CORE_READ_STR_INTO(&fresh.comm, task, comm);
 	if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST) &&
 	    !bpf_map_lookup_elem(&threads, &tid)) {
@@ -302,13 +296,7 @@ int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_stru
 	}
 
 	/* New tasks start runnable: wake_up_new_task() follows. */
-	fresh.tgid = tgid;
-	fresh.phase = PP_PHASE_RUNNABLE;
-	fresh.first_ns = now;
-	fresh.phase_start_ns = now;
-	fresh.oncpu_since_ns = now;
-	fresh.last_wait = PP_OTHER;
-	fresh.wake_cause = PP_OTHER;
+	pp_thread_init(&fresh, tgid, PP_PHASE_RUNNABLE, now);
 	BPF_CORE_READ_STR_INTO(&fresh.comm, parent, comm);
 	if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_ANY))
 		count(PP_CNT_THREADS_FULL);

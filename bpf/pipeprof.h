@@ -69,6 +69,18 @@ struct pp_thread {
 	char comm[16];
 };
 
+/* A thread's first record, whichever side writes it (fork, first sighting, seeding). */
+static inline void pp_thread_init(struct pp_thread *t, __u32 tgid, __u32 phase, __u64 start_ns)
+{
+	t->tgid = tgid;
+	t->phase = phase;
+	t->first_ns = start_ns;
+	t->phase_start_ns = start_ns;
+	t->oncpu_since_ns = start_ns;
+	t->last_wait = PP_OTHER;
+	t->wake_cause = PP_OTHER;
+}
+
 /* Global counters; index into the counters array map. */
 enum pp_counter {
 	PP_CNT_SCHED_EVENTS = 0,	/* every sched_switch seen (self-check) */

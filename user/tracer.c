@@ -100,18 +100,11 @@ static void seed_threads(struct tracer *t, pid_t pid)
 	int n = proc_threads(PROCFS, pid, tids, MAX_SEED_TIDS);
 
 	for (int i = 0; i < n; i++) {
-		struct pp_thread th = {
-			.tgid = pid,
-			.phase = PP_PHASE_UNKNOWN,
-			.first_ns = t->start_ns,
-			.phase_start_ns = t->start_ns,
-			.oncpu_since_ns = t->start_ns,
-			.last_wait = PP_OTHER,
-			.wake_cause = PP_OTHER,
-		};
+		struct pp_thread th = {};
 		char path[128];
 		FILE *f;
 
+		pp_thread_init(&th, pid, PP_PHASE_UNKNOWN, t->start_ns);
 		snprintf(path, sizeof(path), PROCFS "/%d/task/%d/comm", pid, tids[i]);
 		f = fopen(path, "re");
 		if (f) {
