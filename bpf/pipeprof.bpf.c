@@ -21,8 +21,9 @@
 const volatile bool sched_switch_has_prev_state = true;
 const volatile bool has_block_io_start = true;
 
-/* Set by userspace just before attaching: threads first seen later are taken to have
- * existed since then. */
+/* 0 while pipeprof is still attaching: processes are followed but no time is accounted, so
+ * the window opens only once every probe is in place. Threads first seen later are taken to
+ * have existed since then. */
 __u64 window_start_ns = 0;
 
 struct {
@@ -191,6 +192,8 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	__s64 prev_state;
 
 	count(PP_CNT_SCHED_EVENTS);
+	if (!window_start_ns)
+		return 0;
 
 	t = thread_of(prev);
 	if (t && t->phase != PP_PHASE_EXITED) {
@@ -259,6 +262,8 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	__u32 tid = BPF_CORE_READ(p, pid);
 	struct pp_thread *t;
 
+	if (!window_start_ns)
+		return 0;
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t) {
 		t = thread_of(p);
@@ -294,6 +299,8 @@ int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_stru
 		}
 		count(PP_CNT_FORKS);
 	}
+	if (!window_start_ns)
+		return 0;
 
 	/* New tasks start runnable: wake_up_new_task() follows. */
 	pp_thread_init(&fresh, tgid, PP_PHASE_RUNNABLE, now);
@@ -352,6 +359,8 @@ int BPF_KPROBE(on_gpu_enter)
 		count(PP_CNT_SELFTEST_HITS);
 		return 0;
 	}
+	if (!window_start_ns)
+		return 0;
 	task = (struct task_struct *)bpf_get_current_task_btf();
 	t = thread_of(task);
 	if (!t || t->phase == PP_PHASE_EXITED)

@@ -182,7 +182,7 @@ static void recommend_data(struct analysis *a, const struct analysis_input *in, 
 		    "in parallel with the training step.");
 		return;
 	}
-	if (run >= 0.5 && idle_cpus >= 0.75)
+	if (run >= 0.5 && idle_cpus >= 0.5)
 		REC(a, "more_workers", bound,
 		    "Workers are busy preprocessing (%.0f%% on-CPU) and about %.1f of %d CPUs are idle: "
 		    "raise num_workers (now %d worker process%s).",

@@ -144,7 +144,6 @@ static int seed_descendants(struct tracer *t)
 		err = track_process(t, pids[i], ppid, false);
 		if (err)
 			goto cleanup;
-		seed_threads(t, pids[i]);
 	}
 cleanup:
 	free(pids);
@@ -234,6 +233,23 @@ static int libbpf_quiet_fn(enum libbpf_print_level level, const char *format, va
 	return 0;
 }
 
+/* Start accounting now that every probe is attached: attaching GPU probes takes a while,
+ * and calls made meanwhile would be missed while their time still counted. */
+static int open_window(struct tracer *t)
+{
+	int fd = bpf_map__fd(t->skel->maps.tracked_procs);
+	__u32 key, next, *prev = NULL;
+
+	t->start_ns = monotonic_ns();
+	t->skel->bss->window_start_ns = t->start_ns;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		seed_threads(t, key);
+	}
+	return 0;
+}
+
 int tracer_start(struct tracer *t, pid_t root, bool verbose)
 {
 	struct stat st;
@@ -281,9 +297,6 @@ int tracer_start(struct tracer *t, pid_t root, bool verbose)
 		fprintf(stderr, "pipeprof: cannot track PID %d: %s\n", root, strerror(-err));
 		return err;
 	}
-	t->start_ns = monotonic_ns();
-	t->skel->bss->window_start_ns = t->start_ns;
-	seed_threads(t, root);
 
 	err = pipeprof_bpf__attach(t->skel);
 	if (err) {
@@ -302,7 +315,10 @@ int tracer_start(struct tracer *t, pid_t root, bool verbose)
 	err = self_check(t);
 	if (err)
 		return err;
-	return tracer_refresh(t);
+	err = tracer_refresh(t);
+	if (err)
+		return err;
+	return open_window(t);
 }
 
 static struct tracer_lib_attach *find_attached(struct tracer *t, pid_t pid, const struct mapped_lib *lib)

@@ -4,9 +4,14 @@
 Dataset.__getitem__ burns a fixed amount of on-CPU torch work per sample, so the worker is busy
 on-CPU while the trainer mostly waits in next(iterator); the trainer's own step is small.
 
+Both sides' CPU costs are budgets of thread CPU time (worker: --item-ms per sample; trainer:
+--step-ms per step, at least one MLP pass), so their ratio holds even when the two vCPUs slow
+each other down. With 2+ CPUs the trainer is pinned to CPU 0 and the workers to the others
+(--no-pin to let them float), so a woken trainer never queues behind a busy worker.
+
 Ground truth: `with rec.seg('data'): batch = next(it)` (CPU -> RUNNING, rest -> DATA_WAIT) and
-the training step as a 'compute' segment. Expected verdict: DATA-LOADING BOUND, with the WORKER
-role mostly RUNNING.
+the training step as a 'compute' segment. Expected verdict: DATA-LOADING BOUND, with the worker
+process on-CPU nearly all the time.
 """
 import argparse
 import os
@@ -15,7 +20,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import groundtruth  # noqa: E402
-from cpu_bound import make_mlp_step  # noqa: E402
 
 FEATURES = 256
 

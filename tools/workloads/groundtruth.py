@@ -115,7 +115,6 @@ class Recorder:
         self.stop = False
         self.stop_reason = None
         self._deadline = None
-        self._written = False
         self._signals = 0
         self._segs = {}
         # must be the trainer thread: the schedstat file is the calling thread's
@@ -210,7 +209,6 @@ class Recorder:
         with open(tmp, "w") as f:
             json.dump(self.to_json(), f, separators=(",", ":"))
         os.replace(tmp, path)
-        self._written = True
 
     def summary(self):
         """One line for humans: steps/s and the shares over the recorded span."""
@@ -244,9 +242,16 @@ def run(rec, args, warmup, step, cleanup=None):
         if rec.stop:
             return 0
         rec.ready(args.duration, **info)
-        while rec.running():
-            step()
-            rec.step()
+        try:
+            while rec.running():
+                step()
+                rec.step()
+        except Exception as e:
+            # a signal to the whole process group also stops the DataLoader workers, and the
+            # loader then raises in next(): expected while stopping, an error otherwise
+            if not rec.stop:
+                raise
+            rec.extra["error_while_stopping"] = repr(e)
     finally:
         rec.end_ns = rec.end_ns or _mono()
         rec.recording = False

@@ -1,0 +1,236 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Fixtures for the scenario tests: start labelled workloads, run pipeprof on them, clean up.
+
+Every process a test starts goes into its own session (process group) and is killed, group and
+all, when the test ends, whether it passed or not: DataLoader workers and CPU hogs included.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORKLOADS = os.path.join(ROOT, "tools", "workloads")
+PIPEPROF = os.path.join(ROOT, "pipeprof")
+PYTHON = "/usr/bin/python3"  # Debian's, with torch; not whatever python3 is first on PATH
+RESULTS = os.path.join(ROOT, ".output", "scenario-results.json")
+READY_TIMEOUT = 90  # importing torch on a cold cache is slow
+
+sys.path.insert(0, WORKLOADS)
+import groundtruth  # noqa: E402
+
+_results_lock = threading.Lock()
+_session_results = {}
+
+
+class Proc:
+    """A started process whose stdout is read line by line in the background."""
+
+    def __init__(self, argv, name, env=None):
+        self.argv = argv
+        self.name = name
+        self.lines = []
+        self._cond = threading.Condition()
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, start_new_session=True, cwd=ROOT, env=env)
+        self.pid = self.p.pid
+        self.stderr_lines = []
+        threading.Thread(target=self._pump, args=(self.p.stdout, self.lines), daemon=True).start()
+        threading.Thread(target=self._pump, args=(self.p.stderr, self.stderr_lines),
+                         daemon=True).start()
+
+    def _pump(self, f, sink):
+        for line in f:
+            with self._cond:
+                sink.append(line.rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait_line(self, pattern, timeout):
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in self.lines:
+                    m = rx.search(line)
+                    if m:
+                        return m
+                left = deadline - time.monotonic()
+                if left <= 0 or self.p.poll() is not None:
+                    # one last look: the process may have printed and exited at once
+                    for line in self.lines:
+                        m = rx.search(line)
+                        if m:
+                            return m
+                    return None
+                self._cond.wait(min(left, 0.5))
+
+    def output(self, tail=40):
+        with self._cond:
+            out = self.lines[-tail:], self.stderr_lines[-tail:]
+        return "--- %s stdout ---\n%s\n--- %s stderr ---\n%s" % (
+            self.name, "\n".join(out[0]), self.name, "\n".join(out[1]))
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def signal(self, sig):
+        if self.alive():
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def wait(self, timeout):
+        try:
+            return self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill_group(self):
+        """SIGTERM the whole process group, then SIGKILL what is left of it."""
+        for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(self.pid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline:
+                self.p.poll()
+                try:
+                    os.killpg(self.pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.05)
+            else:
+                continue
+            break
+        try:
+            self.p.wait(1)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+@pytest.fixture
+def procs(request):
+    """Factory starting processes that are all killed (with their groups) when the test ends."""
+    started = []
+
+    def start(argv, name=None, env=None):
+        p = Proc(argv, name or os.path.basename(argv[1] if len(argv) > 1 else argv[0]), env=env)
+        started.append(p)
+        return p
+
+    def finalize():
+        for p in reversed(started):
+            p.kill_group()
+
+    request.addfinalizer(finalize)
+    return start
+
+
+@pytest.fixture(scope="session")
+def pipeprof_bin():
+    """./pipeprof must exist and we must be root: fail clearly (never skip) otherwise."""
+    if not os.path.isfile(PIPEPROF) or not os.access(PIPEPROF, os.X_OK):
+        pytest.fail("%s is missing or not executable: build it with `make` first" % PIPEPROF,
+                    pytrace=False)
+    if os.geteuid() != 0:
+        pytest.fail("the scenario tests load BPF programs: run them as root (sudo make "
+                    "scenario-test)", pytrace=False)
+    if not os.path.exists(PYTHON):
+        pytest.fail("%s is missing: the workloads need Debian's python3 with torch" % PYTHON,
+                    pytrace=False)
+    return PIPEPROF
+
+
+@pytest.fixture(scope="session")
+def fakecuda():
+    lib = os.path.join(ROOT, ".output", "fakecuda", "libcudart.so.13")
+    if not os.path.exists(lib):
+        pytest.fail("%s is missing: build the GPU fixtures with `make fixtures`" % lib,
+                    pytrace=False)
+    return lib
+
+
+def start_workload(procs, script, args, truth, duration=60):
+    """Starts tools/workloads/SCRIPT and waits for its READY line; returns (proc, pid, tid)."""
+    argv = [PYTHON, os.path.join(WORKLOADS, script), "--duration", str(duration),
+            "--truth", truth] + list(args)
+    w = procs(argv, name=script)
+    m = w.wait_line(r"^READY pid=(\d+) tid=(\d+)", READY_TIMEOUT)
+    if m is None:
+        pytest.fail("%s did not print READY within %d s (exit status %s)\n%s" % (
+            script, READY_TIMEOUT, w.p.poll(), w.output()), pytrace=False)
+    return w, int(m.group(1)), int(m.group(2))
+
+
+def run_pipeprof(pid, seconds=5, extra=(), timeout=120):
+    """Runs `pipeprof -p PID -d SECONDS -j`; returns the parsed report (fails the test otherwise)."""
+    argv = [PIPEPROF, "-p", str(pid), "-d", str(seconds), "-j"] + list(extra)
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail("%s did not finish in %d s\nstderr:\n%s" % (
+            " ".join(argv), timeout, e.stderr or ""), pytrace=False)
+    if r.returncode != 0:
+        pytest.fail("%s exited %d\nstderr:\n%s\nstdout:\n%s" % (
+            " ".join(argv), r.returncode, r.stderr[-4000:], r.stdout[-2000:]), pytrace=False)
+    try:
+        report = json.loads(r.stdout)
+    except ValueError as e:
+        pytest.fail("pipeprof -j printed no JSON object (%s):\n%s\nstderr:\n%s" % (
+            e, r.stdout[-2000:], r.stderr[-2000:]), pytrace=False)
+    if report.get("schema") != "pipeprof.report/v1":
+        pytest.fail("unexpected report schema %r" % report.get("schema"), pytrace=False)
+    report["_stderr"] = r.stderr
+    return report
+
+
+def finish_workload(w, truth, timeout=30):
+    """Stops a workload (SIGTERM: it writes its truth file and exits 0); returns the truth."""
+    w.signal(signal.SIGTERM)
+    rc = w.wait(timeout)
+    if rc is None:
+        pytest.fail("%s did not exit within %d s of SIGTERM\n%s" % (w.name, timeout, w.output()),
+                    pytrace=False)
+    if rc != 0 or not os.path.exists(truth):
+        pytest.fail("%s exited %s without a truth file\n%s" % (w.name, rc, w.output()),
+                    pytrace=False)
+    return groundtruth.load(truth)
+
+
+def save_result(test_id, result):
+    """Adds one test's numbers to .output/scenario-results.json (rewritten after every test)."""
+    with _results_lock:
+        _session_results[test_id] = result
+        os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+        try:
+            with open(RESULTS) as f:
+                old = json.load(f)
+        except (OSError, ValueError):
+            old = {}
+        old.setdefault("results", {}).update(_session_results)
+        old["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        tmp = RESULTS + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(old, f, indent=1, sort_keys=True)
+        os.replace(tmp, RESULTS)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _session_results:
+        return
+    tr = terminalreporter
+    tr.section("pipeprof vs ground truth (trainer, % of the window)")
+    for test_id, res in _session_results.items():
+        tr.write_line(res.get("table", test_id))
+        tr.write_line("")
+    tr.write_line("all numbers: %s" % RESULTS)
