@@ -37,11 +37,14 @@ def busy_workers(report, truth, window):
     on_cpu = (w.get("states", {}).get("RUNNING", {}).get("fraction", 0.0) *
               w.get("thread_seconds", 0.0))
     per_proc = on_cpu / (procs * window) if procs else 0.0
-    ok = procs >= 1 and w.get("threads", 0) >= 1 and per_proc > 0.5
+    # The report's own evidence: the workers' main threads, where the loader loop runs.
+    loops = report.get("evidence", {}).get("worker_loops", {})
+    loop_running = loops.get("states", {}).get("RUNNING", {}).get("fraction", 0.0)
+    ok = procs >= 1 and w.get("threads", 0) >= 1 and per_proc > 0.5 and loop_running > 0.5
     return ok, "WORKER: %d process(es), %d thread(s), role RUNNING %.3f of thread time, " \
-        "on-CPU %.2f of the window per process (want > 0.5)" % (
+        "on-CPU %.2f of the window per process, worker loops RUNNING %.3f (want > 0.5)" % (
             procs, w.get("threads", 0), w.get("states", {}).get("RUNNING", {}).get("fraction", 0),
-            per_proc)
+            per_proc, loop_running)
 
 
 def sync_calls(report, truth, window):
