@@ -247,6 +247,13 @@ def test_cpu_job_without_cuda_says_gpu_not_traced():
     assert any("GPU_WAIT" in s for s in report["not_traced"])
     assert report["verdict"]["name"] == "CPU-BOUND"
     assert "GPU_WAIT: no libcudart or libcuda" in text.stdout
+    counters = report["counters"]
+    assert counters["sched_switch_events"] > 0
+    assert counters["selftest_uprobe_hits"] >= 1
+    # Every loss counter is reported, and none fires on a quiet single-process job.
+    for lost in ("threads_lost_map_full", "processes_lost_map_full", "io_requests_lost_map_full",
+                 "bpf_recursion_misses", "probe_attach_failures"):
+        assert counters[lost] == 0, (lost, counters)
 
 
 def nm_values(path):

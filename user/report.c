@@ -405,6 +405,7 @@ int report_print_json(FILE *out, const struct report *r)
 	for (int c = 0; c < PP_NR_COUNTERS; c++)
 		json_object_object_add(o, counter_names[c], json_object_new_int64(r->counters[c]));
 	json_object_object_add(o, "probe_attach_failures", json_object_new_int(r->probe_attach_failures));
+	json_object_object_add(o, "bpf_recursion_misses", json_object_new_int64(r->bpf_recursion_misses));
 	json_object_object_add(root, "counters", o);
 
 	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);

@@ -74,6 +74,7 @@ struct report {
 
 	uint64_t counters[PP_NR_COUNTERS];
 	int probe_attach_failures;
+	uint64_t bpf_recursion_misses;	/* program runs the kernel skipped: re-entry on a CPU */
 	int nr_not_traced;
 	char not_traced[MAX_NOT_TRACED][256];
 };

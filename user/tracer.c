@@ -491,6 +491,24 @@ static void collect_gpu(struct tracer *t, struct report *r)
 	report_not_traced(r, "GPU_WAIT: %s; GPU_WAIT reads 0", r->gpu_why_not);
 }
 
+/* A program re-entered on the same CPU (a wakeup from an interrupt that arrived while the
+ * program ran) is skipped by the kernel; each skip is a lost event. */
+static __u64 recursion_misses(struct tracer *t)
+{
+	struct bpf_program *prog;
+	__u64 misses = 0;
+
+	bpf_object__for_each_program(prog, t->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			misses += info.recursion_misses;
+	}
+	return misses;
+}
+
 int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 {
 	int tfd = bpf_map__fd(t->skel->maps.threads), pfd = bpf_map__fd(t->skel->maps.tracked_procs);
@@ -581,6 +599,10 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 	if (r->counters[PP_CNT_URETPROBE_ORPHANS])
 		report_not_traced(r, "%llu GPU calls were already running at attach and were not timed",
 				  (unsigned long long)r->counters[PP_CNT_URETPROBE_ORPHANS]);
+	r->bpf_recursion_misses = recursion_misses(t);
+	if (r->bpf_recursion_misses)
+		report_not_traced(r, "%llu events lost: a BPF program was re-entered on the same CPU",
+				  (unsigned long long)r->bpf_recursion_misses);
 	if (t->probe_attach_failures)
 		report_not_traced(r, "%d GPU probes could not be attached (-v lists them)",
 				  t->probe_attach_failures);
