@@ -30,6 +30,8 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1 $(OUTPUT)/fakecuda/libcudart.so.13
 
 .DELETE_ON_ERROR:
+# Skeletons and BPF objects are outputs worth keeping (bpftool inspects them), not intermediates.
+.SECONDARY: $(SKELS) $(patsubst %.skel.h,$(OUTPUT)/bpf/%.bpf.o,$(notdir $(SKELS)))
 .PHONY: all clean deps test unit-test fixture-test scenario-test fixtures demo install bench
 
 all: pipeprof fixtures
