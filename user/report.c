@@ -391,7 +391,9 @@ int report_print_json(FILE *out, const struct report *r)
 		o = json_object_new_object();
 		json_object_object_add(o, "id", json_object_new_string(a->recs[i].id));
 		json_object_object_add(o, "text", json_object_new_string(a->recs[i].text));
-		json_object_object_add(o, "speedup_bound", json_object_new_double(a->recs[i].speedup_bound));
+		/* Context lines (compute share, healthy GPU use) remove no stall: no bound. */
+		json_object_object_add(o, "speedup_bound", a->recs[i].speedup_bound > 1.0 ?
+				       json_object_new_double(a->recs[i].speedup_bound) : NULL);
 		json_object_array_add(arr, o);
 	}
 	json_object_object_add(root, "recommendations", arr);
@@ -406,6 +408,8 @@ int report_print_json(FILE *out, const struct report *r)
 		json_object_object_add(o, counter_names[c], json_object_new_int64(r->counters[c]));
 	json_object_object_add(o, "probe_attach_failures", json_object_new_int(r->probe_attach_failures));
 	json_object_object_add(o, "bpf_recursion_misses", json_object_new_int64(r->bpf_recursion_misses));
+	json_object_object_add(o, "bpf_run_ns", json_object_new_int64(r->bpf_run_ns));
+	json_object_object_add(o, "bpf_run_count", json_object_new_int64(r->bpf_run_count));
 	json_object_object_add(root, "counters", o);
 
 	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);

@@ -75,6 +75,8 @@ struct report {
 	uint64_t counters[PP_NR_COUNTERS];
 	int probe_attach_failures;
 	uint64_t bpf_recursion_misses;	/* program runs the kernel skipped: re-entry on a CPU */
+	/* Kernel BPF stats (sysctl kernel.bpf_stats_enabled=1), else 0: what tracing costs. */
+	uint64_t bpf_run_ns, bpf_run_count;
 	int nr_not_traced;
 	char not_traced[MAX_NOT_TRACED][256];
 };

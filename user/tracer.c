@@ -491,22 +491,24 @@ static void collect_gpu(struct tracer *t, struct report *r)
 	report_not_traced(r, "GPU_WAIT: %s; GPU_WAIT reads 0", r->gpu_why_not);
 }
 
-/* A program re-entered on the same CPU (a wakeup from an interrupt that arrived while the
- * program ran) is skipped by the kernel; each skip is a lost event. */
-static __u64 recursion_misses(struct tracer *t)
+/* Summed over our programs: re-entries the kernel skipped (a wakeup from an interrupt that
+ * arrived while a program ran), each a lost event; and, when kernel.bpf_stats_enabled is on,
+ * the programs' own run time. */
+static void collect_prog_stats(struct tracer *t, struct report *r)
 {
 	struct bpf_program *prog;
-	__u64 misses = 0;
 
 	bpf_object__for_each_program(prog, t->skel->obj) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 		int fd = bpf_program__fd(prog);
 
-		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
-			misses += info.recursion_misses;
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		r->bpf_recursion_misses += info.recursion_misses;
+		r->bpf_run_ns += info.run_time_ns;
+		r->bpf_run_count += info.run_cnt;
 	}
-	return misses;
 }
 
 int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
@@ -599,7 +601,7 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 	if (r->counters[PP_CNT_URETPROBE_ORPHANS])
 		report_not_traced(r, "%llu GPU calls were already running at attach and were not timed",
 				  (unsigned long long)r->counters[PP_CNT_URETPROBE_ORPHANS]);
-	r->bpf_recursion_misses = recursion_misses(t);
+	collect_prog_stats(t, r);
 	if (r->bpf_recursion_misses)
 		report_not_traced(r, "%llu events lost: a BPF program was re-entered on the same CPU",
 				  (unsigned long long)r->bpf_recursion_misses);

@@ -120,6 +120,15 @@ TEST(test_json_schema)
 	CHECK_EQ_INT(json_object_get_int(at(v, "calls")), 3);
 	CHECK_EQ_INT(json_object_get_int(at(o, "io.requests")), 2);
 	CHECK(json_object_array_length(at(o, "recommendations")) >= 1);
+	v = json_object_array_get_idx(at(o, "recommendations"), 0);
+	CHECK(json_object_get_double(at(v, "speedup_bound")) == 4.0);
+	/* A bound is either a real speed-up or null, never a 0 or 1 a dashboard would plot. */
+	for (size_t i = 0; i < json_object_array_length(at(o, "recommendations")); i++) {
+		json_object *rec = json_object_array_get_idx(at(o, "recommendations"), i);
+
+		CHECK(json_object_object_get_ex(rec, "speedup_bound", &v));
+		CHECK(v == NULL || json_object_get_double(v) > 1.0);
+	}
 	CHECK(at(o, "counters.threads_lost_map_full") != NULL);
 	CHECK(!json_object_get_boolean(at(o, "target_exited")));
 	json_object_put(o);
