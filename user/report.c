@@ -45,16 +45,10 @@ static void print_bar(FILE *out, double percent)
 {
 	int n = (int)(percent * 40 / 100 + 0.5);
 
+	if (n > 0)
+		fputs("  ", out);
 	for (int i = 0; i < n; i++)
 		fputc('#', out);
-}
-
-static void print_role_row(FILE *out, const char *label, const struct role_result *role)
-{
-	fprintf(out, "  %-22s", label);
-	for (int s = 0; s < PP_NR_STATES; s++)
-		fprintf(out, " %6.1f%%", pct(role->ns[s], role->wall_ns));
-	fputc('\n', out);
 }
 
 static void print_evidence(FILE *out, const struct report *r)
@@ -133,16 +127,14 @@ void report_print_text(FILE *out, const struct report *r)
 		for (int s = 0; s < PP_NR_STATES; s++) {
 			double p = pct(tr->ns[s], tr->wall_ns);
 
-			fprintf(out, "  %-12s %9.3f s %6.1f%%  ", state_name(s), tr->ns[s] / 1e9, p);
+			fprintf(out, "  %-12s %9.3f s %6.1f%%", state_name(s), tr->ns[s] / 1e9, p);
 			print_bar(out, p);
 			fputc('\n', out);
 		}
 	}
 
-	fprintf(out, "\nPer role (share of each role's summed thread time):\n  %-22s", "");
-	for (int s = 0; s < PP_NR_STATES; s++)
-		fprintf(out, " %7.7s", state_name(s));
-	fputc('\n', out);
+	/* States as rows, roles as columns: state names stay whole within 80 columns. */
+	fprintf(out, "\nPer role (share of each role's summed thread time):\n  %-12s", "");
 	for (int role = 0; role < NR_ROLES; role++) {
 		const struct role_result *rr = &a->roles[role];
 
@@ -153,7 +145,15 @@ void report_print_text(FILE *out, const struct report *r)
 				 rr->threads);
 		else
 			snprintf(label, sizeof(label), "%s (%dt)", role_name(role), rr->threads);
-		print_role_row(out, label, rr);
+		fprintf(out, " %17s", label);
+	}
+	fputc('\n', out);
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		fprintf(out, "  %-12s", state_name(s));
+		for (int role = 0; role < NR_ROLES; role++)
+			if (a->roles[role].threads)
+				fprintf(out, " %16.1f%%", pct(a->roles[role].ns[s], a->roles[role].wall_ns));
+		fputc('\n', out);
 	}
 
 	print_evidence(out, r);

@@ -200,8 +200,8 @@ int report_cmd_run(const struct report_opts *o)
 		deadline = tracer.start_ns + (__u64)(o->duration * 1e9);
 	cpu.ok = !proc_cpu_times(PROCFS, &cpu.busy0, &cpu.total0, &(int){ 0 });
 	if (!o->json)
-		fprintf(stderr, "pipeprof: tracing PID %d%s... %s\n", pid, launched ? " (launched)" : "",
-			o->duration > 0 ? "" : "Ctrl-C to stop and print the report");
+		fprintf(stderr, "pipeprof: tracing PID %d%s...%s\n", pid, launched ? " (launched)" : "",
+			o->duration > 0 ? "" : " Ctrl-C to stop and print the report");
 
 	while (!exiting) {
 		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };

@@ -164,7 +164,11 @@ TEST(test_text_layout)
 	CHECK(strstr(buf, "\nVerdict: DATA-LOADING BOUND: DATA_WAIT is 75.0% of the trainer's time; "
 			  "removing it entirely would speed the loop up by at most 4.00x\n"));
 	CHECK(strstr(buf, "  DATA_WAIT        1.500 s   75.0%  ##############################\n"));
-	CHECK_MSG(strstr(buf, "  WORKER (1p, 1t)          95.0%    5.0%"), "%s", buf);
+	CHECK_MSG(strstr(buf, "                    TRAINER (1t)   WORKER (1p, 1t)       HELPER (1t)\n"),
+		  "%s", buf);
+	CHECK_MSG(strstr(buf, "  RUNNING                  25.0%             95.0%              0.0%\n"),
+		  "%s", buf);
+	CHECK(strstr(buf, "  OTHER                     0.0%              0.0%            100.0%\n"));
 	CHECK(strstr(buf, "DataLoader workers (1 process, main threads): on-CPU 95.0%"));
 	CHECK(strstr(buf, "cudaStreamSynchronize: 3 calls (1.5/s)"));
 	CHECK(strstr(buf, "Recommendations:\n  1. "));

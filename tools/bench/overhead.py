@@ -7,7 +7,7 @@ One more traced run then turns on the kernel's BPF run-time statistics
 (kernel.bpf_stats_enabled, restored afterwards) for the CPU time pipeprof's programs took: it
 resolves costs far below what a steps/s comparison can.
 
-    sudo tools/bench/overhead.py [--runs 5] [--duration 20]
+    sudo tools/bench/overhead.py [--runs 7] [--duration 20]
 """
 import argparse
 import json
@@ -63,7 +63,7 @@ def bpf_cost(duration):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=5, help="untraced/traced pairs (default 5)")
+    ap.add_argument("--runs", type=int, default=7, help="untraced/traced pairs (default 7)")
     ap.add_argument("--duration", type=float, default=20, help="seconds per run (default 20)")
     args = ap.parse_args()
     if os.geteuid() != 0:
