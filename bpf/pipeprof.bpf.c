@@ -143,7 +143,7 @@ static __always_inline struct pp_thread *thread_of(struct task_struct *task)
 /* Close the off-CPU (or unknown) stretch that ends now with the thread getting a CPU. */
 static void account_switch_in(struct pp_thread *t, __u64 now)
 {
-	__u64 since = t->phase_start_ns;
+	__u64 since = t->phase_start_ns, runq_from;
 	__u32 cause;
 
 	if (t->phase == PP_PHASE_RUNNABLE) {
@@ -164,11 +164,15 @@ static void account_switch_in(struct pp_thread *t, __u64 now)
 	else
 		cause = PP_OTHER;
 
+	/* RUNQ starts when the thread is on a run queue, as the kernel's run_delay does; a
+	 * remote wakeup is queued to the target CPU by IPI, and that latency (an idle CPU
+	 * waking up) is part of the wait, not CPU contention. */
+	runq_from = t->enqueued_ns >= t->woken_ns ? t->enqueued_ns : t->woken_ns;
 	if (t->gpu_depth) {
 		add_state(t, PP_GPU_WAIT, since, now);
-	} else if (cause != PP_RUNQ && t->woken_ns > since && t->woken_ns <= now) {
-		add_state(t, cause, since, t->woken_ns);
-		add_state(t, PP_RUNQ, t->woken_ns, now);
+	} else if (cause != PP_RUNQ && t->woken_ns > since && runq_from <= now) {
+		add_state(t, cause, since, runq_from);
+		add_state(t, PP_RUNQ, runq_from, now);
 	} else {
 		add_state(t, cause, since, now);
 	}
@@ -274,6 +278,22 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 		return 0;
 	t->wake_cause = wake_cause_now(t, tid);
 	t->woken_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_sched_wakeup, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct pp_thread *t;
+
+	if (!window_start_ns)
+		return 0;
+	/* Only threads sched_waking already saw: this may run on the target CPU in the
+	 * wakeup IPI, where nothing about the waker is known. */
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (t && t->phase != PP_PHASE_EXITED)
+		t->enqueued_ns = bpf_ktime_get_ns();
 	return 0;
 }
 

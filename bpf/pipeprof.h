@@ -56,6 +56,7 @@ struct pp_thread {
 	__u64 exit_ns;		/* 0 while alive */
 	__u64 oncpu_since_ns;	/* last switch-in (or first sighting) */
 	__u64 woken_ns;		/* last sched_waking of this thread */
+	__u64 enqueued_ns;	/* last sched_wakeup: on a run queue from here (RUNQ starts) */
 	__u32 wake_cause;	/* enum pp_state the waker context implies, at woken_ns */
 	__u32 gpu_depth;	/* nested synchronising GPU calls in progress */
 	__u32 gpu_api;		/* api id (attach cookie) of the outermost call in progress */
