@@ -7,25 +7,10 @@
 #include <bpf/bpf_helpers.h>
 #include "pipeprof.h"
 
-/* The BPF side's one log2 histogram primitive; userspace's twin is in user/hist.c. */
-static __always_inline __u32 log2_u64(__u64 v)
-{
-	__u32 r = 0;
-
-	/* Bounded loop: the verifier needs a constant trip count. */
-	for (int i = 32; i > 0; i >>= 1) {
-		if (v >> i) {
-			v >>= i;
-			r += i;
-		}
-	}
-	return r;
-}
-
-/* BCC's layout: slot k holds [2^k, 2^(k+1)), slot 0 holds 0 and 1; the last is open-ended. */
+/* The last slot is open-ended. */
 static __always_inline __u32 hist_slot(__u64 value)
 {
-	__u32 slot = log2_u64(value);
+	__u32 slot = pp_log2_u64(value);
 
 	return slot < PP_HIST_SLOTS ? slot : PP_HIST_SLOTS - 1;
 }

@@ -70,6 +70,22 @@ struct pp_thread {
 	char comm[16];
 };
 
+/* The one log2 histogram slot function, compiled into the BPF programs and into userspace
+ * (and its unit tests) alike. BCC's layout: slot k holds [2^k, 2^(k+1)), slot 0 holds 0 and 1.
+ * A bounded loop, not __builtin_clzll: the verifier needs a constant trip count. */
+static inline __u32 pp_log2_u64(__u64 v)
+{
+	__u32 r = 0;
+
+	for (int i = 32; i > 0; i >>= 1) {
+		if (v >> i) {
+			v >>= i;
+			r += i;
+		}
+	}
+	return r;
+}
+
 /* A thread's first record, whichever side writes it (fork, first sighting, seeding). */
 static inline void pp_thread_init(struct pp_thread *t, __u32 tgid, __u32 phase, __u64 start_ns)
 {

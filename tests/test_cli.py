@@ -105,6 +105,11 @@ def test_no_such_pid():
     (["-p", "1", "-d", "0"], "invalid duration"),
     (["-p", "1", "-d", "x"], "invalid duration"),
     (["-p", "1", "--threshold", "200"], "invalid threshold"),
+    (["-p", "1", "--threshold", "nan"], "invalid threshold"),
+    (["-p", "1", "-d", "nan"], "invalid duration"),
+    (["-p", "1", "-d", "inf"], "invalid duration"),
+    (["-p", "1", "--tid", "0"], "invalid TID"),
+    (["-p", "1", "--tid", "x"], "invalid TID"),
     ([], "nothing to trace"),
     (["-p", "1", "--", "true"], "not both"),
 ])
@@ -254,6 +259,17 @@ def test_cpu_job_without_cuda_says_gpu_not_traced():
     for lost in ("threads_lost_map_full", "processes_lost_map_full", "io_requests_lost_map_full",
                  "bpf_recursion_misses", "probe_attach_failures"):
         assert counters[lost] == 0, (lost, counters)
+
+
+def test_tid_that_is_no_traced_thread():
+    with Proc([PYTHON, "-c", "import time; print('READY', flush=True); time.sleep(30)"],
+              ready="READY") as target:
+        r = run(["-p", str(target.pid), "-d", "0.5", "-j", "--tid", "1"])
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["trainer"] is None
+    assert "--tid 1: no such thread in the traced processes" in report["not_traced"]
+    assert report["recommendations"][0]["id"] == "no_trainer"
 
 
 def nm_values(path):

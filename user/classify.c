@@ -119,6 +119,15 @@ static double frac(const __u64 *ns, __u64 wall, enum pp_state s)
 	return wall ? (double)ns[s] / wall : 0;
 }
 
+/* Not working, not waiting on storage or a CPU or the GPU: blocked on a queue or IPC. */
+double role_idle_fraction(const struct role_result *r)
+{
+	if (!r->wall_ns)
+		return 0;
+	return 1.0 - frac(r->ns, r->wall_ns, PP_RUNNING) - frac(r->ns, r->wall_ns, PP_RUNQ) -
+	       frac(r->ns, r->wall_ns, PP_IO_WAIT) - frac(r->ns, r->wall_ns, PP_GPU_WAIT);
+}
+
 static int pick_trainer(const struct thread_result *threads, int n, const struct analysis_input *in,
 			enum trainer_choice *how)
 {
@@ -173,10 +182,10 @@ static void recommend_data(struct analysis *a, const struct analysis_input *in, 
 	double run = frac(w->ns, w->wall_ns, PP_RUNNING);
 	double io = frac(w->ns, w->wall_ns, PP_IO_WAIT);
 	double runq = frac(w->ns, w->wall_ns, PP_RUNQ);
-	double idle = 1.0 - run - io - runq - frac(w->ns, w->wall_ns, PP_GPU_WAIT);
+	double idle = role_idle_fraction(w);
 	double idle_cpus = in->cpu_busy >= 0 ? in->ncpus * (1.0 - in->cpu_busy) : -1;
 
-	if (!w->processes) {
+	if (!a->roles[ROLE_WORKER].processes) {
 		REC(a, "dataloader_workers", bound,
 		    "No DataLoader worker processes were seen: use num_workers>0 so batches are prepared "
 		    "in parallel with the training step.");
@@ -187,11 +196,16 @@ static void recommend_data(struct analysis *a, const struct analysis_input *in, 
 		    "Workers are busy preprocessing (%.0f%% on-CPU) and about %.1f of %d CPUs are idle: "
 		    "raise num_workers (now %d worker process%s).",
 		    run * 100, idle_cpus, in->ncpus, w->processes, w->processes == 1 ? "" : "es");
-	else if (run >= 0.5)
+	else if (run >= 0.5 && in->cpu_busy >= 0)
 		REC(a, "cheaper_transforms", bound,
 		    "Workers are busy preprocessing (%.0f%% on-CPU) and the CPUs are saturated (%.0f%% busy): "
 		    "make transforms cheaper, cache decoded/preprocessed samples, or move augmentation to the GPU.",
 		    run * 100, in->cpu_busy * 100);
+	else if (run >= 0.5)
+		/* Machine load unknown: both remedies stay possible. */
+		REC(a, "more_workers_or_cheaper_transforms", bound,
+		    "Workers are busy preprocessing (%.0f%% on-CPU): raise num_workers if CPUs are idle, "
+		    "else make transforms cheaper or cache preprocessed samples.", run * 100);
 	if (io >= 0.2)
 		REC(a, "faster_storage", bound,
 		    "Workers wait on storage %.0f%% of their time: cache the dataset locally or in RAM, use "
@@ -225,11 +239,11 @@ static void recommend(struct analysis *a, const struct analysis_input *in, const
 		    "The GPU is the bottleneck, which is what a GPU job should be; to go faster, make the "
 		    "GPU work cheaper: mixed precision (torch.autocast, bf16/fp16), a larger batch if memory allows.");
 		/* Many short waits mean the host keeps draining the queue, not a slow GPU. */
-		if (tr && secs > 0 && in->gpu_sync_calls / secs > 100 && in->gpu_sync_mean_us < 2000)
+		if (secs > 0 && tr->gpu_calls / secs > 100 && in->gpu_sync_mean_us < 2000)
 			REC(a, "fewer_host_syncs", bound,
 			    "The trainer synchronises with the GPU %.0f times a second: remove host syncs in the "
 			    "loop (.item(), .cpu(), printing tensors, torch.cuda.synchronize()).",
-			    in->gpu_sync_calls / secs);
+			    tr->gpu_calls / secs);
 		break;
 	case VERDICT_CPU:
 		REC(a, "move_work_off_trainer", bound,
@@ -244,13 +258,18 @@ static void recommend(struct analysis *a, const struct analysis_input *in, const
 		    "NVMe, read larger sequential chunks.",
 		    f * 100, in->io_requests ? " (see the device latency histogram)" : "");
 		break;
-	case VERDICT_CONTENTION:
+	case VERDICT_CONTENTION: {
+		char load[96] = "";
+
+		if (in->cpu_busy >= 0 && in->runnable_avg >= 0)
+			snprintf(load, sizeof(load), " (CPUs %.0f%% busy, %.1f runnable tasks on %d CPUs "
+				 "on average)", in->cpu_busy * 100, in->runnable_avg, in->ncpus);
 		REC(a, "fewer_threads", bound,
-		    "The trainer is runnable but waiting for a CPU %.0f%% of the time (CPUs %.0f%% busy, "
-		    "%.1f runnable tasks on %d CPUs on average): reduce threads (torch.set_num_threads, "
-		    "OMP_NUM_THREADS, fewer workers), pin CPUs (taskset), or move competing jobs away.",
-		    f * 100, in->cpu_busy * 100, in->runnable_avg, in->ncpus);
+		    "The trainer is runnable but waiting for a CPU %.0f%% of the time%s: reduce threads "
+		    "(torch.set_num_threads, OMP_NUM_THREADS, fewer workers), pin CPUs (taskset), or move "
+		    "competing jobs away.", f * 100, load);
 		break;
+	}
 	case VERDICT_COMM:
 		REC(a, "overlap_comm", bound,
 		    "The trainer waits on collectives %.0f%% of the time: overlap communication with "
@@ -305,6 +324,10 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 	for (int r = 0; r < NR_ROLES; r++)
 		if (r != ROLE_WORKER && a->roles[r].threads)
 			a->roles[r].processes = 1;
+	/* Worker main threads lost (thread map full): their process totals are all there is. */
+	a->worker_loops_are_main_threads = a->worker_loops.wall_ns != 0;
+	if (!a->worker_loops_are_main_threads)
+		a->worker_loops = a->roles[ROLE_WORKER];
 
 	a->verdict = VERDICT_UNDETERMINED;
 	a->verdict_state = PP_OTHER;
@@ -335,7 +358,8 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 		}
 	}
 	a->verdict_fraction = frac(tr->ns, tr->wall_ns, a->verdict_state);
-	a->speedup_bound = speedup_bound(a->verdict_fraction);
+	/* Unattributed sleep is no stall a fix is known for: no bound to promise. */
+	a->speedup_bound = a->verdict == VERDICT_UNDETERMINED ? 1.0 : speedup_bound(a->verdict_fraction);
 	recommend(a, in, tr);
 
 	/* A second stall over the threshold deserves its own line. */

@@ -58,12 +58,9 @@ struct analysis_input {
 	int ncpus;
 	double cpu_busy;	/* machine-wide busy fraction over the window, <0 when unknown */
 	double runnable_avg;	/* mean runnable tasks machine-wide, <0 when unknown */
-	bool gpu_traced;
-	__u64 gpu_sync_calls;	/* top-level synchronising calls by the trainer */
 	double gpu_sync_mean_us; /* mean duration of a synchronising call */
 	__u64 window_ns;
 	__u64 io_requests;
-	double io_p50_us, io_p99_us;
 };
 
 struct analysis {
@@ -73,6 +70,7 @@ struct analysis {
 	/* The main thread of each worker process, where a DataLoader worker runs its loop;
 	 * the role total also holds the workers' idle queue-feeder threads. */
 	struct role_result worker_loops;
+	bool worker_loops_are_main_threads;	/* else the whole WORKER role stands in */
 	enum verdict verdict;
 	enum pp_state verdict_state;
 	double verdict_fraction;
@@ -94,6 +92,7 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 
 /* 1/(1-f), capped so a stall of ~100% does not print infinity. */
 double speedup_bound(double f);
+double role_idle_fraction(const struct role_result *r);
 
 /* Roles, trainer, verdict and recommendations. threads[i].role is filled in. */
 void analyse(struct thread_result *threads, int nr_threads, const struct analysis_input *in,

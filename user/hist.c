@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <string.h>
 #include "hist.h"
+#include "pipeprof.h"
 
 unsigned int hist_slot_of(uint64_t value, unsigned int nr_slots)
 {
-	unsigned int slot = value ? 63 - __builtin_clzll(value) : 0;
+	unsigned int slot = pp_log2_u64(value);
 
 	return slot < nr_slots ? slot : nr_slots - 1;
 }

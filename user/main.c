@@ -58,7 +58,8 @@ static int parse_double(const char *arg, double min, double max, double *out)
 
 	errno = 0;
 	v = strtod(arg, &end);
-	if (errno || end == arg || *end || v < min || v > max)
+	/* Written so that NaN, which compares false with everything, is refused too. */
+	if (errno || end == arg || *end || !(v >= min && v <= max))
 		return -EINVAL;
 	*out = v;
 	return 0;

@@ -60,13 +60,12 @@ static void print_evidence(FILE *out, const struct report *r)
 
 	fprintf(out, "\nEvidence:\n");
 	if (w->processes) {
-		double run = pct(w->ns[PP_RUNNING], w->wall_ns), io = pct(w->ns[PP_IO_WAIT], w->wall_ns);
-		double runq = pct(w->ns[PP_RUNQ], w->wall_ns);
-
-		fprintf(out, "  DataLoader workers (%d process%s, main threads): on-CPU %.1f%%, I/O %.1f%%, "
+		fprintf(out, "  DataLoader workers (%d process%s, %s): on-CPU %.1f%%, I/O %.1f%%, "
 			"runnable %.1f%%, idle %.1f%% of their time\n",
 			w->processes, w->processes == 1 ? "" : "es",
-			run, io, runq, 100 - run - io - runq - pct(w->ns[PP_GPU_WAIT], w->wall_ns));
+			a->worker_loops_are_main_threads ? "main threads" : "all threads",
+			pct(w->ns[PP_RUNNING], w->wall_ns), pct(w->ns[PP_IO_WAIT], w->wall_ns),
+			pct(w->ns[PP_RUNQ], w->wall_ns), 100 * role_idle_fraction(w));
 	} else {
 		fprintf(out, "  DataLoader workers: none seen (no child processes in the window)\n");
 	}
@@ -316,7 +315,8 @@ int report_print_json(FILE *out, const struct report *r)
 	json_object_object_add(o, "id", json_object_new_string(verdict_id(a->verdict)));
 	json_object_object_add(o, "state", json_object_new_string(state_name(a->verdict_state)));
 	json_object_object_add(o, "fraction", json_object_new_double(a->verdict_fraction));
-	json_object_object_add(o, "speedup_bound", json_object_new_double(a->speedup_bound));
+	json_object_object_add(o, "speedup_bound", a->speedup_bound > 1.0 ?
+			       json_object_new_double(a->speedup_bound) : NULL);
 	json_object_object_add(o, "threshold", json_object_new_double(r->input.threshold));
 	json_object_object_add(root, "verdict", o);
 
@@ -347,6 +347,8 @@ int report_print_json(FILE *out, const struct report *r)
 		json_object *wl = json_object_new_object();
 
 		json_object_object_add(wl, "processes", json_object_new_int(a->worker_loops.processes));
+		json_object_object_add(wl, "main_threads_only",
+				       json_object_new_boolean(a->worker_loops_are_main_threads));
 		json_object_object_add(wl, "states", states_json(a->worker_loops.ns, a->worker_loops.wall_ns));
 		json_object_object_add(o, "worker_loops", wl);
 	}
@@ -382,8 +384,11 @@ int report_print_json(FILE *out, const struct report *r)
 
 	o = json_object_new_object();
 	json_object_object_add(o, "ncpus", json_object_new_int(r->input.ncpus));
-	json_object_object_add(o, "busy_fraction", json_object_new_double(r->input.cpu_busy));
-	json_object_object_add(o, "runnable_avg", json_object_new_double(r->input.runnable_avg));
+	/* null, not a negative number, when /proc could not tell. */
+	json_object_object_add(o, "busy_fraction", r->input.cpu_busy >= 0 ?
+			       json_object_new_double(r->input.cpu_busy) : NULL);
+	json_object_object_add(o, "runnable_avg", r->input.runnable_avg >= 0 ?
+			       json_object_new_double(r->input.runnable_avg) : NULL);
 	json_object_object_add(root, "cpu", o);
 
 	arr = json_object_new_array();
@@ -391,7 +396,7 @@ int report_print_json(FILE *out, const struct report *r)
 		o = json_object_new_object();
 		json_object_object_add(o, "id", json_object_new_string(a->recs[i].id));
 		json_object_object_add(o, "text", json_object_new_string(a->recs[i].text));
-		/* Context lines (compute share, healthy GPU use) remove no stall: no bound. */
+		/* Context lines (the compute share) remove no stall: no bound. */
 		json_object_object_add(o, "speedup_bound", a->recs[i].speedup_bound > 1.0 ?
 				       json_object_new_double(a->recs[i].speedup_bound) : NULL);
 		json_object_array_add(arr, o);

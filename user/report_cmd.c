@@ -120,6 +120,7 @@ static void cpu_sample(struct cpu_sampler *s)
 static void fill_input(struct report *r, const struct report_opts *o, const struct cpu_sampler *s)
 {
 	unsigned long long busy, total;
+	__u64 gpu_calls = 0, gpu_ns = 0;
 	int running;
 
 	r->input.root_pid = r->root_pid;
@@ -130,23 +131,13 @@ static void fill_input(struct report *r, const struct report_opts *o, const stru
 	r->input.runnable_avg = s->samples ? s->runnable_sum / s->samples : -1;
 	if (s->ok && !proc_cpu_times(PROCFS, &busy, &total, &running) && total > s->total0)
 		r->input.cpu_busy = (double)(busy - s->busy0) / (total - s->total0);
-	r->input.gpu_traced = r->gpu_traced;
+	for (int k = 0; k < r->nr_apis; k++) {
+		gpu_calls += r->apis[k].calls;
+		gpu_ns += r->apis[k].total_ns;
+	}
+	r->input.gpu_sync_mean_us = gpu_calls ? gpu_ns / 1e3 / gpu_calls : 0;
 	r->input.window_ns = r->end_ns - r->start_ns;
 	r->input.io_requests = r->io.count;
-}
-
-static void trainer_gpu_calls(struct report *r)
-{
-	int i = r->analysis.trainer_index;
-
-	__u64 calls = 0, ns = 0;
-
-	r->input.gpu_sync_calls = i >= 0 ? r->threads[i].gpu_calls : 0;
-	for (int k = 0; k < r->nr_apis; k++) {
-		calls += r->apis[k].calls;
-		ns += r->apis[k].total_ns;
-	}
-	r->input.gpu_sync_mean_us = calls ? ns / 1e3 / calls : 0;
 }
 
 static void free_report(struct report *r)
@@ -251,8 +242,6 @@ int report_cmd_run(const struct report_opts *o)
 		snprintf(report.cmdline, sizeof(report.cmdline), "exited");
 
 	fill_input(&report, o, &cpu);
-	analyse(report.threads, report.nr_threads, &report.input, &report.analysis);
-	trainer_gpu_calls(&report);
 	analyse(report.threads, report.nr_threads, &report.input, &report.analysis);
 	if (o->tid && report.analysis.trainer_index < 0)
 		report_not_traced(&report, "--tid %d: no such thread in the traced processes", o->tid);

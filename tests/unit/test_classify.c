@@ -213,7 +213,6 @@ TEST(test_verdict_gpu_by_gpu_calls)
 	CHECK_EQ_INT(th[0].role, ROLE_HELPER);
 	CHECK(has_rec(&a, "gpu_healthy"));
 
-	in.gpu_sync_calls = 5000;
 	in.gpu_sync_mean_us = 100;
 	analyse(th, 2, &in, &a);
 	CHECK(has_rec(&a, "fewer_host_syncs"));
@@ -288,6 +287,83 @@ TEST(test_secondary_stall)
 	analyse(th, 1, &in, &a);
 	CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING);
 	CHECK(has_rec(&a, "secondary_stall"));
+	for (int i = 0; i < a.nr_recs; i++)
+		if (!strcmp(a.recs[i].id, "secondary_stall")) {
+			CHECK_MSG(strstr(a.recs[i].text, "IO_WAIT also takes 35%"), "%s", a.recs[i].text);
+			CHECK(near(a.recs[i].speedup_bound, 1 / 0.65));
+		}
+}
+
+/* The largest stall carries the verdict, wherever it sits in the list of stall kinds. */
+TEST(test_largest_stall_wins)
+{
+	__u64 gpu_over_data[PP_NR_STATES] = { [PP_RUNNING] = 150, [PP_DATA_WAIT] = 250, [PP_GPU_WAIT] = 600 };
+	__u64 runq_over_io[PP_NR_STATES] = { [PP_RUNNING] = 200, [PP_IO_WAIT] = 300, [PP_RUNQ] = 500 };
+	struct thread_result th[1] = { mk(100, 100, gpu_over_data, 0) };
+	struct analysis_input in = input();
+	struct analysis a;
+
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_GPU);
+	CHECK(near(a.verdict_fraction, 0.6));
+	CHECK(near(a.speedup_bound, 2.5));
+	th[0] = mk(100, 100, runq_over_io, 0);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_CONTENTION);
+}
+
+/* /proc could not tell the machine's load: no advice may quote a made-up figure. */
+TEST(test_unknown_cpu_load)
+{
+	__u64 trainer[PP_NR_STATES] = { [PP_RUNNING] = 200, [PP_DATA_WAIT] = 800 };
+	__u64 busy_worker[PP_NR_STATES] = { [PP_RUNNING] = 950, [PP_OTHER] = 50 };
+	__u64 contended[PP_NR_STATES] = { [PP_RUNNING] = 400, [PP_RUNQ] = 600 };
+	struct thread_result th[2] = { mk(100, 100, trainer, 0), mk(200, 200, busy_worker, 0) };
+	struct analysis_input in = input();
+	struct analysis a;
+
+	in.cpu_busy = -1;
+	in.runnable_avg = -1;
+	analyse(th, 2, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING);
+	CHECK(has_rec(&a, "more_workers_or_cheaper_transforms"));
+	CHECK(!has_rec(&a, "more_workers") && !has_rec(&a, "cheaper_transforms"));
+	th[0] = mk(100, 100, contended, 0);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_CONTENTION);
+	for (int i = 0; i < a.nr_recs; i++)
+		CHECK_MSG(!strstr(a.recs[i].text, "-1"), "%s", a.recs[i].text);
+	CHECK(has_rec(&a, "fewer_threads") && !strstr(a.recs[0].text, "busy"));
+}
+
+/* No stall to remove: the verdict promises no speed-up. */
+TEST(test_no_dominant_stall_has_no_bound)
+{
+	__u64 sleeper[PP_NR_STATES] = { [PP_RUNNING] = 50, [PP_OTHER] = 950 };
+	struct thread_result th[1] = { mk(100, 100, sleeper, 0) };
+	struct analysis_input in = input();
+	struct analysis a;
+
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_UNDETERMINED);
+	CHECK(near(a.speedup_bound, 1.0));
+}
+
+/* Worker main threads lost to a full thread map: the worker role still counts as workers. */
+TEST(test_worker_main_thread_missing)
+{
+	__u64 trainer[PP_NR_STATES] = { [PP_RUNNING] = 200, [PP_DATA_WAIT] = 800 };
+	__u64 busy[PP_NR_STATES] = { [PP_RUNNING] = 900, [PP_OTHER] = 100 };
+	struct thread_result th[2] = { mk(100, 100, trainer, 0), mk(201, 200, busy, 0) };
+	struct analysis_input in = input();
+	struct analysis a;
+
+	analyse(th, 2, &in, &a);
+	CHECK(!a.worker_loops_are_main_threads);
+	CHECK_EQ_INT(a.worker_loops.processes, 1);
+	CHECK(!has_rec(&a, "dataloader_workers"));
+	CHECK(has_rec(&a, "more_workers"));
+	CHECK(!has_rec(&a, "ipc_collate"));
 }
 
 int main(void)
@@ -305,5 +381,9 @@ int main(void)
 	RUN_TEST(test_verdict_io_contention_comm);
 	RUN_TEST(test_verdict_threshold_and_cpu);
 	RUN_TEST(test_secondary_stall);
+	RUN_TEST(test_largest_stall_wins);
+	RUN_TEST(test_unknown_cpu_load);
+	RUN_TEST(test_no_dominant_stall_has_no_bound);
+	RUN_TEST(test_worker_main_thread_missing);
 	return unit_summary();
 }

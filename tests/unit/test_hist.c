@@ -1,7 +1,31 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <stdlib.h>
 #include "hist.h"
+#include "pipeprof.h"
 #include "unit.h"
+
+/* The slot function the BPF programs run, checked against the compiler's bit scan. */
+TEST(test_shared_log2_matches_bit_scan)
+{
+	CHECK_EQ_INT(pp_log2_u64(0), 0);
+	CHECK_EQ_INT(pp_log2_u64(1), 0);
+	for (int bit = 0; bit < 64; bit++) {
+		__u64 p = 1ULL << bit;
+
+		CHECK_EQ_INT(pp_log2_u64(p), bit);
+		CHECK_EQ_INT(pp_log2_u64(p | (p - 1)), bit);
+		if (bit)
+			CHECK_EQ_INT(pp_log2_u64(p - 1), bit - 1);
+	}
+	__u64 x = 88172645463325252ULL;
+
+	for (int n = 0; n < 2048; n++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;	/* xorshift: values of every width */
+		if (!CHECK_MSG(pp_log2_u64(x >> (n % 64)) == (__u32)(63 - __builtin_clzll((x >> (n % 64)) | 1)),
+			       "%llx", (unsigned long long)(x >> (n % 64))))
+			break;
+	}
+}
 
 TEST(test_slots_match_bcc_layout)
 {
@@ -82,6 +106,7 @@ TEST(test_bcc_text_layout)
 
 int main(void)
 {
+	RUN_TEST(test_shared_log2_matches_bit_scan);
 	RUN_TEST(test_slots_match_bcc_layout);
 	RUN_TEST(test_percentiles);
 	RUN_TEST(test_bcc_text_layout);

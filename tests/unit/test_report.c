@@ -142,6 +142,23 @@ TEST(test_json_schema)
 	if (!o)
 		return;
 	CHECK_STR(json_object_get_string(at(o, "gpu.why_not")), "no libcudart");
+	json_object_put(o);
+
+	/* Unknowns are null: no bound for "no dominant stall", no load /proc could not give. */
+	for (int i = 0; i < r.nr_threads; i++) {
+		memset(threads[i].ns, 0, sizeof(threads[i].ns));
+		threads[i].ns[PP_OTHER] = threads[i].wall_ns;
+	}
+	r.input.cpu_busy = -1;
+	r.input.runnable_avg = -1;
+	analyse(r.threads, r.nr_threads, &r.input, &r.analysis);
+	o = render_json(&r);
+	if (!o)
+		return;
+	CHECK_STR(json_object_get_string(at(o, "verdict.name")), "NO DOMINANT STALL");
+	CHECK(json_object_object_get_ex(at(o, "verdict"), "speedup_bound", &v) && v == NULL);
+	CHECK(json_object_object_get_ex(at(o, "cpu"), "busy_fraction", &v) && v == NULL);
+	CHECK(json_object_object_get_ex(at(o, "cpu"), "runnable_avg", &v) && v == NULL);
 	CHECK_STR(json_object_get_string(json_object_array_get_idx(at(o, "not_traced"), 0)),
 		  "GPU_WAIT: no libcudart");
 	CHECK(json_object_get_boolean(at(o, "target_exited")));
