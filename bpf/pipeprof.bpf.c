@@ -20,11 +20,16 @@
 
 const volatile bool sched_switch_has_prev_state = true;
 const volatile bool has_block_io_start = true;
+/* --tid: the trainer, when the user named it; 0 lets the wake rules guess. */
+const volatile __u32 trainer_tid = 0;
 
 /* 0 while pipeprof is still attaching: processes are followed but no time is accounted, so
  * the window opens only once every probe is in place. Threads first seen later are taken to
  * have existed since then. */
 __u64 window_start_ns = 0;
+/* Set when the report is taken: nothing after it is accounted while the maps are read (the
+ * probes themselves take seconds to detach), so every thread's states sum to the window. */
+__u64 window_end_ns = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -61,9 +66,10 @@ struct {
 	__type(value, struct pp_io_stats);
 } io_stats SEC(".maps");
 
-/* request pointer -> issue time (0 until issued) */
+/* request pointer -> issue time (0 until issued). LRU: a request merged into another never
+ * completes under its own pointer, and its entry must not fill the map for good. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, PP_MAX_INFLIGHT_RQ);
 	__type(key, __u64);
 	__type(value, __u64);
@@ -103,8 +109,16 @@ static __always_inline void count(enum pp_counter c)
 #define STATE_IDX(s) ((s) & (PP_NR_STATES - 1))
 _Static_assert((PP_NR_STATES & (PP_NR_STATES - 1)) == 0, "state count must be a power of two");
 
+static __always_inline bool accounting(__u64 now)
+{
+	return window_start_ns && (!window_end_ns || now <= window_end_ns);
+}
+
 static __always_inline void add_state(struct pp_thread *t, __u32 state, __u64 from, __u64 to)
 {
+	/* An event that read the clock just before the window closed. */
+	if (window_end_ns && to > window_end_ns)
+		to = window_end_ns;
 	if (to > from)
 		t->ns[STATE_IDX(state)] += to - from;
 }
@@ -114,17 +128,16 @@ static __always_inline __u32 oncpu_state(struct pp_thread *t)
 	return t->gpu_depth ? PP_GPU_WAIT : PP_RUNNING;
 }
 
-static struct pp_thread *thread_get(struct task_struct *task, __u32 tid, __u32 tgid)
+/* First sighting of a thread of a tracked process that predates the attach: its phase until
+ * this first event is unknown. Out of line, so the zeroed record is built only here and not
+ * on every switch of every task on the machine. */
+static __noinline struct pp_thread *thread_first_seen(struct task_struct *task, __u32 tid)
 {
-	struct pp_thread *t, fresh = {};
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	struct pp_thread fresh = {};
 
-	t = bpf_map_lookup_elem(&threads, &tid);
-	if (t)
-		return t;
 	if (!bpf_map_lookup_elem(&tracked_procs, &tgid))
 		return NULL;
-
-	/* A thread that predates the attach: its phase until the first event is unknown. */
 	pp_thread_init(&fresh, tgid, PP_PHASE_UNKNOWN, window_start_ns);
 	BPF_CORE_READ_STR_INTO(&fresh.comm, task, comm);
 	if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST) &&
@@ -137,7 +150,13 @@ static struct pp_thread *thread_get(struct task_struct *task, __u32 tid, __u32 t
 
 static __always_inline struct pp_thread *thread_of(struct task_struct *task)
 {
-	return thread_get(task, BPF_CORE_READ(task, pid), BPF_CORE_READ(task, tgid));
+	__u32 tid = task->pid;	/* a trusted BTF pointer: a plain load, no helper call */
+	struct pp_thread *t;
+
+	if (!tid)	/* the idle task: a large share of all switches */
+		return NULL;
+	t = bpf_map_lookup_elem(&threads, &tid);
+	return t ? t : thread_first_seen(task, tid);
 }
 
 /* Close the off-CPU (or unknown) stretch that ends now with the thread getting a CPU. */
@@ -176,10 +195,8 @@ static void account_switch_in(struct pp_thread *t, __u64 now)
 	} else {
 		add_state(t, cause, since, now);
 	}
-	if (cause != PP_RUNQ) {
+	if (cause != PP_RUNQ)
 		t->last_wait = cause;
-		t->wakeups_by[STATE_IDX(cause)]++;
-	}
 }
 
 static __always_inline void account_oncpu(struct pp_thread *t, __u64 now)
@@ -196,7 +213,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	__s64 prev_state;
 
 	count(PP_CNT_SCHED_EVENTS);
-	if (!window_start_ns)
+	if (!accounting(now))
 		return 0;
 
 	t = thread_of(prev);
@@ -221,7 +238,6 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		t->phase = PP_PHASE_ONCPU;
 		t->phase_start_ns = now;
 		t->oncpu_since_ns = now;
-		t->switches++;
 	}
 	return 0;
 }
@@ -231,9 +247,9 @@ static __u32 wake_cause_now(struct pp_thread *wakee, __u32 wakee_tid)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 waker_tid = (__u32)id, waker_tgid = id >> 32;
+	struct pp_proc *waker_proc;
 	struct pp_thread *waker;
 	struct irq_ctx *irq = irq_ctx_here();
-	struct pp_proc *wakee_proc;
 
 	if (irq && irq->hardirq_depth)
 		return PP_OTHER;
@@ -241,21 +257,21 @@ static __u32 wake_cause_now(struct pp_thread *wakee, __u32 wakee_tid)
 		return irq->softirq_vec == NET_RX_VEC + 1 ? PP_COMM_WAIT : PP_OTHER;
 	if (waker_tid == wakee_tid)
 		return PP_OTHER;
-	if (waker_tgid == wakee->tgid) {
-		waker = bpf_map_lookup_elem(&threads, &waker_tid);
-		/* A helper that itself just got data (pin-memory thread) passes it on. The
-		 * trainer is no helper: its candidates, the main thread and any thread that
-		 * calls the GPU, wake queue feeders with work, not with data. */
-		if (waker && waker->last_wait == PP_DATA_WAIT && waker->phase == PP_PHASE_ONCPU &&
-		    waker_tid != waker_tgid && !waker->gpu_calls)
-			return PP_DATA_WAIT;
-		return PP_THREAD_WAIT;
-	}
-	if (!bpf_map_lookup_elem(&tracked_procs, &waker_tgid))
+	waker_proc = bpf_map_lookup_elem(&tracked_procs, &waker_tgid);
+	if (!waker_proc)
 		return PP_OTHER;
-	wakee_proc = bpf_map_lookup_elem(&tracked_procs, &wakee->tgid);
-	/* A descendant process waking the target: a DataLoader worker delivering a batch. */
-	if (wakee_proc && wakee_proc->is_root)
+	/* Any thread of a descendant process is a WORKER: a DataLoader worker delivering a
+	 * batch, or feeding its own loop. */
+	if (!waker_proc->is_root)
+		return PP_DATA_WAIT;
+	if (waker_tgid != wakee->tgid)
+		return PP_THREAD_WAIT;	/* the job's process handing work to a worker */
+	/* A HELPER that itself just got data (pin-memory thread) passes it on. The trainer is
+	 * no helper: when --tid does not name it, its candidates (the main thread, any thread
+	 * that calls the GPU) wake queue feeders with work, not with data. */
+	waker = bpf_map_lookup_elem(&threads, &waker_tid);
+	if (waker && waker->last_wait == PP_DATA_WAIT &&
+	    (trainer_tid ? waker_tid != trainer_tid : waker_tid != waker_tgid && !waker->gpu_calls))
 		return PP_DATA_WAIT;
 	return PP_THREAD_WAIT;
 }
@@ -263,37 +279,33 @@ static __u32 wake_cause_now(struct pp_thread *wakee, __u32 wakee_tid)
 SEC("tp_btf/sched_waking")
 int BPF_PROG(on_sched_waking, struct task_struct *p)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
+	__u64 now = bpf_ktime_get_ns();
 	struct pp_thread *t;
 
-	if (!window_start_ns)
+	if (!accounting(now))
 		return 0;
-	t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t) {
-		t = thread_of(p);
-		if (!t)
-			return 0;
-	}
-	if (t->phase == PP_PHASE_EXITED)
+	t = thread_of(p);
+	if (!t || t->phase == PP_PHASE_EXITED)
 		return 0;
-	t->wake_cause = wake_cause_now(t, tid);
-	t->woken_ns = bpf_ktime_get_ns();
+	t->wake_cause = wake_cause_now(t, p->pid);
+	t->woken_ns = now;
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid = p->pid;
 	struct pp_thread *t;
 
-	if (!window_start_ns)
+	if (!accounting(now))
 		return 0;
 	/* Only threads sched_waking already saw: this may run on the target CPU in the
 	 * wakeup IPI, where nothing about the waker is known. */
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t && t->phase != PP_PHASE_EXITED)
-		t->enqueued_ns = bpf_ktime_get_ns();
+		t->enqueued_ns = now;
 	return 0;
 }
 
@@ -319,7 +331,7 @@ int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_stru
 		}
 		count(PP_CNT_FORKS);
 	}
-	if (!window_start_ns)
+	if (!accounting(now))
 		return 0;
 
 	/* New tasks start runnable: wake_up_new_task() follows. */
@@ -350,7 +362,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct *p)
 	struct pp_proc *proc;
 
 	t = bpf_map_lookup_elem(&threads, &tid);
-	if (t && t->phase != PP_PHASE_EXITED) {
+	if (t && t->phase != PP_PHASE_EXITED && accounting(now)) {
 		account_oncpu(t, now);
 		t->phase = PP_PHASE_EXITED;
 		t->phase_start_ns = now;
@@ -379,7 +391,7 @@ int BPF_KPROBE(on_gpu_enter)
 		count(PP_CNT_SELFTEST_HITS);
 		return 0;
 	}
-	if (!window_start_ns)
+	if (!accounting(now))
 		return 0;
 	task = (struct task_struct *)bpf_get_current_task_btf();
 	t = thread_of(task);
@@ -414,6 +426,8 @@ int BPF_KRETPROBE(on_gpu_return)
 		count(PP_CNT_SELFTEST_HITS);
 		return 0;
 	}
+	if (!accounting(now))
+		return 0;
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t || t->phase == PP_PHASE_EXITED)
 		return 0;
@@ -547,14 +561,15 @@ int BPF_PROG(on_block_rq_issue, struct request *rq)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(on_block_rq_complete, struct request *rq)
 {
-	__u64 key = (__u64)rq, *ts = bpf_map_lookup_elem(&inflight_rq, &key), took;
+	__u64 key = (__u64)rq, *ts = bpf_map_lookup_elem(&inflight_rq, &key), took, now;
 	struct pp_io_stats *stats;
 	__u32 zero = 0;
 
 	if (!ts)
 		return 0;
-	if (*ts) {
-		took = bpf_ktime_get_ns() - *ts;
+	now = bpf_ktime_get_ns();
+	if (*ts && accounting(now)) {
+		took = now - *ts;
 		stats = bpf_map_lookup_elem(&io_stats, &zero);
 		if (stats) {
 			__sync_fetch_and_add(&stats->count, 1);

@@ -65,8 +65,6 @@ struct pp_thread {
 	__u32 pad;
 	__u64 gpu_calls;	/* top-level synchronising calls entered */
 	__u64 gpu_enter_ns;	/* entry time of the outermost call in progress */
-	__u64 wakeups_by[PP_NR_STATES]; /* completed off-CPU episodes per cause */
-	__u64 switches;		/* switch-ins seen */
 	char comm[16];
 };
 

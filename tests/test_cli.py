@@ -199,6 +199,24 @@ def test_sigterm_detaches_too():
     assert_detached(links)
 
 
+def test_ctrl_c_while_attaching_a_launch():
+    """Ctrl-C reaches the whole foreground group, the held command too: pipeprof must say so
+    and clean up, not die on a write to the dead command's pipe."""
+    links = link_count()
+    marker = "held-%d" % os.getpid()
+    p = subprocess.Popen([PIPEPROF, "-d", "5", "--", PYTHON, "-c", "import time; time.sleep(30)",
+                          marker], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    time.sleep(0.05)    # loading the BPF object takes longer than this
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 1, (p.returncode, err)
+    assert "interrupted while attaching" in err
+    assert out == ""
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1
+    assert_detached(links)
+
+
 def test_launch_follows_from_the_start():
     links = link_count()
     code = ("import os, time\n"
@@ -252,6 +270,11 @@ def test_cpu_job_without_cuda_says_gpu_not_traced():
     assert any("GPU_WAIT" in s for s in report["not_traced"])
     assert report["verdict"]["name"] == "CPU-BOUND"
     assert "GPU_WAIT: no libcudart or libcuda" in text.stdout
+    # The window closes before the maps are read: no thread's states outgrow it.
+    for t in report["threads"]:
+        total = sum(st["seconds"] for st in t["states"].values())
+        assert abs(total - t["wall_s"]) < 1e-6, t
+        assert t["wall_s"] <= report["window"]["seconds"] + 1e-6, (t, report["window"])
     counters = report["counters"]
     assert counters["sched_switch_events"] > 0
     assert counters["selftest_uprobe_hits"] >= 1

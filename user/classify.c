@@ -77,7 +77,6 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 	out->comm[sizeof(out->comm) - 1] = 0;
 	out->exited = t->phase == PP_PHASE_EXITED;
 	out->gpu_calls = t->gpu_calls;
-	out->switches = t->switches;
 	memcpy(out->ns, t->ns, sizeof(out->ns));
 
 	switch (t->phase) {

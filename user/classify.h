@@ -32,7 +32,6 @@ struct thread_result {
 	__u64 wall_ns;			/* life inside the window */
 	__u64 ns[PP_NR_STATES];		/* sums to wall_ns */
 	__u64 gpu_calls;
-	__u64 switches;
 };
 
 struct role_result {

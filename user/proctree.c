@@ -37,6 +37,16 @@ static int read_line(const char *path, char *buf, size_t size)
 	return err;
 }
 
+void proc_comm(const char *procfs, pid_t tgid, pid_t tid, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%d/task/%d/comm", procfs, tgid, tid);
+	if (read_line(path, buf, size))
+		buf[0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
 static bool is_pid_name(const char *s)
 {
 	if (!*s)
@@ -51,7 +61,7 @@ struct pid_ppid {
 	pid_t pid, ppid;
 };
 
-int proc_descendants(const char *procfs, pid_t root, pid_t *out, int max)
+int proc_descendants(const char *procfs, pid_t root, pid_t *out, pid_t *out_ppid, int max)
 {
 	struct pid_ppid *all = NULL, *grown;
 	size_t nr_all = 0, cap = 0;
@@ -91,8 +101,11 @@ int proc_descendants(const char *procfs, pid_t root, pid_t *out, int max)
 		pid_t parent = head < 0 ? root : out[head];
 
 		for (size_t i = 0; i < nr_all && n < max; i++)
-			if (all[i].ppid == parent && all[i].pid != root)
+			if (all[i].ppid == parent && all[i].pid != root) {
+				if (out_ppid)
+					out_ppid[n] = parent;
 				out[n++] = all[i].pid;
+			}
 	}
 	err = n;
 cleanup:

@@ -14,9 +14,13 @@
  * Returns 0 or -EINVAL. */
 int proc_parse_stat(const char *line, pid_t *ppid, char *state);
 
-/* Every process whose parent chain reaches root (root excluded). Returns the count (at most
- * max) or -errno. */
-int proc_descendants(const char *procfs, pid_t root, pid_t *out, int max);
+/* Every process whose parent chain reaches root (root excluded), parents before children,
+ * with each one's parent in out_ppid when that is not NULL. Returns the count (at most max)
+ * or -errno. */
+int proc_descendants(const char *procfs, pid_t root, pid_t *out, pid_t *out_ppid, int max);
+
+/* A thread's name (tid == tgid: the process's); "" when it cannot be read. */
+void proc_comm(const char *procfs, pid_t tgid, pid_t tid, char *buf, size_t size);
 
 /* Thread ids of a process. Returns the count or -errno (-ESRCH when gone). */
 int proc_threads(const char *procfs, pid_t pid, pid_t *out, int max);

@@ -63,6 +63,11 @@ static int launch_held(char **argv, struct launch *l)
 	if (l->pid == 0) {
 		int err;
 
+		/* The command gets the dispositions pipeprof found, not its handlers or its
+		 * ignored SIGPIPE; a Ctrl-C while held simply ends it. */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
 		close(go[1]);
 		close(status[0]);
 		if (read(go[0], &c, 1) != 1)
@@ -162,6 +167,8 @@ int report_cmd_run(const struct report_opts *o)
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* A held command that died on Ctrl-C must give an error, not kill us on write. */
+	signal(SIGPIPE, SIG_IGN);
 
 	if (launched) {
 		err = launch_held(o->argv, &launch);
@@ -172,9 +179,13 @@ int report_cmd_run(const struct report_opts *o)
 		pid = launch.pid;
 	}
 
-	err = tracer_start(&tracer, pid, o->verbose);
+	err = tracer_start(&tracer, pid, o->tid, o->verbose);
 	if (err) {
 		status = err == -ESRCH ? 2 : 1;
+		goto cleanup;
+	}
+	if (exiting) {
+		fprintf(stderr, "pipeprof: interrupted while attaching; nothing traced\n");
 		goto cleanup;
 	}
 	if (launched) {
@@ -219,6 +230,7 @@ int report_cmd_run(const struct report_opts *o)
 		}
 	}
 	end_ns = monotonic_ns();
+	tracer_close_window(&tracer, end_ns);
 
 	report.root_pid = pid;
 	report.launched = launched;
@@ -227,7 +239,6 @@ int report_cmd_run(const struct report_opts *o)
 	if (!report.cmdline[0] && launched)
 		snprintf(report.cmdline, sizeof(report.cmdline), "%s", o->argv[0]);
 	err = tracer_collect(&tracer, end_ns, &report);
-	/* Detach before the (slow) analysis: the job should not pay for our printing. */
 	tracer_stop(&tracer);
 	if (err) {
 		fprintf(stderr, "pipeprof: cannot read the results: %s\n", strerror(-err));

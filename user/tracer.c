@@ -99,20 +99,15 @@ static void seed_threads(struct tracer *t, pid_t pid)
 	pid_t tids[MAX_SEED_TIDS];
 	int n = proc_threads(PROCFS, pid, tids, MAX_SEED_TIDS);
 
+	if (n == MAX_SEED_TIDS)
+		t->seed_truncated = true;
 	for (int i = 0; i < n; i++) {
 		struct pp_thread th = {};
-		char path[128];
-		FILE *f;
 
 		pp_thread_init(&th, pid, PP_PHASE_UNKNOWN, t->start_ns);
-		snprintf(path, sizeof(path), PROCFS "/%d/task/%d/comm", pid, tids[i]);
-		f = fopen(path, "re");
-		if (f) {
-			if (fgets(th.comm, sizeof(th.comm), f))
-				th.comm[strcspn(th.comm, "\n")] = 0;
-			fclose(f);
-		}
-		bpf_map_update_elem(fd, &tids[i], &th, BPF_NOEXIST);
+		proc_comm(PROCFS, pid, tids[i], th.comm, sizeof(th.comm));
+		if (bpf_map_update_elem(fd, &tids[i], &th, BPF_NOEXIST) && errno != EEXIST)
+			t->seed_failures++;
 	}
 }
 
@@ -120,33 +115,28 @@ static void seed_threads(struct tracer *t, pid_t pid)
 static int seed_descendants(struct tracer *t)
 {
 	pid_t *pids = calloc(MAX_SEED_PIDS, sizeof(*pids));
+	pid_t *ppids = calloc(MAX_SEED_PIDS, sizeof(*ppids));
 	int n, err = 0;
 
-	if (!pids)
-		return -ENOMEM;
-	n = proc_descendants(PROCFS, t->root, pids, MAX_SEED_PIDS);
+	if (!pids || !ppids) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	n = proc_descendants(PROCFS, t->root, pids, ppids, MAX_SEED_PIDS);
 	if (n < 0) {
 		err = n;
 		goto cleanup;
 	}
+	if (n == MAX_SEED_PIDS)
+		t->seed_truncated = true;
 	for (int i = 0; i < n; i++) {
-		char path[64], line[1024];
-		pid_t ppid = 0;
-		FILE *f;
-
-		snprintf(path, sizeof(path), PROCFS "/%d/stat", pids[i]);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		if (fgets(line, sizeof(line), f))
-			proc_parse_stat(line, &ppid, NULL);
-		fclose(f);
-		err = track_process(t, pids[i], ppid, false);
+		err = track_process(t, pids[i], ppids[i], false);
 		if (err)
 			goto cleanup;
 	}
 cleanup:
 	free(pids);
+	free(ppids);
 	return err;
 }
 
@@ -198,25 +188,20 @@ static int self_check(struct tracer *t)
 	}
 	enter = bpf_program__attach_uprobe_opts(t->skel->progs.on_gpu_enter, getpid(),
 						"/proc/self/exe", fn.offset, &opts);
-	if (!enter) {
-		err = -errno;
-		goto fail;
-	}
 	opts.retprobe = true;
-	ret = bpf_program__attach_uprobe_opts(t->skel->progs.on_gpu_return, getpid(),
-					      "/proc/self/exe", fn.offset, &opts);
+	ret = enter ? bpf_program__attach_uprobe_opts(t->skel->progs.on_gpu_return, getpid(),
+						      "/proc/self/exe", fn.offset, &opts) : NULL;
 	if (!ret) {
 		err = -errno;
-		goto fail;
+		fprintf(stderr, "pipeprof: self-check failed: cannot attach a uprobe: %s\n",
+			strerror(-err));
+		goto cleanup;
 	}
 	pipeprof_selftest_target();
 	if (read_counter(t, PP_CNT_SELFTEST_HITS) != 2) {
 		fprintf(stderr, "pipeprof: self-check failed: uprobe entry/return did not fire\n");
 		err = -EIO;
 	}
-	goto cleanup;
-fail:
-	fprintf(stderr, "pipeprof: self-check failed: cannot attach a uprobe: %s\n", strerror(-err));
 cleanup:
 	bpf_link__destroy(enter);
 	bpf_link__destroy(ret);
@@ -250,7 +235,7 @@ static int open_window(struct tracer *t)
 	return 0;
 }
 
-int tracer_start(struct tracer *t, pid_t root, bool verbose)
+int tracer_start(struct tracer *t, pid_t root, pid_t trainer_tid, bool verbose)
 {
 	struct stat st;
 	int err;
@@ -279,6 +264,7 @@ int tracer_start(struct tracer *t, pid_t root, bool verbose)
 	err = probe_kernel_features(t->skel);
 	if (err)
 		return err;
+	t->skel->rodata->trainer_tid = trainer_tid;
 	err = pipeprof_bpf__load(t->skel);
 	if (err) {
 		if (errno_is_privilege(err))
@@ -454,9 +440,9 @@ static void collect_gpu(struct tracer *t, struct report *r)
 	int fd = bpf_map__fd(t->skel->maps.gpu_api_stats);
 	int probes_ok = 0;
 
-	r->nr_libs = t->nr_attached;
 	r->libs = calloc(t->nr_attached ? t->nr_attached : 1, sizeof(*r->libs));
-	for (int i = 0; r->libs && i < t->nr_attached; i++) {
+	r->nr_libs = r->libs ? t->nr_attached : 0;
+	for (int i = 0; i < r->nr_libs; i++) {
 		r->libs[i] = t->attached[i].result;
 		probes_ok += t->attached[i].nr_links;
 	}
@@ -531,8 +517,6 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 
 	while (!bpf_map_get_next_key(pfd, prev, &next)) {
 		struct proc_result *p;
-		char path[64];
-		FILE *f;
 
 		key = next;
 		prev = &key;
@@ -544,13 +528,7 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 		p->root = proc.is_root;
 		p->forked_while_tracing = proc.fork_ns != 0;
 		p->exited = proc.exit_ns != 0;
-		snprintf(path, sizeof(path), PROCFS "/%u/comm", key);
-		f = fopen(path, "re");
-		if (f) {
-			if (fgets(p->comm, sizeof(p->comm), f))
-				p->comm[strcspn(p->comm, "\n")] = 0;
-			fclose(f);
-		}
+		proc_comm(PROCFS, key, key, p->comm, sizeof(p->comm));
 		if (proc.is_root && proc.exit_ns) {
 			r->target_exited = true;
 			r->target_exit_ns = proc.exit_ns;
@@ -590,8 +568,18 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 	collect_gpu(t, r);
 
 	if (r->counters[PP_CNT_THREADS_FULL])
-		report_not_traced(r, "%llu threads not tracked: thread map full (%d entries)",
+		report_not_traced(r, "%llu events of threads beyond the thread map's %d entries dropped",
 				  (unsigned long long)r->counters[PP_CNT_THREADS_FULL], PP_MAX_THREADS);
+	if (t->seed_failures)
+		report_not_traced(r, "%d threads seen at attach did not fit the thread map",
+				  t->seed_failures);
+	if (t->seed_truncated)
+		report_not_traced(r, "more than %d processes or threads at attach: the rest were found "
+				  "only when they ran", MAX_SEED_PIDS);
+	if (r->counters[PP_CNT_GPU_DEPTH_OVERFLOW])
+		report_not_traced(r, "%llu GPU calls nested deeper than %d: their GPU_WAIT may end early",
+				  (unsigned long long)r->counters[PP_CNT_GPU_DEPTH_OVERFLOW],
+				  PP_MAX_GPU_DEPTH);
 	if (r->counters[PP_CNT_PROCS_FULL])
 		report_not_traced(r, "%llu processes not followed: process map full (%d entries)",
 				  (unsigned long long)r->counters[PP_CNT_PROCS_FULL], PP_MAX_PROCS);
@@ -609,6 +597,11 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 		report_not_traced(r, "%d GPU probes could not be attached (-v lists them)",
 				  t->probe_attach_failures);
 	return err;
+}
+
+void tracer_close_window(struct tracer *t, __u64 end_ns)
+{
+	t->skel->bss->window_end_ns = end_ns;
 }
 
 void tracer_stop(struct tracer *t)

@@ -60,7 +60,7 @@ TEST(test_parse_stat)
 
 TEST(test_descendants)
 {
-	pid_t out[16];
+	pid_t out[16], ppid[16];
 	int n, seen = 0;
 
 	stat_of(1, 0, "init", 'S');
@@ -72,15 +72,17 @@ TEST(test_descendants)
 	stat_of(201, 200, "other child", 'R');
 	put("self", "not a pid dir\n");
 
-	n = proc_descendants(root, 100, out, 16);
+	n = proc_descendants(root, 100, out, ppid, 16);
 	CHECK_EQ_INT(n, 3);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		seen |= out[i] == 101 ? 1 : out[i] == 102 ? 2 : out[i] == 150 ? 4 : 8;
+		CHECK_EQ_INT(ppid[i], out[i] == 150 ? 101 : 100);
+	}
 	CHECK_EQ_INT(seen, 7);
 	/* max bounds the output. */
-	CHECK_EQ_INT(proc_descendants(root, 100, out, 2), 2);
-	CHECK_EQ_INT(proc_descendants(root, 150, out, 16), 0);
-	CHECK_EQ_INT(proc_descendants("/nonexistent-procfs", 100, out, 16), -ENOENT);
+	CHECK_EQ_INT(proc_descendants(root, 100, out, NULL, 2), 2);
+	CHECK_EQ_INT(proc_descendants(root, 150, out, NULL, 16), 0);
+	CHECK_EQ_INT(proc_descendants("/nonexistent-procfs", 100, out, NULL, 16), -ENOENT);
 }
 
 TEST(test_threads_and_state)
@@ -95,6 +97,15 @@ TEST(test_threads_and_state)
 	CHECK_EQ_INT(proc_thread_state(root, 100, 103), 'R');
 	CHECK_EQ_INT(proc_thread_state(root, 100, 100), 'S');
 	CHECK_EQ_INT(proc_thread_state(root, 100, 999), 0);
+	{
+		char comm[16] = "stale";
+
+		put("100/task/103/comm", "pt_autograd_0\n");
+		proc_comm(root, 100, 103, comm, sizeof(comm));
+		CHECK_STR(comm, "pt_autograd_0");
+		proc_comm(root, 100, 999, comm, sizeof(comm));
+		CHECK_STR(comm, "");
+	}
 	CHECK_EQ_INT(proc_threads(root, 999, tids, 8), -ESRCH);
 }
 
