@@ -36,6 +36,33 @@ static __always_inline bool task_group_dead(struct task_struct *task)
 	return BPF_CORE_READ(task, signal, live.counter) == 0;
 }
 
+/* d152c682f03c ("block: add an explicit ->disk backpointer to the request_queue", 5.15) and
+ * f3fa33acca9f ("block: remove the ->rq_disk field in struct request", 5.17) moved a request's
+ * disk from the request to its queue. */
+struct request_queue___x {
+	struct gendisk *disk;
+} __attribute__((preserve_access_index));
+
+struct request___x {
+	struct request_queue___x *q;
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+/* The disk's dev_t in the kernel's encoding (major << 20 | minor), as /sys/dev/block names it. */
+static __always_inline __u32 request_disk_dev(struct request *rq)
+{
+	struct request___x *r = (void *)rq;
+	struct gendisk *disk;
+
+	if (bpf_core_field_exists(r->rq_disk))
+		disk = BPF_CORE_READ(r, rq_disk);
+	else
+		disk = BPF_CORE_READ(r, q, disk);
+	if (!disk)
+		return 0;
+	return (__u32)BPF_CORE_READ(disk, major) << 20 | (__u32)BPF_CORE_READ(disk, first_minor);
+}
+
 /*
  * Interrupt context is not read from preempt_count: on x86 it lives in a per-CPU variable
  * (__preempt_count, or pcpu_hot.preempt_count between 64701838bf05 "x86/percpu: Move

@@ -22,6 +22,11 @@ const volatile bool sched_switch_has_prev_state = true;
 const volatile bool has_block_io_start = true;
 /* --tid: the trainer, when the user named it; 0 lets the wake rules guess. */
 const volatile __u32 trainer_tid = 0;
+/* `pipeprof hist`: which histograms to keep (bit per enum pp_hist_kind), per what, and the
+ * time unit of their slots in ns (1000: usecs, 1000000: msecs, as BCC's -m). */
+const volatile __u32 hist_kinds = 0;
+const volatile __u32 hist_keying = PP_HKEY_NONE;
+const volatile __u64 hist_time_div = 1000;
 
 /* 0 while pipeprof is still attaching: processes are followed but no time is accounted, so
  * the window opens only once every probe is in place. Threads first seen later are taken to
@@ -66,14 +71,31 @@ struct {
 	__type(value, struct pp_io_stats);
 } io_stats SEC(".maps");
 
-/* request pointer -> issue time (0 until issued). LRU: a request merged into another never
- * completes under its own pointer, and its entry must not fill the map for good. */
+struct inflight_rq {
+	__u64 issue_ns;		/* 0 until issued */
+	__u32 tid, tgid;	/* the submitter */
+};
+
+/* Keyed by request pointer. LRU: a request merged into another never completes under its own
+ * pointer, and its entry must not fill the map for good. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, PP_MAX_INFLIGHT_RQ);
 	__type(key, __u64);
-	__type(value, __u64);
+	__type(value, struct inflight_rq);
 } inflight_rq SEC(".maps");
+
+/* Not preallocated: userspace deletes entries each interval, and an update racing with that
+ * must land in the unlinked old entry (lost), never in a recycled one of another key. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_MAX_HISTS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct pp_hist_key);
+	__type(value, struct pp_hist);
+} hists SEC(".maps");
+
+static struct pp_hist zero_hist;
 
 /* Interrupt nesting on this CPU: a wakeup raised inside an interrupt runs with `current`
  * set to whichever task was interrupted, which is not the waker. */
@@ -108,6 +130,57 @@ static __always_inline void count(enum pp_counter c)
 /* Masking, not comparing, keeps the index provably in bounds after clang's register moves. */
 #define STATE_IDX(s) ((s) & (PP_NR_STATES - 1))
 _Static_assert((PP_NR_STATES & (PP_NR_STATES - 1)) == 0, "state count must be a power of two");
+
+static __always_inline bool hist_on(__u32 kind)
+{
+	return hist_kinds & (1u << kind);
+}
+
+/*
+ * One event of histogram (kind, sub) for thread tid of process tgid: count it, add sum and aux,
+ * and put sample in its log2 slot when slotted (a kernel launch with no previous one to
+ * measure a gap from is counted but has no sample).
+ */
+static __always_inline void hist_record(__u32 kind, __u32 sub, __u32 tid, __u32 tgid,
+					__u64 sample, bool slotted, __u64 sum, __u64 aux)
+{
+	struct pp_hist_key key = { .kind = kind, .sub = sub };
+	struct pp_hist *h;
+
+	if (kind == PP_HK_BATCH_WAIT || kind == PP_HK_STEP || hist_keying == PP_HKEY_THREAD)
+		key.id = tid;	/* userspace picks the trainer's */
+	else if (hist_keying == PP_HKEY_PROCESS)
+		key.id = tgid;
+	h = bpf_map_lookup_elem(&hists, &key);
+	if (!h) {
+		bpf_map_update_elem(&hists, &key, &zero_hist, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&hists, &key);
+		if (!h) {
+			count(PP_CNT_HIST_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&h->count, 1);
+	if (sum)
+		__sync_fetch_and_add(&h->sum, sum);
+	if (aux)
+		__sync_fetch_and_add(&h->aux, aux);
+	if (slotted)
+		hist_add(h->slots, sample);
+}
+
+static __always_inline void hist_time(__u32 kind, __u32 sub, __u32 tid, __u32 tgid, __u64 ns)
+{
+	if (hist_on(kind))
+		hist_record(kind, sub, tid, tgid, ns / hist_time_div, true, ns, 0);
+}
+
+static __always_inline bool in_root_process(__u32 tgid)
+{
+	struct pp_proc *proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
+
+	return proc && proc->is_root;
+}
 
 static __always_inline bool accounting(__u64 now)
 {
@@ -159,14 +232,30 @@ static __always_inline struct pp_thread *thread_of(struct task_struct *task)
 	return t ? t : thread_first_seen(task, tid);
 }
 
+/* The histograms of an off-CPU episode [since, woke) and the run-queue wait [queued, now)
+ * that followed it; a thread first seen asleep has no known start. */
+static __always_inline void hist_switch_in(struct pp_thread *t, __u32 tid, __u32 cause, __u64 since,
+					   __u64 woke, __u64 queued, __u64 now)
+{
+	if (t->phase == PP_PHASE_OFFCPU && woke > since) {
+		hist_time(PP_HK_OFFCPU, STATE_IDX(cause), tid, t->tgid, woke - since);
+		if (cause == PP_DATA_WAIT && hist_on(PP_HK_BATCH_WAIT) && in_root_process(t->tgid))
+			hist_time(PP_HK_BATCH_WAIT, 0, tid, t->tgid, woke - since);
+	}
+	if (queued && queued <= now)
+		hist_time(PP_HK_RUNQ, 0, tid, t->tgid, now - queued);
+}
+
 /* Close the off-CPU (or unknown) stretch that ends now with the thread getting a CPU. */
-static void account_switch_in(struct pp_thread *t, __u64 now)
+static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 {
 	__u64 since = t->phase_start_ns, runq_from;
 	__u32 cause;
 
 	if (t->phase == PP_PHASE_RUNNABLE) {
 		add_state(t, t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ, since, now);
+		if (hist_kinds)
+			hist_switch_in(t, tid, PP_RUNQ, since, since, since, now);
 		return;
 	}
 	if (t->phase != PP_PHASE_OFFCPU && t->phase != PP_PHASE_UNKNOWN)
@@ -194,6 +283,12 @@ static void account_switch_in(struct pp_thread *t, __u64 now)
 		add_state(t, PP_RUNQ, runq_from, now);
 	} else {
 		add_state(t, cause, since, now);
+	}
+	if (hist_kinds) {
+		bool woken = t->woken_ns > since && runq_from <= now;
+
+		hist_switch_in(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, since,
+			       woken ? runq_from : now, woken ? runq_from : 0, now);
 	}
 	if (cause != PP_RUNQ)
 		t->last_wait = cause;
@@ -234,7 +329,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 	t = thread_of(next);
 	if (t && t->phase != PP_PHASE_EXITED) {
-		account_switch_in(t, now);
+		account_switch_in(t, next->pid, now);
 		t->phase = PP_PHASE_ONCPU;
 		t->phase_start_ns = now;
 		t->oncpu_since_ns = now;
@@ -444,13 +539,118 @@ int BPF_KRETPROBE(on_gpu_return)
 	t->phase_start_ns = now;
 
 	api = t->gpu_api;
+	took = now - t->gpu_enter_ns;
 	stats = bpf_map_lookup_elem(&gpu_api_stats, &api);
 	if (stats) {
-		took = now - t->gpu_enter_ns;
 		__sync_fetch_and_add(&stats->calls, 1);
 		__sync_fetch_and_add(&stats->total_ns, took);
 		hist_add(stats->slots, took / 1000);
 	}
+	hist_time(PP_HK_GPU_SYNC, api, tid, t->tgid, took);
+	return 0;
+}
+
+/* The tracked thread making a probed call now, if the window is open. */
+static __always_inline struct pp_thread *caller_thread(__u64 now)
+{
+	struct pp_thread *t;
+
+	if (!accounting(now))
+		return NULL;
+	t = thread_of((struct task_struct *)bpf_get_current_task_btf());
+	return t && t->phase != PP_PHASE_EXITED ? t : NULL;
+}
+
+/* Kernel launches (hist launch): entry only, the gap since the thread's previous launch. */
+SEC("uprobe")
+int BPF_KPROBE(on_launch)
+{
+	__u32 api = PP_COOKIE_API(bpf_get_attach_cookie(ctx));
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns(), last;
+	struct pp_thread *t = caller_thread(now);
+
+	if (!t)
+		return 0;
+	last = t->last_launch_ns;
+	t->last_launch_ns = now;
+	hist_record(PP_HK_LAUNCH, api, tid, t->tgid, (now - last) / hist_time_div, last != 0,
+		    last ? now - last : 0, 0);
+	return 0;
+}
+
+/* cudaMemcpyKind -> enum pp_copy_dir; they agree, and anything else is unified addressing. */
+static __always_inline __u32 copy_dir_of_kind(__u64 kind)
+{
+	return kind < PP_NR_COPY_DIRS ? kind : PP_COPY_DEFAULT;
+}
+
+/* Host/device copies (hist memcpy): bytes at entry; a synchronous copy's return, below, gives
+ * its throughput. */
+SEC("uprobe")
+int BPF_KPROBE(on_copy, void *dst, const void *src, __u64 bytes, __u64 kind)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), now = bpf_ktime_get_ns();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), dir = PP_COOKIE_DIR(cookie);
+	struct pp_thread *t = caller_thread(now);
+
+	if (!t)
+		return 0;
+	dir = dir == PP_COPY_DIR_FROM_ARG ? copy_dir_of_kind(kind) : dir;
+	hist_record(PP_HK_COPY_BYTES, dir, tid, t->tgid, bytes, true, bytes, 0);
+	t->copy_enter_ns = now;
+	t->copy_bytes = bytes;
+	t->copy_dir = dir;
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(on_copy_return)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns(), took;
+	struct pp_thread *t = bpf_map_lookup_elem(&threads, &tid);
+
+	if (!t || !t->copy_enter_ns || !accounting(now))
+		return 0;
+	took = now - t->copy_enter_ns;
+	t->copy_enter_ns = 0;
+	if (!took)
+		return 0;
+	/* bytes per microsecond is MB/s */
+	hist_record(PP_HK_COPY_RATE, t->copy_dir, tid, t->tgid, t->copy_bytes * 1000 / took, true,
+		    t->copy_bytes, took);
+	return 0;
+}
+
+/* Training steps (hist step): one autograd backward pass per step; the time between the
+ * starts of consecutive outermost passes of a thread is its step time. */
+SEC("uprobe")
+int BPF_KPROBE(on_step)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns(), last;
+	struct pp_thread *t = caller_thread(now);
+
+	if (!t)
+		return 0;
+	if (t->step_depth++)
+		return 0;
+	last = t->last_step_ns;
+	t->last_step_ns = now;
+	if (last)
+		hist_time(PP_HK_STEP, 0, tid, t->tgid, now - last);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(on_step_return)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct pp_thread *t = bpf_map_lookup_elem(&threads, &tid);
+
+	if (t && t->step_depth)
+		t->step_depth--;
 	return 0;
 }
 
@@ -529,9 +729,10 @@ static __always_inline bool current_tracked(void)
 
 static __always_inline void rq_mark(struct request *rq, __u64 ts)
 {
-	__u64 key = (__u64)rq;
+	__u64 key = (__u64)rq, id = bpf_get_current_pid_tgid();
+	struct inflight_rq val = { .issue_ns = ts, .tid = (__u32)id, .tgid = id >> 32 };
 
-	if (bpf_map_update_elem(&inflight_rq, &key, &ts, BPF_ANY))
+	if (bpf_map_update_elem(&inflight_rq, &key, &val, BPF_ANY))
 		count(PP_CNT_RQ_FULL);
 }
 
@@ -549,10 +750,11 @@ int BPF_PROG(on_block_io_start, struct request *rq)
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(on_block_rq_issue, struct request *rq)
 {
-	__u64 key = (__u64)rq, *ts = bpf_map_lookup_elem(&inflight_rq, &key);
+	__u64 key = (__u64)rq;
+	struct inflight_rq *in = bpf_map_lookup_elem(&inflight_rq, &key);
 
-	if (ts)
-		*ts = bpf_ktime_get_ns();
+	if (in)
+		in->issue_ns = bpf_ktime_get_ns();
 	else if (!has_block_io_start && current_tracked())
 		rq_mark(rq, bpf_ktime_get_ns());
 	return 0;
@@ -561,21 +763,23 @@ int BPF_PROG(on_block_rq_issue, struct request *rq)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(on_block_rq_complete, struct request *rq)
 {
-	__u64 key = (__u64)rq, *ts = bpf_map_lookup_elem(&inflight_rq, &key), took, now;
+	__u64 key = (__u64)rq, took, now;
+	struct inflight_rq *in = bpf_map_lookup_elem(&inflight_rq, &key);
 	struct pp_io_stats *stats;
 	__u32 zero = 0;
 
-	if (!ts)
+	if (!in)
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (*ts && accounting(now)) {
-		took = now - *ts;
+	if (in->issue_ns && accounting(now)) {
+		took = now - in->issue_ns;
 		stats = bpf_map_lookup_elem(&io_stats, &zero);
 		if (stats) {
 			__sync_fetch_and_add(&stats->count, 1);
 			__sync_fetch_and_add(&stats->total_ns, took);
 			hist_add(stats->slots, took / 1000);
 		}
+		hist_time(PP_HK_IO, request_disk_dev(rq), in->tid, in->tgid, took);
 	}
 	bpf_map_delete_elem(&inflight_rq, &key);
 	return 0;

@@ -65,6 +65,12 @@ struct pp_thread {
 	__u32 pad;
 	__u64 gpu_calls;	/* top-level synchronising calls entered */
 	__u64 gpu_enter_ns;	/* entry time of the outermost call in progress */
+	__u64 last_launch_ns;	/* previous kernel launch (hist launch gaps) */
+	__u64 copy_enter_ns;	/* synchronous copy in progress (hist memcpy throughput) */
+	__u64 copy_bytes;
+	__u32 copy_dir;		/* enum pp_copy_dir */
+	__u32 step_depth;	/* nested autograd Engine::execute calls in progress */
+	__u64 last_step_ns;	/* start of the previous backward pass (hist step) */
 	char comm[16];
 };
 
@@ -108,6 +114,7 @@ enum pp_counter {
 	PP_CNT_PROC_EXITS,		/* tracked processes exited while tracing */
 	PP_CNT_SELFTEST_HITS,		/* uprobe self-test hits on pipeprof itself */
 	PP_CNT_GPU_DEPTH_OVERFLOW,	/* nesting deeper than PP_MAX_GPU_DEPTH */
+	PP_CNT_HIST_FULL,		/* hist samples dropped: histogram map full */
 	PP_NR_COUNTERS,
 };
 
@@ -124,5 +131,62 @@ struct pp_io_stats {
 	__u64 total_ns;
 	__u64 slots[PP_HIST_SLOTS];
 };
+
+/* `pipeprof hist`: bit k of the hist_kinds rodata mask turns on histogram k. */
+enum pp_hist_kind {
+	PP_HK_OFFCPU = 0,	/* sub: the episode's cause, enum pp_state; switch-out to wakeup */
+	PP_HK_RUNQ,		/* wakeup or preemption to switch-in */
+	PP_HK_IO,		/* sub: the disk, major << 20 | minor; issue to completion */
+	PP_HK_GPU_SYNC,		/* sub: api id */
+	PP_HK_LAUNCH,		/* sub: api id; count: launches, slots: gap since the thread's last */
+	PP_HK_COPY_BYTES,	/* sub: enum pp_copy_dir; every copy */
+	PP_HK_COPY_RATE,	/* sub: enum pp_copy_dir; synchronous copies, MB/s; sum bytes, aux ns */
+	PP_HK_BATCH_WAIT,	/* DATA_WAIT episodes of the job's own threads; keyed by tid */
+	PP_HK_STEP,		/* time between backward passes (autograd Engine::execute); by tid */
+	PP_NR_HIST_KINDS,
+};
+
+/* What a histogram is kept per, beyond kind and sub (hist_keying rodata). */
+enum pp_hist_keying {
+	PP_HKEY_NONE = 0,
+	PP_HKEY_THREAD,
+	PP_HKEY_PROCESS,
+};
+
+enum pp_copy_dir {
+	PP_COPY_HTOH = 0,
+	PP_COPY_HTOD,
+	PP_COPY_DTOH,
+	PP_COPY_DTOD,
+	PP_COPY_DEFAULT,	/* cudaMemcpyDefault / cuMemcpy: unified addressing decides */
+	PP_NR_COPY_DIRS,
+};
+
+#define PP_MAX_HISTS	16384
+
+struct pp_hist_key {
+	__u32 kind;		/* enum pp_hist_kind */
+	__u32 sub;
+	__u32 id;		/* tid or tgid as keyed, else 0 */
+	__u32 pad;
+};
+
+/* Time samples are slotted in rodata's hist_time_div units (usecs or msecs); sum stays in ns. */
+struct pp_hist {
+	__u64 count;		/* events */
+	__u64 sum;		/* ns for time kinds, bytes for copies */
+	__u64 aux;		/* COPY_RATE: ns spent in the copies */
+	__u64 slots[PP_HIST_SLOTS];
+};
+
+/*
+ * Attach cookies of the launch and copy probes: the api id in the low byte, and for copies
+ * where the byte count and direction are: PP_COPY_DIR_FROM_ARG for the runtime's
+ * (dst, src, count, kind) layout, else a fixed enum pp_copy_dir with the count in arg 3.
+ */
+#define PP_COOKIE_API(c)	((c) & 0xff)
+#define PP_COOKIE_DIR(c)	(((c) >> 8) & 0xff)
+#define PP_COPY_DIR_FROM_ARG	0xff
+#define PP_COOKIE(api, dir)	((api) | (dir) << 8)
 
 #endif /* PIPEPROF_H */

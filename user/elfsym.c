@@ -95,6 +95,17 @@ static Elf_Data *versym_of(Elf *elf, size_t symtab_ndx)
 	return NULL;
 }
 
+/* "name" matches name exactly; "prefix*" any name that starts with prefix (a C++ function
+ * whose mangled parameter list changes between releases). */
+static bool name_matches(const char *want, const char *name, size_t blen)
+{
+	size_t wlen = strlen(want);
+
+	if (wlen && want[wlen - 1] == '*')
+		return blen >= wlen - 1 && !strncmp(want, name, wlen - 1);
+	return wlen == blen && !strncmp(want, name, blen);
+}
+
 /*
  * Record in funcs[] the best candidate of this table for every name not already settled by
  * an earlier table. Names in .symtab may carry the version in the string itself
@@ -139,7 +150,7 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_
 		for (i = 0; i < n; i++) {
 			if (settled[i] || r <= rank[i])
 				continue;
-			if (strncmp(funcs[i].name, name, blen) || funcs[i].name[blen])
+			if (!name_matches(funcs[i].name, name, blen))
 				continue;
 			rank[i] = r;
 			funcs[i].value = sym.st_value;

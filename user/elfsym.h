@@ -7,7 +7,8 @@
 #include <stdint.h>
 
 struct elf_func {
-	const char *name;	/* in: symbol name without version ("cudaStreamSynchronize") */
+	const char *name;	/* in: symbol name without version ("cudaStreamSynchronize"), or a
+				 * prefix ending in '*' (the first match wins) */
 	bool found;		/* out */
 	uint64_t value;		/* out: st_value, what `nm -D` prints */
 	uint64_t size;		/* out: st_size */

@@ -36,9 +36,54 @@ const struct gpu_api gpu_apis[] = {
 	{ "cuMemcpyHtoD_v2_ptds", LIB_CUDA },
 	{ "cuMemcpy2D_v2", LIB_CUDA },
 	{ "cuMemcpy3D_v2", LIB_CUDA },
+
+	/*
+	 * `pipeprof hist launch` and `memcpy`. The runtime reaches the driver for each of these,
+	 * so a process that maps libcudart gets only the runtime's probes (tracer.c) and a call is
+	 * counted once; the driver's serve processes that use it alone (Triton, static runtimes).
+	 */
+	{ "cudaLaunchKernel", LIB_CUDART, GPU_LAUNCH },
+	{ "cudaLaunchKernel_ptsz", LIB_CUDART, GPU_LAUNCH },
+	{ "cudaLaunchKernelExC", LIB_CUDART, GPU_LAUNCH },
+	{ "cudaLaunchKernelExC_ptsz", LIB_CUDART, GPU_LAUNCH },
+	{ "cudaLaunchCooperativeKernel", LIB_CUDART, GPU_LAUNCH },
+	{ "cudaGraphLaunch", LIB_CUDART, GPU_LAUNCH },
+	{ "cuLaunchKernel", LIB_CUDA, GPU_LAUNCH },
+	{ "cuLaunchKernel_ptsz", LIB_CUDA, GPU_LAUNCH },
+	{ "cuLaunchKernelEx", LIB_CUDA, GPU_LAUNCH },
+	{ "cuLaunchKernelEx_ptsz", LIB_CUDA, GPU_LAUNCH },
+	{ "cuLaunchCooperativeKernel", LIB_CUDA, GPU_LAUNCH },
+	{ "cuGraphLaunch", LIB_CUDA, GPU_LAUNCH },
+
+	{ "cudaMemcpy", LIB_CUDART, GPU_COPY_SYNC, PP_COPY_DIR_FROM_ARG },
+	{ "cudaMemcpy_ptds", LIB_CUDART, GPU_COPY_SYNC, PP_COPY_DIR_FROM_ARG },
+	{ "cudaMemcpyAsync", LIB_CUDART, GPU_COPY, PP_COPY_DIR_FROM_ARG },
+	{ "cudaMemcpyAsync_ptsz", LIB_CUDART, GPU_COPY, PP_COPY_DIR_FROM_ARG },
+	{ "cuMemcpy", LIB_CUDA, GPU_COPY_SYNC, PP_COPY_DEFAULT },
+	{ "cuMemcpy_ptds", LIB_CUDA, GPU_COPY_SYNC, PP_COPY_DEFAULT },
+	{ "cuMemcpyHtoD_v2", LIB_CUDA, GPU_COPY_SYNC, PP_COPY_HTOD },
+	{ "cuMemcpyHtoD_v2_ptds", LIB_CUDA, GPU_COPY_SYNC, PP_COPY_HTOD },
+	{ "cuMemcpyDtoH_v2", LIB_CUDA, GPU_COPY_SYNC, PP_COPY_DTOH },
+	{ "cuMemcpyDtoH_v2_ptds", LIB_CUDA, GPU_COPY_SYNC, PP_COPY_DTOH },
+	{ "cuMemcpyDtoD_v2", LIB_CUDA, GPU_COPY, PP_COPY_DTOD },
+	{ "cuMemcpyDtoD_v2_ptds", LIB_CUDA, GPU_COPY, PP_COPY_DTOD },
+	{ "cuMemcpyAsync", LIB_CUDA, GPU_COPY, PP_COPY_DEFAULT },
+	{ "cuMemcpyAsync_ptsz", LIB_CUDA, GPU_COPY, PP_COPY_DEFAULT },
+	{ "cuMemcpyHtoDAsync_v2", LIB_CUDA, GPU_COPY, PP_COPY_HTOD },
+	{ "cuMemcpyHtoDAsync_v2_ptsz", LIB_CUDA, GPU_COPY, PP_COPY_HTOD },
+	{ "cuMemcpyDtoHAsync_v2", LIB_CUDA, GPU_COPY, PP_COPY_DTOH },
+	{ "cuMemcpyDtoHAsync_v2_ptsz", LIB_CUDA, GPU_COPY, PP_COPY_DTOH },
 };
 
 const int gpu_api_count = sizeof(gpu_apis) / sizeof(gpu_apis[0]);
+const int gpu_sync_api_count = 26;
+
+const char *copy_dir_name(unsigned int dir)
+{
+	static const char *const names[PP_NR_COPY_DIRS] = { "HtoH", "HtoD", "DtoH", "DtoD", "default" };
+
+	return dir < PP_NR_COPY_DIRS ? names[dir] : "?";
+}
 
 _Static_assert(sizeof(gpu_apis) / sizeof(gpu_apis[0]) < PP_SELFTEST_API,
 	       "API ids must stay below the self-test cookie");

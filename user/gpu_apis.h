@@ -7,12 +7,25 @@
 #include <stdbool.h>
 #include "procmaps.h"
 
+enum gpu_probe_class {
+	GPU_SYNC = 0,	/* entry and return: GPU_WAIT, hist gpu-sync */
+	GPU_LAUNCH,	/* entry: hist launch */
+	GPU_COPY,	/* entry, and return where the copy is synchronous: hist memcpy */
+	GPU_COPY_SYNC,
+};
+
 struct gpu_api {
 	const char *name;
 	enum lib_kind lib;
+	enum gpu_probe_class class;
+	unsigned int copy_dir;	/* enum pp_copy_dir, or PP_COPY_DIR_FROM_ARG */
 };
 
+/* The GPU_SYNC entries come first: ids 0 .. gpu_sync_api_count-1 index gpu_api_stats. */
 extern const struct gpu_api gpu_apis[];
 extern const int gpu_api_count;
+extern const int gpu_sync_api_count;
+
+const char *copy_dir_name(unsigned int dir);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hist_cmd.h"
 #include "report_cmd.h"
 
 const char *argp_program_version = "pipeprof 0.1";
@@ -123,7 +124,11 @@ int main(int argc, char **argv)
 		.doc = report_doc,
 	};
 
-	if (argc > 1 && (!strcmp(argv[1], "hist") || !strcmp(argv[1], "daemon"))) {
+	if (argc > 1 && !strcmp(argv[1], "hist")) {
+		argv[1] = "pipeprof hist";	/* how argp names the command in messages */
+		return hist_cmd_main(argc - 1, argv + 1);
+	}
+	if (argc > 1 && !strcmp(argv[1], "daemon")) {
 		fprintf(stderr, "pipeprof: '%s' is not available in this version\n", argv[1]);
 		return 2;
 	}

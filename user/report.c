@@ -282,6 +282,7 @@ static const char *const counter_names[PP_NR_COUNTERS] = {
 	[PP_CNT_PROC_EXITS] = "processes_exited",
 	[PP_CNT_SELFTEST_HITS] = "selftest_uprobe_hits",
 	[PP_CNT_GPU_DEPTH_OVERFLOW] = "gpu_nesting_overflow",
+	[PP_CNT_HIST_FULL] = "hist_samples_lost_map_full",
 };
 
 int report_print_json(FILE *out, const struct report *r)
@@ -410,7 +411,8 @@ int report_print_json(FILE *out, const struct report *r)
 
 	o = json_object_new_object();
 	for (int c = 0; c < PP_NR_COUNTERS; c++)
-		json_object_object_add(o, counter_names[c], json_object_new_int64(r->counters[c]));
+		if (counter_names[c])	/* a counter added without a name must not crash the report */
+			json_object_object_add(o, counter_names[c], json_object_new_int64(r->counters[c]));
 	json_object_object_add(o, "probe_attach_failures", json_object_new_int(r->probe_attach_failures));
 	json_object_object_add(o, "bpf_recursion_misses", json_object_new_int64(r->bpf_recursion_misses));
 	json_object_object_add(o, "bpf_run_ns", json_object_new_int64(r->bpf_run_ns));

@@ -179,7 +179,8 @@ int report_cmd_run(const struct report_opts *o)
 		pid = launch.pid;
 	}
 
-	err = tracer_start(&tracer, pid, o->tid, o->verbose);
+	err = tracer_start(&tracer, &(struct tracer_opts){ .root = pid, .trainer_tid = o->tid,
+							   .verbose = o->verbose });
 	if (err) {
 		status = err == -ESRCH ? 2 : 1;
 		goto cleanup;

@@ -148,7 +148,7 @@ __attribute__((noinline, used)) void pipeprof_selftest_target(void)
 	asm volatile("" ::: "memory");
 }
 
-static __u64 read_counter(struct tracer *t, enum pp_counter c)
+__u64 tracer_counter(struct tracer *t, enum pp_counter c)
 {
 	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(t->skel->maps.counters);
 	__u64 *vals, sum = 0;
@@ -175,9 +175,9 @@ static int self_check(struct tracer *t)
 	struct bpf_link *enter = NULL, *ret = NULL;
 	int err = 0;
 
-	for (int i = 0; i < 50 && !read_counter(t, PP_CNT_SCHED_EVENTS); i++)
+	for (int i = 0; i < 50 && !tracer_counter(t, PP_CNT_SCHED_EVENTS); i++)
 		usleep(1000);
-	if (!read_counter(t, PP_CNT_SCHED_EVENTS)) {
+	if (!tracer_counter(t, PP_CNT_SCHED_EVENTS)) {
 		fprintf(stderr, "pipeprof: self-check failed: sched_switch tracepoint never fired\n");
 		return -EIO;
 	}
@@ -198,7 +198,7 @@ static int self_check(struct tracer *t)
 		goto cleanup;
 	}
 	pipeprof_selftest_target();
-	if (read_counter(t, PP_CNT_SELFTEST_HITS) != 2) {
+	if (tracer_counter(t, PP_CNT_SELFTEST_HITS) != 2) {
 		fprintf(stderr, "pipeprof: self-check failed: uprobe entry/return did not fire\n");
 		err = -EIO;
 	}
@@ -235,15 +235,17 @@ static int open_window(struct tracer *t)
 	return 0;
 }
 
-int tracer_start(struct tracer *t, pid_t root, pid_t trainer_tid, bool verbose)
+int tracer_start(struct tracer *t, const struct tracer_opts *o)
 {
+	pid_t root = o->root;
 	struct stat st;
 	int err;
 
 	memset(t, 0, sizeof(*t));
 	t->root = root;
-	t->verbose = verbose;
-	libbpf_set_print(verbose ? libbpf_print_fn : libbpf_quiet_fn);
+	t->verbose = o->verbose;
+	t->hist_kinds = o->hist_kinds;
+	libbpf_set_print(o->verbose ? libbpf_print_fn : libbpf_quiet_fn);
 
 	if (stat("/sys/kernel/btf/vmlinux", &st)) {
 		fprintf(stderr, "pipeprof: /sys/kernel/btf/vmlinux is missing: pipeprof needs a kernel "
@@ -264,7 +266,11 @@ int tracer_start(struct tracer *t, pid_t root, pid_t trainer_tid, bool verbose)
 	err = probe_kernel_features(t->skel);
 	if (err)
 		return err;
-	t->skel->rodata->trainer_tid = trainer_tid;
+	t->skel->rodata->trainer_tid = o->trainer_tid;
+	t->skel->rodata->hist_kinds = o->hist_kinds;
+	t->skel->rodata->hist_keying = o->hist_keying;
+	if (o->hist_time_div)
+		t->skel->rodata->hist_time_div = o->hist_time_div;
 	err = pipeprof_bpf__load(t->skel);
 	if (err) {
 		if (errno_is_privilege(err))
@@ -319,16 +325,76 @@ static struct tracer_lib_attach *find_attached(struct tracer *t, pid_t pid, cons
 	return NULL;
 }
 
-static struct bpf_link *attach_one(struct tracer *t, pid_t pid, const char *path, uint64_t offset,
-				   int api, bool ret)
+/* The autograd engine's entry point: one outermost call per backward pass. */
+#define STEP_PROBE_SYMBOL "_ZN5torch8autograd6Engine7executeE*"
+#define STEP_PROBE_ID (-1)
+
+static bool want_probe(struct tracer *t, const struct gpu_api *api, enum lib_kind kind,
+		       bool runtime_mapped)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = api, .retprobe = ret);
-	struct bpf_program *prog = ret ? t->skel->progs.on_gpu_return : t->skel->progs.on_gpu_enter;
+	if (api->lib != kind)
+		return false;
+	switch (api->class) {
+	case GPU_SYNC:
+		return true;
+	case GPU_LAUNCH:
+		return (t->hist_kinds & 1u << PP_HK_LAUNCH) && !(kind == LIB_CUDA && runtime_mapped);
+	case GPU_COPY:
+	case GPU_COPY_SYNC:
+		return (t->hist_kinds & 1u << PP_HK_COPY_BYTES) && !(kind == LIB_CUDA && runtime_mapped);
+	}
+	return false;
+}
+
+/* The entry program, the return program (or NULL) and the cookie of probe api (an index into
+ * gpu_apis, or STEP_PROBE_ID). */
+static void probe_programs(struct tracer *t, int api, struct bpf_program **enter,
+			   struct bpf_program **ret, __u64 *cookie)
+{
+	struct pipeprof_bpf *skel = t->skel;
+
+	*enter = *ret = NULL;
+	*cookie = api;
+	if (api == STEP_PROBE_ID) {
+		*enter = skel->progs.on_step;
+		*ret = skel->progs.on_step_return;
+		*cookie = 0;
+		return;
+	}
+	switch (gpu_apis[api].class) {
+	case GPU_SYNC:
+		*enter = skel->progs.on_gpu_enter;
+		*ret = skel->progs.on_gpu_return;
+		break;
+	case GPU_LAUNCH:
+		*enter = skel->progs.on_launch;
+		*ret = NULL;
+		break;
+	case GPU_COPY:
+	case GPU_COPY_SYNC:
+		*enter = skel->progs.on_copy;
+		*ret = gpu_apis[api].class == GPU_COPY_SYNC ? skel->progs.on_copy_return : NULL;
+		*cookie = PP_COOKIE(api, gpu_apis[api].copy_dir);
+		break;
+	}
+}
+
+static struct bpf_link *attach_one(struct bpf_program *prog, pid_t pid, const char *path,
+				   uint64_t offset, __u64 cookie, bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
 
 	return bpf_program__attach_uprobe_opts(prog, pid, path, offset, &opts);
 }
 
-static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib)
+static bool is_libtorch_cpu(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return !strncmp(base ? base + 1 : path, "libtorch_cpu.", 13);
+}
+
+static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib, bool runtime_mapped)
 {
 	struct elf_func funcs[MAX_LIB_PROBES];
 	int api_of[MAX_LIB_PROBES], n = 0, found;
@@ -357,12 +423,19 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib)
 	/* Through the process's own root, so libraries inside containers resolve. */
 	snprintf(path, sizeof(path), PROCFS "/%d/root%s", pid, lib->path);
 	for (int i = 0; i < gpu_api_count && n < MAX_LIB_PROBES; i++) {
-		if (gpu_apis[i].lib != lib->kind)
+		if (!want_probe(t, &gpu_apis[i], lib->kind, runtime_mapped))
 			continue;
 		memset(&funcs[n], 0, sizeof(funcs[n]));
 		funcs[n].name = gpu_apis[i].name;
 		api_of[n++] = i;
 	}
+	if (lib->kind == LIB_TORCH && is_libtorch_cpu(lib->path)) {
+		memset(&funcs[n], 0, sizeof(funcs[n]));
+		funcs[n].name = STEP_PROBE_SYMBOL;
+		api_of[n++] = STEP_PROBE_ID;
+	}
+	if (!n)
+		return 0;
 	found = elf_resolve_funcs(path, funcs, n);
 	if (found < 0) {
 		t->libs_unreadable++;
@@ -371,13 +444,16 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib)
 		return 0;
 	}
 	for (int i = 0; i < n; i++) {
+		struct bpf_program *enter_prog, *ret_prog;
+		struct bpf_link *enter, *ret = NULL;
 		struct probe_result *p;
-		struct bpf_link *enter, *ret;
+		__u64 cookie;
 
 		if (!funcs[i].found)
 			continue;
+		probe_programs(t, api_of[i], &enter_prog, &ret_prog, &cookie);
 		p = &a->result.probes[a->result.nr_probes++];
-		p->api = funcs[i].name;
+		p->api = api_of[i] == STEP_PROBE_ID ? TRACER_STEP_PROBE : funcs[i].name;
 		p->value = funcs[i].value;
 		p->offset = funcs[i].offset;
 		/* endbr64 is single-stepped (~5 us a hit); the instruction after it is usually an
@@ -387,9 +463,10 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib)
 			p->offset += 4;
 			p->skipped_endbr64 = true;
 		}
-		enter = attach_one(t, pid, path, p->offset, api_of[i], false);
-		ret = enter ? attach_one(t, pid, path, p->offset, api_of[i], true) : NULL;
-		if (!enter || !ret) {
+		enter = attach_one(enter_prog, pid, path, p->offset, cookie, false);
+		if (enter && ret_prog)
+			ret = attach_one(ret_prog, pid, path, p->offset, cookie, true);
+		if (!enter || (ret_prog && !ret)) {
 			p->err = -errno;
 			bpf_link__destroy(enter);
 			t->probe_attach_failures++;
@@ -400,7 +477,8 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib)
 		}
 		p->attached = true;
 		a->links[a->nr_links++] = enter;
-		a->links[a->nr_links++] = ret;
+		if (ret)
+			a->links[a->nr_links++] = ret;
 		if (t->verbose)
 			fprintf(stderr, "pipeprof: pid %d %s:%s value 0x%llx offset 0x%llx%s\n", pid,
 				lib->path, p->api, (unsigned long long)p->value,
@@ -412,8 +490,10 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib)
 int tracer_refresh(struct tracer *t)
 {
 	int fd = bpf_map__fd(t->skel->maps.tracked_procs), err = 0;
-	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA;
+	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA |
+			    (t->hist_kinds & 1u << PP_HK_STEP ? 1u << LIB_TORCH : 0);
 	struct mapped_lib libs[16];
+	bool runtime_mapped;
 	__u32 key, next, *prev = NULL;
 	struct pp_proc proc;
 
@@ -424,10 +504,13 @@ int tracer_refresh(struct tracer *t)
 			continue;
 		int n = procmaps_find_libs(key, mask, libs, 16);
 
+		runtime_mapped = false;
+		for (int i = 0; i < n; i++)
+			runtime_mapped |= libs[i].kind == LIB_CUDART;
 		for (int i = 0; i < n; i++) {
 			if (find_attached(t, key, &libs[i]))
 				continue;
-			err = attach_lib(t, key, &libs[i]);
+			err = attach_lib(t, key, &libs[i], runtime_mapped);
 			if (err)
 				return err;
 		}
@@ -447,8 +530,8 @@ static void collect_gpu(struct tracer *t, struct report *r)
 		probes_ok += t->attached[i].nr_links;
 	}
 	r->probe_attach_failures = t->probe_attach_failures;
-	r->nr_apis = gpu_api_count;
-	for (int i = 0; i < gpu_api_count; i++) {
+	r->nr_apis = gpu_sync_api_count;
+	for (int i = 0; i < gpu_sync_api_count; i++) {
 		struct pp_gpu_api_stats stats = {};
 		__u32 key = i;
 
@@ -480,10 +563,11 @@ static void collect_gpu(struct tracer *t, struct report *r)
 /* Summed over our programs: re-entries the kernel skipped (a wakeup from an interrupt that
  * arrived while a program ran), each a lost event; and, when kernel.bpf_stats_enabled is on,
  * the programs' own run time. */
-static void collect_prog_stats(struct tracer *t, struct report *r)
+void tracer_prog_stats(struct tracer *t, uint64_t *recursion_misses, uint64_t *run_ns, uint64_t *run_count)
 {
 	struct bpf_program *prog;
 
+	*recursion_misses = *run_ns = *run_count = 0;
 	bpf_object__for_each_program(prog, t->skel->obj) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
@@ -491,10 +575,22 @@ static void collect_prog_stats(struct tracer *t, struct report *r)
 
 		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
 			continue;
-		r->bpf_recursion_misses += info.recursion_misses;
-		r->bpf_run_ns += info.run_time_ns;
-		r->bpf_run_count += info.run_cnt;
+		*recursion_misses += info.recursion_misses;
+		*run_ns += info.run_time_ns;
+		*run_count += info.run_cnt;
 	}
+}
+
+bool tracer_probed(struct tracer *t, const char *api)
+{
+	for (int i = 0; i < t->nr_attached; i++)
+		for (int k = 0; k < t->attached[i].result.nr_probes; k++) {
+			const struct probe_result *p = &t->attached[i].result.probes[k];
+
+			if (p->attached && (!api || !strcmp(p->api, api)))
+				return true;
+		}
+	return false;
 }
 
 int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
@@ -508,7 +604,7 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 	r->start_ns = t->start_ns;
 	r->end_ns = end_ns;
 	for (int c = 0; c < PP_NR_COUNTERS; c++)
-		r->counters[c] = read_counter(t, c);
+		r->counters[c] = tracer_counter(t, c);
 
 	r->procs = calloc(PP_MAX_PROCS, sizeof(*r->procs));
 	r->threads = calloc(cap, sizeof(*r->threads));
@@ -589,7 +685,7 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 	if (r->counters[PP_CNT_URETPROBE_ORPHANS])
 		report_not_traced(r, "%llu GPU calls were already running at attach and were not timed",
 				  (unsigned long long)r->counters[PP_CNT_URETPROBE_ORPHANS]);
-	collect_prog_stats(t, r);
+	tracer_prog_stats(t, &r->bpf_recursion_misses, &r->bpf_run_ns, &r->bpf_run_count);
 	if (r->bpf_recursion_misses)
 		report_not_traced(r, "%llu events lost: a BPF program was re-entered on the same CPU",
 				  (unsigned long long)r->bpf_recursion_misses);

@@ -12,11 +12,22 @@ struct pipeprof_bpf;
 
 struct tracer_lib_attach;
 
+struct tracer_opts {
+	pid_t root;
+	pid_t trainer_tid;	/* the user's --tid, or 0 */
+	bool verbose;
+	/* `pipeprof hist`: bit per enum pp_hist_kind, enum pp_hist_keying, slot unit in ns */
+	__u32 hist_kinds;
+	__u32 hist_keying;
+	__u64 hist_time_div;
+};
+
 struct tracer {
 	struct pipeprof_bpf *skel;
 	pid_t root;
 	__u64 start_ns;
 	bool verbose;
+	__u32 hist_kinds;
 
 	/* One per (process, library file) we have looked at. */
 	struct tracer_lib_attach *attached;
@@ -30,9 +41,11 @@ struct tracer {
 
 __u64 monotonic_ns(void);
 
-/* Fails with a message on stderr and -errno: -EPERM (not root), -ENOENT (no BTF), -ESRCH.
- * trainer_tid: the user's --tid, or 0. */
-int tracer_start(struct tracer *t, pid_t root, pid_t trainer_tid, bool verbose);
+/* Fails with a message on stderr and -errno: -EPERM (not root), -ENOENT (no BTF), -ESRCH. */
+int tracer_start(struct tracer *t, const struct tracer_opts *o);
+
+/* Reads a global counter, summed over CPUs. */
+__u64 tracer_counter(struct tracer *t, enum pp_counter c);
 
 /* Picks up processes and libraries that appeared since the last call. */
 int tracer_refresh(struct tracer *t);
@@ -42,6 +55,14 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r);
 
 /* From end_ns on nothing more is accounted, while tracer_collect() reads the maps. */
 void tracer_close_window(struct tracer *t, __u64 end_ns);
+
+/* Summed over the programs: re-entries the kernel skipped (each a lost event) and, with
+ * kernel.bpf_stats_enabled on, their run time and count. */
+void tracer_prog_stats(struct tracer *t, uint64_t *recursion_misses, uint64_t *run_ns, uint64_t *run_count);
+
+/* Whether a probe on api (a GPU API name or TRACER_STEP_PROBE; NULL: any) is attached. */
+#define TRACER_STEP_PROBE "torch::autograd::Engine::execute"
+bool tracer_probed(struct tracer *t, const char *api);
 
 /* Detaches and frees everything; safe on a partly started tracer. */
 void tracer_stop(struct tracer *t);

@@ -399,11 +399,41 @@ TEST(errors)
 	}
 }
 
+/* "prefix*" finds a C++ function whose mangled parameter list changes between releases. */
+TEST(prefix_names)
+{
+	struct elf_func funcs[] = {
+		{ .name = "realpath" },
+		{ .name = "realpat*" },
+		{ .name = "realpat" },			/* no '*': exact only */
+		{ .name = "pipeprof_no_such_prefix*" },
+	};
+	struct elf_func engine = { .name = "_ZN5torch8autograd6Engine7executeE*" };
+	const char *torch = "/usr/lib/x86_64-linux-gnu/libtorch_cpu.so";
+
+	if (!exists(LIBC)) {
+		SKIP("%s not present", LIBC);
+		return;
+	}
+	CHECK_EQ_INT(elf_resolve_funcs(LIBC, funcs, 4), 2);
+	CHECK(funcs[0].found && funcs[1].found && !funcs[2].found && !funcs[3].found);
+	CHECK_EQ_U64(funcs[1].value, funcs[0].value);
+	CHECK_EQ_U64(funcs[1].offset, funcs[0].offset);
+	/* The step probe's symbol, in Debian's libtorch (a test dependency). */
+	if (!exists(torch)) {
+		SKIP("%s not present", torch);
+		return;
+	}
+	CHECK_EQ_INT(elf_resolve_funcs(torch, &engine, 1), 1);
+	CHECK(engine.value && engine.offset);
+}
+
 int main(void)
 {
 	RUN_TEST(real_libcudart);
 	RUN_TEST(fake_libcudart);
 	RUN_TEST(libc);
+	RUN_TEST(prefix_names);
 	RUN_TEST(symtab_fallback);
 	RUN_TEST(relocatable_object);
 	RUN_TEST(errors);
