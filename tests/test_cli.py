@@ -19,7 +19,8 @@ WORKLOADS = os.path.join(REPO, "tools", "workloads")
 FAKE_CUDART = os.path.join(REPO, ".output", "fakecuda", "libcudart.so.13")
 REAL_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 OUR_PROGS = {"on_sched_switch", "on_sched_waking", "on_sched_wakeup", "on_gpu_enter", "on_gpu_return",
-             "on_sched_process", "on_block_rq_iss"}
+             "on_sched_process", "on_block_rq_iss", "on_launch", "on_copy", "on_copy_return",
+             "on_step", "on_step_return"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -138,7 +139,7 @@ def test_not_root_is_a_clear_error():
 
 
 def test_unknown_subcommand_for_later_issues():
-    r = run(["hist", "-p", "1"])
+    r = run(["daemon"])
     assert r.returncode == 2
     assert "not available" in r.stderr
 

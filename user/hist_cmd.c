@@ -486,12 +486,16 @@ int hist_cmd_main(int argc, char **argv)
 	};
 
 	/* A negative interval or count would otherwise read as an unknown option. */
-	for (int i = 1; i < argc; i++)
-		if (argv[i][0] == '-' && argv[i][1] >= '0' && argv[i][1] <= '9') {
+	for (int i = 1; i < argc; i++) {
+		bool option_value = i > 1 && strchr("pt", argv[i - 1][1] ? argv[i - 1][1] : ' ') &&
+				    argv[i - 1][0] == '-' && !argv[i - 1][2];
+
+		if (!option_value && argv[i][0] == '-' && argv[i][1] >= '0' && argv[i][1] <= '9') {
 			fprintf(stderr, "pipeprof hist: invalid interval or count: %s (a whole number, "
 				"at least 1)\nTry 'pipeprof hist --help' for more information.\n", argv[i]);
 			return 2;
 		}
+	}
 	argp_err_exit_status = 2;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &opts))
 		return 2;
