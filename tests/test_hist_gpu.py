@@ -7,16 +7,27 @@ releases the pattern; when the workload prints TRUTH, pipeprof gets SIGINT and p
 pipeprof.hist/v1 object, compared here with the workload's own counts and measurements:
 
 - gpu-sync: one histogram per synchronising API, with exactly the calls made (the runtime's
-  cudaStreamSynchronize / cudaDeviceSynchronize / cudaMemcpy, never their driver twins as well);
-  the 1.5 ms waits in the 1024..2047 usecs slot (the next one allowed);
-- launch: every cudaLaunchKernel once (its nested cuLaunchKernel not counted again), launches -
-  1 gaps, 199 of ~768 usecs (slot 512..1023) and 100 of ~1.5 ms (slot 1024..2047);
+  cudaStreamSynchronize x 100 / cudaDeviceSynchronize x 5 / cudaMemcpy x 80, never their
+  driver twins as well); the 1.5 ms waits in the 1024..2047 usecs slot or the next one;
+- launch: every cudaLaunchKernel once (its nested cuLaunchKernel not counted again): 300
+  launches (200 paced + 100 before the syncs), 299 gaps, 199 of ~768 usecs (slot 512..1023)
+  and 100 of ~1.5 ms (slot 1024..2047);
 - memcpy: per direction, exact byte histograms and sums (HtoD: 50 x 1 MiB sync + 40 x 4 KiB
-  async; DtoH: 30 x 64 KiB) and a throughput histogram of the synchronous copies only;
-- nothing lost.
+  async; DtoH: 30 x 64 KiB) and a throughput histogram of the synchronous copies only
+  (50 HtoD, 30 DtoH), below the fake GPU's 10000 MB/s;
+- every lost counter zero; percentiles inside the slot of their rank.
 
-A second run loads only the fake driver and calls its API directly: cuLaunchKernel counted once
-per call under its own name, and so on. Needs root, ./pipeprof and .output/fakecuda.
+Time histograms are compared slot by slot with the workload's own clock readings around each
+call (within SLOT_SLACK), so a preemption on a busy machine, which both sides see, does not
+fail the test; byte histograms and all counts must be exact.
+
+Second run: only the fake driver loaded, its API called directly: cuLaunchKernel counted once
+per call under its own name, cuStreamSynchronize, cuCtxSynchronize, cuMemcpyHtoD_v2 and
+cuMemcpyDtoH_v2 as the gpu-sync labels. Third run: `-L ... 1 3`, the pattern straddling an
+interval boundary: summed over the three objects every call is there once, per thread.
+
+Needs root, ./pipeprof and .output/fakecuda; about 20 s (each pipeprof run takes ~0.3 s to
+attach and ~4-5 s to exit, detaching its uprobes one by one).
 """
 import json
 import os
@@ -31,7 +42,7 @@ from conftest import PYTHON, ROOT, WORKLOADS
 
 PIPEPROF = os.path.join(ROOT, "pipeprof")
 WORKLOAD = os.path.join(WORKLOADS, "gpu_calls.py")
-ATTACH_TIMEOUT = 30     # pipeprof attach is 1-2 s; generous for a loaded machine
+ATTACH_TIMEOUT = 30     # pipeprof attaches in 0.3-2 s; generous for a loaded machine
 PATTERN_TIMEOUT = 20    # the pattern itself takes ~0.35 s
 EXIT_TIMEOUT = 20
 
@@ -292,6 +303,8 @@ def check_common(c, report, truth, pid):
     c.check(report.get("schema") == "pipeprof.hist/v1", "schema %r" % report.get("schema"))
     c.check(report.get("pid") == pid, "pid %s (want %d)" % (report.get("pid"), pid))
     c.check(report.get("per") == "none", "per %r (want 'none')" % report.get("per"))
+    c.check(bool(re.match(r"^\d\d:\d\d:\d\d$", str(report.get("timestamp")))),
+            "timestamp %r is HH:MM:SS" % report.get("timestamp"))
     interval = report.get("interval_s")
     c.check(isinstance(interval, (int, float)) and interval >= t["elapsed_s"],
             "interval_s %s covers the pattern (%.3f s)" % (interval, t["elapsed_s"]))

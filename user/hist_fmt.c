@@ -221,7 +221,9 @@ static json_object *entry_json(const struct hist_interval *iv, const struct hist
 				json_object_new_string(e->comm) : NULL);
 	json_object_object_add(o, "events", json_object_new_uint64(e->count));
 	json_object_object_add(o, "count", json_object_new_uint64(samples));
-	json_object_object_add(o, "sum", json_double(sum_in_unit(iv, e)));
+	/* bytes are whole numbers, and doubles would round past 2^53 */
+	json_object_object_add(o, "sum", e->kind == PP_HK_COPY_BYTES ? json_object_new_uint64(e->sum) :
+				json_double(sum_in_unit(iv, e)));
 	json_object_object_add(o, "p50", json_object_new_double(hist_percentile(e->slots, PP_HIST_SLOTS, 50)));
 	json_object_object_add(o, "p90", json_object_new_double(hist_percentile(e->slots, PP_HIST_SLOTS, 90)));
 	json_object_object_add(o, "p99", json_object_new_double(hist_percentile(e->slots, PP_HIST_SLOTS, 99)));

@@ -229,6 +229,10 @@ TEST(test_json)
 			CHECK(fabs(json_object_get_double(get(h, "aggregate_mb_s")) - 10485.76) < 1e-6);
 			CHECK(get(h, "sum") == NULL);	/* a sum of rates means nothing */
 			CHECK_STR(json_object_get_string(get(h, "unit")), "MB/s");
+		} else if (!strcmp(kind, "memcpy")) {
+			/* bytes stay integers, exact past 2^53 */
+			CHECK(json_object_is_type(get(h, "sum"), json_type_int));
+			CHECK_EQ_U64(json_object_get_uint64(get(h, "sum")), 3 << 20);
 		} else if (!strcmp(kind, "batch-wait")) {
 			nr_batch++;
 			CHECK_EQ_INT(json_object_get_int(get(h, "tid")), 4242);
