@@ -1,69 +1,81 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """`pipeprof hist` cross-checked against BCC's libbpf-tools (Debian's libbpf-tools 0.26:
 /usr/sbin/runqlat, biolatency, offcputime) and the kernel's own schedstat counters, run side by
-side on the same workload for the same length of time.
+side on the same workload for the same length of time (WINDOW_S, one interval each).
 
-1. runq   vs `runqlat -p PID`           (contention.py + CPU hogs; root process, --per-process)
-2. io     vs `biolatency -D`            (io_bound.py, O_DIRECT reads; the job's disk)
-3. offcpu vs `offcputime -p PID`        (io_bound.py + CPU hogs; root process, --per-process):
-   offcputime times every switch-out to the next switch-in, preemptions included, so its total
-   is pipeprof's offcpu sum (blocked, up to the wakeup) + runq sum (wakeup or preemption to
-   switch-in).
+1. runq   vs `runqlat -p PID`     contention.py + 3 CPU hogs; pipeprof --per-process, the root
+                                  process's histogram (runqlat -p filters by tgid).
+2. io     vs `biolatency -D`      io_bound.py (O_DIRECT reads); the job's busiest disk, named by
+                                  pipeprof's label, against biolatency's histogram for that disk.
+3. offcpu vs `offcputime -p PID`  io_bound.py + 2 CPU hogs on its CPU; root process. offcputime
+                                  times every switch-out to the next switch-in, preemptions
+                                  included, so its total is pipeprof's offcpu sum (switch-out to
+                                  wakeup) + runq sum (wakeup or preemption to switch-in).
+2 and 3 share one run of the workload, with pipeprof (io offcpu runq), biolatency and offcputime.
 
 What each side measures, and so what may differ:
 
-- The tools attach at slightly different moments (pipeprof attaches more programs), so their
-  windows are offset by up to ~1 s. Every window is measured (pipeprof's `interval_s`; the
-  BCC tool's "Tracing ..." line to its first histogram line, read through `stdbuf -oL`) and
-  counts and sums are compared as rates per second of each tool's own window. The workloads
-  are steady loops, so rates over offset 5 s windows agree to a few per cent.
-- The kernel's per-thread /proc/PID/task/TID/schedstat (field 2 run_delay: summed time from
-  enqueue (wakeup or preemption) to switch-in; field 3 pcount: switch-ins, i.e. runq waits) is
-  sampled every SAMPLE_S in the background and differenced over pipeprof's exact window: it is
-  the exact reference for the runq count and sum.
-- runqlat, biolatency and offcputime store latencies truncated to whole usecs (runqlat and
-  biolatency only as log2 slot counts, no sum). A sample printed in slot "low -> high" was
-  [low, high + 1) usecs, so a BCC histogram bounds the mean to [sum(c*low), sum(c*(high+1))]
-  / count: a factor ~2 band. pipeprof's exact mean must fall in it, widened by MEAN_TOL.
-- pipeprof's slots use BCC's layout (slot k holds [2^k, 2^(k+1)), slot 0 holds 0 and 1), so
-  the two distributions are compared slot by slot: total variation distance (half the L1
-  distance of the normalised slot counts) at most TVD_TOL.
+- The tools attach at slightly different moments, so their windows are offset by ~0.1 s. Each
+  window is measured: pipeprof's is `interval_s` ending when its JSON line arrives (it prints
+  within ~1 ms of the interval's end); runqlat's and biolatency's run from their "Tracing ..."
+  line (printed once attached; read through `stdbuf -oL`) to their first histogram line;
+  offcputime 0.26 prints no such line, so its window is the WINDOW_S it sleeps once attached,
+  ending at the value-weighted time its stacks were printed (each value is read as its stack
+  is printed). Counts and sums are compared as rates per second of each tool's own window; the
+  workloads are steady loops, so rates over offset 5 s windows agree to a few per cent.
+- The kernel's per-thread /proc/PID/task/TID/schedstat (field 2 run_delay: time from enqueue,
+  at wakeup or preemption, to switch-in; field 3 pcount: switch-ins, i.e. runq waits; field 1
+  on-CPU time) is sampled every SAMPLE_S and differenced over pipeprof's exact window: the
+  reference for pipeprof's runq count and sum and, for a one-thread process, for offcpu + runq
+  (wall - on-CPU).
+- runqlat and biolatency keep latencies as log2 slot counts of whole usecs, no sum: a sample in
+  slot "low -> high" was [low, high + 1) usecs, so the histogram bounds the mean to
+  [sum(c*low), sum(c*(high+1))] / count, a factor-2 band; pipeprof's exact mean must fall in
+  it, widened by MEAN_TOL. pipeprof's slots use BCC's layout (slot k holds [2^k, 2^(k+1)),
+  slot 0 holds 0 and 1), so the distributions are also compared slot by slot: total variation
+  distance (half the L1 distance of the normalised slot counts) at most TVD_TOL. Every
+  pipeprof histogram must also be self-consistent: count = its slots' total, sum within its
+  slots' bounds.
 
-Tolerances (all relative to the reference unless said otherwise):
+Tolerances, relative to the reference (measured differences from runs on the 2-CPU VM in []):
 
-- COUNT_TOL 0.12: runq waits per second, pipeprof vs runqlat. Same definition (sched_wakeup or
-  preempted switch-out -> switch-in); what is left is the windows' offset over a loop whose
-  preemption rate drifts a few per cent between 5 s windows.
-- KERNEL_TOL 0.06: pipeprof's runq count and sum vs schedstat over pipeprof's own window. Same
-  window, same definition: only the sampling grid (SAMPLE_S = 20 ms of a 5 s window, 0.4 %) and
-  the one or two waits in flight at each edge (a few ms each) separate them.
+- COUNT_TOL 0.10: runq waits per second, pipeprof vs runqlat. Same definition (sched_wakeup or
+  preempted switch-out -> switch-in, by tgid); what remains is the windows' offset over a loop
+  whose preemption rate drifts between windows. [-2.0 .. +2.5 %]
+- KERNEL_TOL 0.06: pipeprof's runq count and sum vs schedstat over pipeprof's window, and
+  offcpu + runq vs wall - on-CPU. Same window, same events; left: the sampling grid (20 ms at
+  each end), the wait in flight at attach (a few ms), and clocks: the kernel times run_delay
+  with the run queue's clock as cached at the start of __schedule(), BPF tools at the
+  sched_switch tracepoint after the pick, so each wait reads a few us longer in pipeprof (and
+  in runqlat): +1.4 .. +2.9 % of the sum where waits are short (io_bound with hogs); on-CPU
+  time leaves out interrupt time, so wall - on-CPU reads slightly high. [count -2.1 .. +0.1 %,
+  sum -2.3 .. +2.3 %, wall - on-CPU +0.3 .. +0.6 %]
 - IO_TOL 0.10: block requests per second on the disk, pipeprof (the job's requests) vs
-  biolatency (every request on the disk). The job issues thousands of requests a second; the
-  rest of the machine (journal commits, writeback) tens per window. pipeprof must not count
-  more than the whole disk: rate <= biolatency's * (1 + IO_TOL).
-- OFFCPU_TOL 0.08: (offcpu + runq) usecs per second, pipeprof vs offcputime. Same intervals
-  (switch-out to switch-in) of the same threads; offcputime truncates each to whole usecs
-  (-0.5 us per event, < 0.3 % here) and drops those under 1 us; the rest is the windows'
-  offset. The hogs make runq more than 2 * OFFCPU_TOL of the total (checked), so a pipeprof
-  that left runq out, or counted it twice (offcpu running to switch-in), fails.
-- MEAN_TOL 0.10 around the BCC histogram's mean band; TVD_TOL 0.12 for the slot distributions
-  (a few per cent of the samples sit near a slot boundary and move across it with the
-  microsecond the tools' timestamps differ by, plus window-to-window drift).
+  biolatency (every request on it): the job issues 1000-4000 a second, the rest of an idle
+  machine (journal, writeback) a few per window. A busy neighbour (a build, another test
+  doing I/O) breaks the lower bound, never the upper one. [-2.2 .. +3.2 %]
+- OFFCPU_TOL 0.06: (offcpu + runq) seconds per second, pipeprof vs offcputime: the same
+  intervals of the same threads; offcputime truncates each to whole usecs and drops those
+  under 1 us (< 0.3 % here). The hogs make runq 29-38 % of the total, checked to be at least
+  2 * OFFCPU_TOL, so a pipeprof that left runq out of its runq histogram, or also counted it
+  in offcpu (switch-out to switch-in), fails. [-0.1 .. +0.5 %]
+- MEAN_TOL 0.10 around the BCC histogram's mean band; TVD_TOL 0.10 for the slot distributions:
+  samples near a slot boundary move across it with the microsecond or two the tools'
+  timestamps differ by, plus window-to-window drift. [TVD 0.001 .. 0.041]
 
 Needs root, ./pipeprof with `hist` (make) and the libbpf-tools package. pytest -s shows the
-comparison tables. Total run time about 40 s.
+comparison tables. About 20 s in all.
 """
 import json
 import os
 import re
-import signal
 import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import PIPEPROF, PYTHON, READY_TIMEOUT, ROOT, WORKLOADS, Proc
+from conftest import PIPEPROF, PYTHON, READY_TIMEOUT, WORKLOADS, Proc
 
 RUNQLAT = "/usr/sbin/runqlat"
 BIOLATENCY = "/usr/sbin/biolatency"
@@ -74,16 +86,16 @@ WINDOW_S = 5
 SAMPLE_S = 0.02
 TOOL_TIMEOUT = 60
 
-COUNT_TOL = 0.12
+COUNT_TOL = 0.10
 KERNEL_TOL = 0.06
 IO_TOL = 0.10
-OFFCPU_TOL = 0.08
+OFFCPU_TOL = 0.06
 MEAN_TOL = 0.10
-TVD_TOL = 0.12
+TVD_TOL = 0.10
 
 CONTENTION_HOGS = 3  # beside contention.py on this 2-CPU machine, as test_scenarios does
 IO_HOGS = 2          # on io_bound.py's CPU (it pins its trainer to the disk's interrupt CPU):
-                     # runq is then 30-35 % of the trainer's off-CPU time (unpinned: 4-45 %)
+                     # runq is then 29-38 % of the trainer's off-CPU time (unpinned: 4-45 %)
 
 UNIT_US = {"usecs": 1.0, "msecs": 1000.0, "nsecs": 0.001}
 
@@ -237,6 +249,10 @@ class SchedstatSampler:
         return snap
 
     def _run(self):
+        try:  # sample on time even on the contended CPUs (Linux nice is per thread)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), -10)
+        except OSError:
+            pass
         while not self._stop.is_set():
             t0 = time.monotonic()
             snap = self._snap()
@@ -395,7 +411,9 @@ def bcc_stats(unit, slots):
     """count, and the band [lo, hi) the usecs sum lies in (values truncated to the unit)."""
     k = UNIT_US[unit]
     n = sum(c for _, _, c in slots)
-    return n, sum(c * low for low, _, c in slots) * k, sum(c * (high + 1) for _, high, c in slots) * k
+    lo = sum(c * low for low, _, c in slots) * k
+    hi = sum(c * (high + 1) for _, high, c in slots) * k
+    return n, lo, hi
 
 
 def offcputime_total(proc, pid):
@@ -471,8 +489,10 @@ class Table:
         lines = [self.title,
                  "  %-*s %14s %14s  %-22s %8s %7s" % (w, "", "pipeprof", "reference", "(ref)",
                                                     "diff", "tol")]
+        def fmt(v):
+            return "%14.3f" % v if isinstance(v, float) else "%14s" % (v,)
+
         for what, pp, ref, refname, diff, tol, ok in self.rows:
-            fmt = lambda v: ("%14.3f" % v if isinstance(v, float) else "%14s" % (v,))
             lines.append("  %-*s %s %s  %-22s %8s %7s %s" % (
                 w, what, fmt(pp), fmt(ref), refname,
                 "" if diff is None else "%+.1f%%" % (100 * diff),
@@ -511,8 +531,7 @@ def compare_mean(tab, what, pp_mean, band_lo, band_hi, refname):
 def compare_tvd(tab, what, pp_slots_us, ref_slots_us, refname):
     d = tvd(pp_slots_us, ref_slots_us)
     ok = d <= TVD_TOL
-    tab.row(what, "", "", refname, None, TVD_TOL, ok)
-    tab.rows[-1] = (what + " (TVD %.3f)" % d,) + tab.rows[-1][1:]
+    tab.row("%s (TVD %.3f)" % (what, d), "", "", refname, None, TVD_TOL, ok)
     tab.check(ok, "%s: slot distributions differ, total variation distance %.3f > %.2f\n"
               "    pipeprof %s\n    %s %s" % (what, d, TVD_TOL, pp_slots_us, refname,
                                               ref_slots_us))
@@ -562,6 +581,8 @@ def test_runq_vs_runqlat(started):
     tab.row("window s", p1 - p0, r1 - r0, "runqlat")
     tab.row("count", n, rn, "runqlat")
     tab.info("pipeprof events", h.get("events"))
+    tab.info("schedstat sampling", "%d threads, samples within %.1f ms of the window's ends" % (
+        kd["threads"], 1e3 * kd["resolution_s"]))
     compare_rate(tab, "runq waits", n, p1 - p0, rn, r1 - r0, "runqlat", COUNT_TOL)
     if n:
         compare_mean(tab, "mean us", s_us / n, rlo / rn if rn else 0, rhi / rn if rn else 0,
@@ -640,7 +661,11 @@ def test_io_vs_biolatency(io_run):
     tab.title += ", disk %s" % disk
     tab.row("window s", p1 - p0, b1 - b0, "biolatency")
     tab.row("requests", n, rn, "biolatency")
-    compare_rate(tab, "requests", n, p1 - p0, rn, b1 - b0, "biolatency", IO_TOL)
+    d = compare_rate(tab, "requests", n, p1 - p0, rn, b1 - b0, "biolatency", IO_TOL)
+    if d < -IO_TOL:
+        tab.problems.append("biolatency counts every request on %s: was something else using "
+                            "the disk (a build, another test)? pipeprof's counters: %s" % (
+                                disk, json.dumps(obj.get("lost"))))
     if n and rn:
         compare_mean(tab, "mean us", s_us / n, rlo / rn, rhi / rn, "biolatency")
     compare_tvd(tab, "slots", pslots, slots_us(*ref[disk]), "biolatency")
@@ -713,5 +738,7 @@ def test_offcpu_vs_offcputime(io_run):
                       100 * KERNEL_TOL))
     else:
         tab.info("schedstat wall - on_cpu", "n/a: %d threads" % kd["threads"])
+    tab.info("schedstat sampling", "%d threads, samples within %.1f ms of the window's ends" % (
+        kd["threads"], 1e3 * kd["resolution_s"]))
     tab.info("pipeprof lost", json.dumps(obj.get("lost")))
     tab.finish()
