@@ -12,14 +12,15 @@ VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 CFLAGS ?= -g -O2
 CFLAGS += -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -MMD -MP
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuser
-LDLIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz -ljson-c
+LDLIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz -ljson-c -lmicrohttpd
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 # Pure logic: no BPF, no root; linked into the unit tests too.
 PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hist.c \
-	user/hist_fmt.c user/gpu_apis.c user/proctree.c user/prom.c user/jsonl.c
+	user/hist_fmt.c user/gpu_apis.c user/proctree.c user/prom.c user/jsonl.c user/daemon_config.c \
+	user/http.c
 PLUMBING_SRCS := $(filter-out $(PURE_SRCS),$(wildcard user/*.c))
 PURE_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PURE_SRCS))
 PLUMBING_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PLUMBING_SRCS))
@@ -96,6 +97,10 @@ bench: pipeprof fixtures
 
 install: pipeprof
 	install -D -m 0755 pipeprof $(DESTDIR)$(PREFIX)/sbin/pipeprof
+	install -D -m 0644 tools/pipeprof.service $(DESTDIR)/etc/systemd/system/pipeprof.service
+	sed -i 's|/usr/local/sbin/pipeprof|$(PREFIX)/sbin/pipeprof|' $(DESTDIR)/etc/systemd/system/pipeprof.service
+	test -e $(DESTDIR)/etc/pipeprof/daemon.conf || \
+		install -D -m 0644 tools/daemon.conf $(DESTDIR)/etc/pipeprof/daemon.conf
 
 clean:
 	rm -rf $(OUTPUT) pipeprof

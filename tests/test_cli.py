@@ -20,7 +20,7 @@ FAKE_CUDART = os.path.join(REPO, ".output", "fakecuda", "libcudart.so.13")
 REAL_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 OUR_PROGS = {"on_sched_switch", "on_sched_waking", "on_sched_wakeup", "on_gpu_enter", "on_gpu_return",
              "on_sched_process", "on_block_rq_iss", "on_launch", "on_copy", "on_copy_return",
-             "on_step", "on_step_return"}
+             "on_step", "on_step_return", "on_exec"}
 
 
 @pytest.fixture(scope="module", autouse=True)

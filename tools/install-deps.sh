@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
 	# build
-	make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev libjson-c-dev bpftool
+	make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev libjson-c-dev libmicrohttpd-dev bpftool
 	# tests: ELF inspection, PyTorch workloads, the test runner
 	binutils python3 python3-pytest python3-torch python3-torchvision util-linux procps
 	# tests: BCC's own tools to cross-check `pipeprof hist`, promtool for the exposition format

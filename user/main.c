@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "daemon_cmd.h"
 #include "hist_cmd.h"
 #include "report_cmd.h"
 
@@ -129,8 +130,8 @@ int main(int argc, char **argv)
 		return hist_cmd_main(argc - 1, argv + 1);
 	}
 	if (argc > 1 && !strcmp(argv[1], "daemon")) {
-		fprintf(stderr, "pipeprof: '%s' is not available in this version\n", argv[1]);
-		return 2;
+		argv[1] = "pipeprof daemon";
+		return daemon_cmd_main(argc - 1, argv + 1);
 	}
 	/* argp exits with status 64 on usage errors; the report's contract says 2. */
 	argp_err_exit_status = 2;

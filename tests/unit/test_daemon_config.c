@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdlib.h>
+#include "daemon_config.h"
+#include "unit.h"
+
+static int parse_text(const char *text, struct daemon_config *c, char *err, size_t errlen)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	int ret = daemon_config_parse(f, c, err, errlen);
+
+	fclose(f);
+	return ret;
+}
+
+TEST(test_defaults)
+{
+	struct daemon_config c;
+
+	daemon_config_defaults(&c);
+	CHECK_STR(c.listen, "127.0.0.1:9464");	/* loopback unless told otherwise */
+	CHECK_EQ_INT(c.window_s, 10);
+	CHECK_EQ_INT(c.jsonl_keep, 5);
+	CHECK(c.step_regression == 0.20);
+	CHECK_STR(c.jsonl, "");
+}
+
+TEST(test_file)
+{
+	struct daemon_config c;
+	char err[256] = "";
+
+	daemon_config_defaults(&c);
+	CHECK_EQ_INT(parse_text("# pipeprof daemon\n\nwindow = 30\n  match=^python  # trailing comment\n"
+				"match-cgroup = /system.slice/train.service\njsonl = /var/log/pp.jsonl\n"
+				"jsonl_max_bytes = 1048576\njsonl_keep = 2\nstep_regression = 12.5\n",
+				&c, err, sizeof(err)), 0);
+	CHECK_STR(err, "");
+	CHECK_EQ_INT(c.window_s, 30);
+	CHECK_STR(c.match, "^python");
+	CHECK_STR(c.match_cgroup, "/system.slice/train.service");
+	CHECK_STR(c.jsonl, "/var/log/pp.jsonl");
+	CHECK_EQ_INT(c.jsonl_max_bytes, 1048576);
+	CHECK_EQ_INT(c.jsonl_keep, 2);
+	CHECK(c.step_regression > 0.1249 && c.step_regression < 0.1251);
+}
+
+TEST(test_errors_leave_settings_alone)
+{
+	static const struct {
+		const char *text, *why;
+	} bad[] = {
+		{ "window = 0\n", "line 1: invalid value for window: 0" },
+		{ "window = 10s\n", "line 1: invalid value for window: 10s" },
+		{ "\nwindow\n", "line 2: expected key = value" },
+		{ "colour = blue\n", "line 1: unknown setting: colour" },
+		{ "match = (\n", "line 1: invalid regular expression for match: (" },
+		{ "step_regression = nan\n", "line 1: invalid value for step_regression: nan" },
+		{ "jsonl_keep = -1\n", "line 1: invalid value for jsonl_keep: -1" },
+		{ "listen =\n", "line 1: invalid value for listen: " },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct daemon_config c;
+		char err[256] = "";
+
+		daemon_config_defaults(&c);
+		CHECK_EQ_INT(parse_text(bad[i].text, &c, err, sizeof(err)), -EINVAL);
+		CHECK_STR(err, bad[i].why);
+		CHECK_EQ_INT(c.window_s, 10);
+	}
+	/* A valid line before a bad one is not applied either: all or nothing. */
+	{
+		struct daemon_config c;
+		char err[256];
+
+		daemon_config_defaults(&c);
+		CHECK_EQ_INT(parse_text("window = 5\nnope = 1\n", &c, err, sizeof(err)), -EINVAL);
+		CHECK_EQ_INT(c.window_s, 10);
+	}
+}
+
+TEST(test_set_names)
+{
+	struct daemon_config c;
+	char err[256];
+
+	daemon_config_defaults(&c);
+	CHECK_EQ_INT(daemon_config_set(&c, "jsonl-keep", "3", err, sizeof(err)), 0);
+	CHECK_EQ_INT(daemon_config_set(&c, "jsonl_keep", "4", err, sizeof(err)), 0);
+	CHECK_EQ_INT(c.jsonl_keep, 4);
+	CHECK_EQ_INT(daemon_config_set(&c, "listen", "[::1]:9464", err, sizeof(err)), 0);
+	CHECK_STR(c.listen, "[::1]:9464");
+	CHECK_EQ_INT(daemon_config_set(&c, "window", "86401", err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(daemon_config_set(&c, "jsonl_max_bytes", "100", err, sizeof(err)), -EINVAL);
+}
+
+/* The file `make install` puts in /etc/pipeprof must be one the daemon accepts. */
+TEST(test_shipped_config)
+{
+	struct daemon_config c;
+	char path[512], err[256] = "";
+	FILE *f = fopen(UNIT_SRC_PATH(path, "tools/daemon.conf"), "r");
+
+	if (!CHECK_MSG(f, "%s missing", path))
+		return;
+	daemon_config_defaults(&c);
+	CHECK_EQ_INT(daemon_config_parse(f, &c, err, sizeof(err)), 0);
+	CHECK_STR(err, "");
+	CHECK_STR(c.listen, "127.0.0.1:9464");
+	CHECK_STR(c.jsonl, "/var/log/pipeprof/events.jsonl");
+	fclose(f);
+}
+
+int main(void)
+{
+	RUN_TEST(test_defaults);
+	RUN_TEST(test_file);
+	RUN_TEST(test_errors_leave_settings_alone);
+	RUN_TEST(test_set_names);
+	RUN_TEST(test_shipped_config);
+	return unit_summary();
+}
