@@ -138,12 +138,6 @@ def test_not_root_is_a_clear_error():
     assert_detached(links)
 
 
-def test_unknown_subcommand_for_later_issues():
-    r = run(["daemon"])
-    assert r.returncode == 2
-    assert "not available" in r.stderr
-
-
 def test_target_exits_while_traced():
     links = link_count()
     with Proc([PYTHON, "-c", "import time; print('READY', flush=True); "
