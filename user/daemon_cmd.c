@@ -37,12 +37,12 @@
 #include "prom.h"
 #include "proctree.h"
 #include "report.h"
+#include "step_baseline.h"
 #include "tracer.h"
 
 #define TICK_MS 1000
 #define CANDIDATE_TTL_NS (120 * 1000000000ULL)
 #define MAX_CANDIDATES 4096
-#define BASELINE_WINDOWS 6	/* trailing windows a step-time regression is judged against */
 #define MIN_STEPS_FOR_MEDIAN 3
 
 struct thread_snap {
@@ -64,8 +64,7 @@ struct job {
 	enum verdict verdict;
 	__u64 step_slots[PP_HIST_SLOTS];		/* cumulative, usecs */
 	double step_sum_s;
-	double medians[BASELINE_WINDOWS];		/* per-window median step, seconds */
-	int nr_medians;
+	struct step_baseline baseline;			/* per-window median steps, seconds */
 	char *report_json;				/* the last window's pipeprof.report/v1 */
 	struct job *next;
 };
@@ -695,21 +694,6 @@ static void window_steps(struct job *j, __u32 trainer_tid, __u64 *slots, double 
 	}
 }
 
-static double median_of(const double *v, int n)
-{
-	double s[BASELINE_WINDOWS];
-
-	memcpy(s, v, n * sizeof(*v));
-	for (int i = 1; i < n; i++)
-		for (int k = i; k > 0 && s[k] < s[k - 1]; k--) {
-			double t = s[k];
-
-			s[k] = s[k - 1];
-			s[k - 1] = t;
-		}
-	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
-
 static void check_step_regression(struct daemon *d, struct job *j, const __u64 *slots)
 {
 	__u64 steps = hist_total(slots, PP_HIST_SLOTS);
@@ -719,19 +703,13 @@ static void check_step_regression(struct daemon *d, struct job *j, const __u64 *
 	if (steps < MIN_STEPS_FOR_MEDIAN)
 		return;
 	median = hist_percentile(slots, PP_HIST_SLOTS, 50) / 1e6;
-	if (j->nr_medians == BASELINE_WINDOWS) {
-		baseline = median_of(j->medians, j->nr_medians);
-		if (median > baseline * (1 + d->cfg.step_regression)) {
-			o = event("step_regression", j);
-			json_object_object_add(o, "median_step_s", json_object_new_double(median));
-			json_object_object_add(o, "baseline_s", json_object_new_double(baseline));
-			json_object_object_add(o, "threshold", json_object_new_double(d->cfg.step_regression));
-			log_event(d, o);
-		}
-		memmove(j->medians, j->medians + 1, (BASELINE_WINDOWS - 1) * sizeof(double));
-		j->nr_medians--;
+	if (step_baseline_feed(&j->baseline, median, d->cfg.step_regression, &baseline)) {
+		o = event("step_regression", j);
+		json_object_object_add(o, "median_step_s", json_object_new_double(median));
+		json_object_object_add(o, "baseline_s", json_object_new_double(baseline));
+		json_object_object_add(o, "threshold", json_object_new_double(d->cfg.step_regression));
+		log_event(d, o);
 	}
-	j->medians[j->nr_medians++] = median;
 }
 
 /* The same document `pipeprof -p PID -j` prints, over this window's threads. */
