@@ -583,11 +583,36 @@ static void forget_snap(struct job *j, __u32 tid)
 }
 
 /*
- * Each thread's closed episodes since the last window. Time in a phase still open at the
- * window's end lands in the window where it closes, once its cause is known, so shares are
- * of the accounted time. Exited threads and processes leave the maps here.
+ * Each thread's time since the last window. A phase still open at the window's end counts in
+ * the state it reads as now (an unwoken sleep is OTHER until its waker names it), so a thread
+ * blocked for many windows shows in each. When the wakeup later names that time, the totals
+ * move from the provisional state to the real one: the window where that happens takes the
+ * gain, its other states' losses are dropped, and its states are scaled back to its length,
+ * so that counters only grow and each window still sums to its wall time.
  */
-static int window_threads(struct job *j, struct thread_result **out, int *nr)
+static void window_delta(const __u64 *now, __u64 *prev, __u64 *out, __u64 *wall)
+{
+	double gain = 0, net = 0;
+
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		double d = (double)now[s] - (double)prev[s];
+
+		net += d;
+		gain += d > 0 ? d : 0;
+	}
+	*wall = 0;
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		__u64 cumulative = now[s];	/* out may be now */
+		double d = (double)cumulative - (double)prev[s];
+
+		out[s] = d > 0 && net > 0 ? (__u64)(d * net / gain) : 0;
+		*wall += out[s];
+		prev[s] = cumulative;
+	}
+}
+
+/* Exited threads and processes leave the maps here. */
+static int window_threads(struct job *j, __u64 now_ns, struct thread_result **out, int *nr)
 {
 	int tfd = bpf_map__fd(j->tracer.skel->maps.threads), n = 0, cap = 64;
 	int pfd = bpf_map__fd(j->tracer.skel->maps.tracked_procs);
@@ -619,17 +644,10 @@ static int window_threads(struct job *j, struct thread_result **out, int *nr)
 			cap *= 2;
 		}
 		r = &res[n++];
-		memset(r, 0, sizeof(*r));
+		/* Cumulative since the tracer started, the open phase included. */
+		thread_close(&th, j->tracer.start_ns, now_ns, 0, r);
 		r->tid = key;
-		r->tgid = th.tgid;
-		memcpy(r->comm, th.comm, sizeof(r->comm));
-		r->comm[sizeof(r->comm) - 1] = 0;
-		r->exited = th.phase == PP_PHASE_EXITED;
-		for (int st = 0; st < PP_NR_STATES; st++) {
-			r->ns[st] = th.ns[st] > s->ns[st] ? th.ns[st] - s->ns[st] : 0;
-			r->wall_ns += r->ns[st];
-			s->ns[st] = th.ns[st];
-		}
+		window_delta(r->ns, s->ns, r->ns, &r->wall_ns);
 		r->gpu_calls = th.gpu_calls - s->gpu_calls;
 		s->gpu_calls = th.gpu_calls;
 		if (r->exited) {
@@ -780,7 +798,7 @@ static void process_window(struct daemon *d, struct job *j, __u64 now)
 	json_object *o;
 	int nr = 0;
 
-	if (window_threads(j, &threads, &nr))
+	if (window_threads(j, now, &threads, &nr))
 		return;
 	analyse(threads, nr, &in, &an);
 	window_steps(j, an.trainer_index >= 0 ? threads[an.trainer_index].tid : 0, step_slots,

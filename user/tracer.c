@@ -523,10 +523,12 @@ static void collect_gpu(struct tracer *t, struct report *r)
 	int fd = bpf_map__fd(t->skel->maps.gpu_api_stats);
 	int probes_ok = 0;
 
+	/* GPU libraries only: libtorch (probed for `step`) says nothing about GPU_WAIT. */
 	r->libs = calloc(t->nr_attached ? t->nr_attached : 1, sizeof(*r->libs));
-	r->nr_libs = r->libs ? t->nr_attached : 0;
-	for (int i = 0; i < r->nr_libs; i++) {
-		r->libs[i] = t->attached[i].result;
+	for (int i = 0; r->libs && i < t->nr_attached; i++) {
+		if (t->attached[i].result.kind != LIB_CUDART && t->attached[i].result.kind != LIB_CUDA)
+			continue;
+		r->libs[r->nr_libs++] = t->attached[i].result;
 		probes_ok += t->attached[i].nr_links;
 	}
 	r->probe_attach_failures = t->probe_attach_failures;
@@ -546,7 +548,7 @@ static void collect_gpu(struct tracer *t, struct report *r)
 	r->gpu_traced = probes_ok > 0;
 	if (r->gpu_traced)
 		return;
-	if (t->nr_attached)
+	if (r->nr_libs)
 		snprintf(r->gpu_why_not, sizeof(r->gpu_why_not),
 			 "libcudart/libcuda are mapped but none of their synchronising functions could be "
 			 "probed (%d attach failures)", t->probe_attach_failures);
