@@ -41,6 +41,9 @@
 #include "tracer.h"
 
 #define TICK_MS 1000
+/* A job's libraries (CUDA loaded late, new workers) are looked for every few seconds: reading
+ * every tracked process's maps each second cost more CPU than everything else together. */
+#define REFRESH_EVERY_TICKS 5
 #define CANDIDATE_TTL_NS (120 * 1000000000ULL)
 #define MAX_CANDIDATES 4096
 #define MIN_STEPS_FOR_MEDIAN 3
@@ -1103,7 +1106,7 @@ static int daemon_run(struct daemon *d)
 	};
 	struct daemon_config c;
 	char err_text[256];
-	__u64 next_window;
+	__u64 next_window, ticks = 0;
 	int err, status = 1;
 
 	sigaction(SIGINT, &sa, NULL);
@@ -1153,11 +1156,12 @@ static int daemon_run(struct daemon *d)
 			next_window = monotonic_ns() + d->cfg.window_s * 1000000000ULL;
 		}
 		check_candidates(d);
+		ticks++;
 		for (struct job *j = d->jobs, *next; j; j = next) {
 			next = j->next;
 			if (kill(j->pid, 0) && errno == ESRCH)
 				detach_job(d, j, "exited");
-			else
+			else if (ticks % REFRESH_EVERY_TICKS == 0)
 				tracer_refresh(&j->tracer);
 		}
 		now = monotonic_ns();
