@@ -18,9 +18,9 @@
 /*
  * Limits for an endpoint that only ever answers small GETs. All connections share one polling
  * thread, so a client that connects and says nothing costs a socket and its pool, not a thread,
- * until the idle timeout closes it. The per-IP cap protects a listener that remote clients
- * reach; on a loopback one every client has the same address, so only the total cap applies
- * (else 32 idle local connections would hold the scraper off until they time out).
+ * until the idle timeout closes it. Past a cap, libmicrohttpd closes a new connection at once.
+ * On loopback every client has the same address, so 32 idle local connections hold a scraper
+ * off until the idle timeout (10 s) closes them; local users are trusted that far.
  */
 #define HTTP_CONNECTION_LIMIT	64
 #define HTTP_PER_IP_LIMIT	32
@@ -269,7 +269,6 @@ int http_start(struct http_server **out, const char *addr, const struct http_han
 	sigset_t all, old;
 	socklen_t len;
 	int fd = -1, one = 1, ret;
-	bool loopback;
 
 	if (out)
 		*out = NULL;
@@ -298,10 +297,6 @@ int http_start(struct http_server **out, const char *addr, const struct http_han
 		ret = fail(err, errlen, -errno, "cannot listen on %s: %s", addr, strerror(errno));
 		goto cleanup;
 	}
-	loopback = (ss.ss_family == AF_INET &&
-		    (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127) ||
-		   (ss.ss_family == AF_INET6 &&
-		    IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr));
 	len = sizeof(ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &len)) {
 		ret = fail(err, errlen, -errno, "cannot listen on %s: %s", addr, strerror(errno));
@@ -332,8 +327,7 @@ int http_start(struct http_server **out, const char *addr, const struct http_han
 				  MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONNECTION_LIMIT,
-				  MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-				  (unsigned int)(loopback ? 0 : HTTP_PER_IP_LIMIT),
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)HTTP_PER_IP_LIMIT,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_TIMEOUT_S,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEMORY_LIMIT,
 				  MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
