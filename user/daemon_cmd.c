@@ -771,6 +771,23 @@ cleanup:
 	return buf;
 }
 
+static void gpu_sync_hist(struct job *j, __u64 *slots, double *sum_s);
+static void io_hist(struct job *j, __u64 *slots, double *sum_s);
+
+/* The GPU and I/O evidence the recommendations weigh, over the job's life so far. */
+static void job_gpu_io_input(struct job *j, struct analysis_input *in)
+{
+	__u64 slots[PP_HIST_SLOTS] = {}, calls;
+	double sum = 0;
+
+	gpu_sync_hist(j, slots, &sum);
+	calls = hist_total(slots, PP_HIST_SLOTS);
+	in->gpu_sync_mean_us = calls ? sum * 1e6 / calls : 0;
+	memset(slots, 0, sizeof(slots));
+	io_hist(j, slots, &sum);
+	in->io_requests = hist_total(slots, PP_HIST_SLOTS);
+}
+
 static json_object *roles_json(const struct analysis *an)
 {
 	json_object *roles = json_object_new_object();
@@ -803,6 +820,7 @@ static void process_window(struct daemon *d, struct job *j, __u64 now)
 
 	if (window_threads(j, now, &threads, &nr))
 		return;
+	job_gpu_io_input(j, &in);
 	analyse(threads, nr, &in, &an);
 	window_steps(j, an.trainer_index >= 0 ? threads[an.trainer_index].tid : 0, step_slots,
 		     &step_sum);
