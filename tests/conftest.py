@@ -160,6 +160,28 @@ def fakecuda():
     return lib
 
 
+def cpu_steal_ticks():
+    """Per-CPU steal time (clock ticks) from /proc/stat: time the hypervisor ran something else
+    while this VM's CPU had work."""
+    ticks = []
+    with open("/proc/stat") as f:
+        for line in f:
+            parts = line.split()
+            if parts[0].startswith("cpu") and parts[0] != "cpu":
+                ticks.append(int(parts[8]))
+    return ticks
+
+
+def steal_fraction(before, after, seconds):
+    """The largest share of `seconds` any one CPU lost to the hypervisor between two
+    cpu_steal_ticks() samples. A thread whose vCPU is stolen is still current in the guest, so
+    the scheduler (and pipeprof) count it on-CPU while its own CPU time (schedstat, the
+    workloads' truth) does not grow: comparisons between the two are uncertain by this much."""
+    hz = os.sysconf("SC_CLK_TCK")
+    worst = max((a - b for a, b in zip(after, before)), default=0)
+    return worst / hz / seconds if seconds > 0 else 0.0
+
+
 def start_workload(procs, script, args, truth, duration=60):
     """Starts tools/workloads/SCRIPT and waits for its READY line; returns (proc, pid, tid)."""
     argv = [PYTHON, os.path.join(WORKLOADS, script), "--duration", str(duration),

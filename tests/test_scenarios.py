@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from conftest import (PYTHON, WORKLOADS, finish_workload, groundtruth, run_pipeprof,
-                      save_result, start_workload)
+from conftest import (PYTHON, WORKLOADS, cpu_steal_ticks, finish_workload, groundtruth,
+                      run_pipeprof, save_result, start_workload, steal_fraction)
 
 STATES = groundtruth.STATES
 TOLERANCE = 0.05
@@ -108,11 +108,14 @@ def comparison_table(name, report, got, want, alt=None):
     return "\n".join(lines)
 
 
-def check_scenario(name, report, truth, tid, verdict, evidence, extra=None, alt_truth=None):
+def check_scenario(name, report, truth, tid, verdict, evidence, extra=None, alt_truth=None,
+                   stolen=0.0):
     """All assertions of one scenario, collected so that a failure shows every problem.
 
     With alt_truth, a state passes when it is within TOLERANCE of the range between the two
-    truths' shares."""
+    truths' shares. stolen: the share of the window the hypervisor took from a CPU
+    (conftest.steal_fraction), by which the truth itself is uncertain; it widens the
+    tolerance, and is printed."""
     problems = []
     w = report["window"]
     start, end = w["start_ns"], w["end_ns"]
@@ -133,13 +136,17 @@ def check_scenario(name, report, truth, tid, verdict, evidence, extra=None, alt_
         problems.append("report says the target exited during the window")
     if report["verdict"]["name"] != verdict:
         problems.append("verdict %r, want %r" % (report["verdict"]["name"], verdict))
+    tolerance = TOLERANCE + stolen
+    if stolen:
+        print("hypervisor steal: up to %.1f%% of the window on one CPU; tolerance %.3f" % (
+            100 * stolen, tolerance))
     for s in STATES:
         lo, hi = min(want[s], alt[s]), max(want[s], alt[s])
         off = max(lo - got[s], got[s] - hi, 0.0)
-        if off > TOLERANCE:
+        if off > tolerance:
             problems.append("%s: pipeprof %.3f vs truth %s (off by %.3f > %.2f)" % (
                 s, got[s], "%.3f" % want[s] if lo == hi else "%.3f..%.3f" % (lo, hi), off,
-                TOLERANCE))
+                tolerance))
     notes = []
     for check in evidence:
         ok, msg = check(report, truth, window)
@@ -185,12 +192,14 @@ def test_scenario(name, procs, pipeprof_bin, tmp_path, request):
             pytest.fail("cpu_hog.py did not start\n" + h.output(), pytrace=False)
     if hogs:
         time.sleep(0.5)
+    steal0 = cpu_steal_ticks()
     report = run_pipeprof(pid, WINDOW_S)
+    stolen = steal_fraction(steal0, cpu_steal_ticks(), WINDOW_S)
     if not w.alive():
         pytest.fail("%s exited before pipeprof finished\n%s" % (script, w.output()),
                     pytrace=False)
     truth = finish_workload(w, truth_path)
-    check_scenario(name, report, truth, tid, verdict, evidence)
+    check_scenario(name, report, truth, tid, verdict, evidence, stolen=stolen)
 
 
 # How long pipeprof may take to notice a library mapped while it traces and to attach its probes:
