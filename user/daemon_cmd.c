@@ -445,15 +445,18 @@ static void attach_job(struct daemon *d, pid_t pid)
 	log_event(d, event("attach", j));
 }
 
-/* Losses a job's tracer counted: what the self-metric adds up. */
-static __u64 job_events_lost(struct job *j)
+/* What a job's tracer lost and what its BPF programs cost: the self-metrics add these up.
+ * One read of the programs' info serves both. */
+static void job_costs(struct job *j, __u64 *lost, double *bpf_run_s)
 {
 	uint64_t misses, run_ns, runs;
 
 	tracer_prog_stats(&j->tracer, &misses, &run_ns, &runs);
-	return misses + tracer_counter(&j->tracer, PP_CNT_THREADS_FULL) +
-	       tracer_counter(&j->tracer, PP_CNT_PROCS_FULL) +
-	       tracer_counter(&j->tracer, PP_CNT_RQ_FULL) + tracer_counter(&j->tracer, PP_CNT_HIST_FULL);
+	*lost = misses + tracer_counter(&j->tracer, PP_CNT_THREADS_FULL) +
+		tracer_counter(&j->tracer, PP_CNT_PROCS_FULL) +
+		tracer_counter(&j->tracer, PP_CNT_RQ_FULL) +
+		tracer_counter(&j->tracer, PP_CNT_HIST_FULL);
+	*bpf_run_s = run_ns / 1e9;
 }
 
 static void free_job(struct job *j)
@@ -466,10 +469,10 @@ static void free_job(struct job *j)
 
 static void detach_job(struct daemon *d, struct job *j, const char *why)
 {
-	uint64_t misses, run_ns, runs;
-	__u64 lost = job_events_lost(j);
+	double run_s;
+	__u64 lost;
 
-	tracer_prog_stats(&j->tracer, &misses, &run_ns, &runs);
+	job_costs(j, &lost, &run_s);
 	pthread_mutex_lock(&d->lock);
 	for (struct job **p = &d->jobs; *p; p = &(*p)->next)
 		if (*p == j) {
@@ -478,7 +481,7 @@ static void detach_job(struct daemon *d, struct job *j, const char *why)
 		}
 	d->nr_jobs--;
 	d->events_lost_exited += lost;
-	d->bpf_run_s_exited += run_ns / 1e9;
+	d->bpf_run_s_exited += run_s;
 	pthread_mutex_unlock(&d->lock);
 	fprintf(stderr, "pipeprof: detached PID %d (%s)\n", j->pid, why);
 	log_event(d, event("detach", j));
@@ -691,28 +694,30 @@ static int window_threads(struct job *j, __u64 now_ns, struct thread_result **ou
 	return 0;
 }
 
+struct step_drain {
+	__u32 trainer_tid;	/* 0: any thread's */
+	__u64 *slots;
+	double sum_s;
+};
+
+static void add_steps(const struct pp_hist_key *key, const struct pp_hist *h, void *ctx)
+{
+	struct step_drain *sd = ctx;
+
+	if (key->kind != PP_HK_STEP || (sd->trainer_tid && key->id != sd->trainer_tid))
+		return;
+	for (int s = 0; s < PP_HIST_SLOTS; s++)
+		sd->slots[s] += h->slots[s];
+	sd->sum_s += h->sum / 1e9;
+}
+
 /* This window's step histogram of the trainer (its backward passes), drained from the map. */
 static void window_steps(struct job *j, __u32 trainer_tid, __u64 *slots, double *sum_s)
 {
-	int fd = bpf_map__fd(j->tracer.skel->maps.hists);
-	struct pp_hist_key keys[256], *prev = NULL;
-	int n = 0;
+	struct step_drain sd = { .trainer_tid = trainer_tid, .slots = slots };
 
-	while (n < 256 && !bpf_map_get_next_key(fd, prev, &keys[n])) {
-		prev = &keys[n];
-		n++;
-	}
-	for (int i = 0; i < n; i++) {
-		struct pp_hist h;
-
-		if (bpf_map_lookup_and_delete_elem(fd, &keys[i], &h) || keys[i].kind != PP_HK_STEP)
-			continue;
-		if (trainer_tid && keys[i].id != trainer_tid)
-			continue;
-		for (int s = 0; s < PP_HIST_SLOTS; s++)
-			slots[s] += h.slots[s];
-		*sum_s += h.sum / 1e9;
-	}
+	tracer_drain_hists(&j->tracer, add_steps, &sd);
+	*sum_s += sd.sum_s;
 }
 
 static void check_step_regression(struct daemon *d, struct job *j, const __u64 *slots)
@@ -978,11 +983,12 @@ static char *build_metrics(struct daemon *d)
 	}
 
 	for (struct job *j = d->jobs; j; j = j->next) {
-		uint64_t misses, run_ns, runs;
+		double run_s;
+		__u64 job_lost;
 
-		tracer_prog_stats(&j->tracer, &misses, &run_ns, &runs);
-		bpf_s += run_ns / 1e9;
-		lost += job_events_lost(j);
+		job_costs(j, &job_lost, &run_s);
+		bpf_s += run_s;
+		lost += job_lost;
 	}
 	if (d->discover) {
 		struct bpf_prog_info info = {};

@@ -266,46 +266,40 @@ static pid_t pick_trainer(struct tracer *t, const struct hist_opts *o, const str
 	return best ? (pid_t)best : o->pid;
 }
 
-/* Takes every histogram out of the map: each interval starts from zero, as BCC's tools do. */
+struct drained {
+	struct hist_entry *entries;
+	int nr;
+};
+
+static void keep_entry(const struct pp_hist_key *key, const struct pp_hist *h, void *ctx)
+{
+	struct drained *d = ctx;
+	struct hist_entry *e = &d->entries[d->nr++];
+
+	e->kind = key->kind;
+	e->sub = key->sub;
+	e->id = key->id;
+	e->count = h->count;
+	e->sum = h->sum;
+	e->aux = h->aux;
+	memcpy(e->slots, h->slots, sizeof(h->slots));
+}
+
 static int drain_hists(struct tracer *t, struct hist_entry **out, int *nr)
 {
-	int fd = bpf_map__fd(t->skel->maps.hists), n = 0, err = 0;
-	struct pp_hist_key *keys, *prev = NULL;
-	struct hist_entry *entries;
+	struct drained d = { .entries = calloc(PP_MAX_HISTS, sizeof(*d.entries)) };
+	int err;
 
-	keys = calloc(PP_MAX_HISTS, sizeof(*keys));
-	entries = calloc(PP_MAX_HISTS, sizeof(*entries));
-	if (!keys || !entries) {
-		err = -ENOMEM;
-		goto cleanup;
+	if (!d.entries)
+		return -ENOMEM;
+	err = tracer_drain_hists(t, keep_entry, &d);
+	if (err) {
+		free(d.entries);
+		return err;
 	}
-	while (n < PP_MAX_HISTS && !bpf_map_get_next_key(fd, prev, &keys[n])) {
-		prev = &keys[n];
-		n++;
-	}
-	*nr = 0;
-	for (int i = 0; i < n; i++) {
-		struct hist_entry *e = &entries[*nr];
-		struct pp_hist h;
-
-		/* Atomic per entry: an event landing after this goes to the next interval. */
-		if (bpf_map_lookup_and_delete_elem(fd, &keys[i], &h))
-			continue;
-		e->kind = keys[i].kind;
-		e->sub = keys[i].sub;
-		e->id = keys[i].id;
-		e->count = h.count;
-		e->sum = h.sum;
-		e->aux = h.aux;
-		memcpy(e->slots, h.slots, sizeof(h.slots));
-		(*nr)++;
-	}
-	*out = entries;
-	entries = NULL;
-cleanup:
-	free(keys);
-	free(entries);
-	return err;
+	*out = d.entries;
+	*nr = d.nr;
+	return 0;
 }
 
 static const char *gpu_note(struct tracer *t)

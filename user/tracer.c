@@ -697,6 +697,32 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 	return err;
 }
 
+int tracer_drain_hists(struct tracer *t,
+		       void (*fn)(const struct pp_hist_key *key, const struct pp_hist *h, void *ctx),
+		       void *ctx)
+{
+	int fd = bpf_map__fd(t->skel->maps.hists), n = 0;
+	struct pp_hist_key *keys, *prev = NULL;
+
+	keys = calloc(PP_MAX_HISTS, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	/* Keys first: deleting while walking would make get_next_key start over. */
+	while (n < PP_MAX_HISTS && !bpf_map_get_next_key(fd, prev, &keys[n])) {
+		prev = &keys[n];
+		n++;
+	}
+	for (int i = 0; i < n; i++) {
+		struct pp_hist h;
+
+		/* Atomic per entry: an event landing after this goes to the next interval. */
+		if (!bpf_map_lookup_and_delete_elem(fd, &keys[i], &h))
+			fn(&keys[i], &h, ctx);
+	}
+	free(keys);
+	return 0;
+}
+
 void tracer_close_window(struct tracer *t, __u64 end_ns)
 {
 	t->skel->bss->window_end_ns = end_ns;

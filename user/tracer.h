@@ -53,6 +53,12 @@ int tracer_refresh(struct tracer *t);
 /* Fills every measured part of r except the analysis. Call before tracer_stop(). */
 int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r);
 
+/* Takes every `hist` histogram out of the BPF map, calling fn for each: each interval then
+ * starts from zero, as BCC's tools do. Returns 0 or -ENOMEM. */
+int tracer_drain_hists(struct tracer *t,
+		       void (*fn)(const struct pp_hist_key *key, const struct pp_hist *h, void *ctx),
+		       void *ctx);
+
 /* From end_ns on nothing more is accounted, while tracer_collect() reads the maps. */
 void tracer_close_window(struct tracer *t, __u64 end_ns);
 
