@@ -35,6 +35,9 @@ __u64 window_start_ns = 0;
 /* Set when the report is taken: nothing after it is accounted while the maps are read (the
  * probes themselves take seconds to detach), so every thread's states sum to the window. */
 __u64 window_end_ns = 0;
+/* Which half of the hists map events go to. Userspace flips it, waits for a grace period,
+ * then drains the other half, which no program can be writing any more. */
+__u32 hist_epoch = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -85,12 +88,13 @@ struct {
 	__type(value, struct inflight_rq);
 } inflight_rq SEC(".maps");
 
-/* Not preallocated: userspace deletes entries each interval, and an update racing with that
- * must land in the unlinked old entry (lost), never in a recycled one of another key. */
+/* Preallocated: a map that allocates on insert fails inserts from a program that interrupts
+ * another allocation on the same CPU, and did under load. Deleted entries are recycled, which
+ * is safe only because userspace deletes those of the epoch no program writes any more.
+ * Userspace sizes it (2 epochs) before load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, PP_MAX_HISTS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 2 * PP_MAX_HISTS);
 	__type(key, struct pp_hist_key);
 	__type(value, struct pp_hist);
 } hists SEC(".maps");
@@ -144,7 +148,7 @@ static __always_inline bool hist_on(__u32 kind)
 static __always_inline void hist_record(__u32 kind, __u32 sub, __u32 tid, __u32 tgid,
 					__u64 sample, bool slotted, __u64 sum, __u64 aux)
 {
-	struct pp_hist_key key = { .kind = kind, .sub = sub };
+	struct pp_hist_key key = { .kind = kind, .sub = sub, .epoch = hist_epoch };
 	struct pp_hist *h;
 
 	if (kind == PP_HK_BATCH_WAIT || kind == PP_HK_STEP || hist_keying == PP_HKEY_THREAD)

@@ -162,13 +162,14 @@ enum pp_copy_dir {
 	PP_NR_COPY_DIRS,
 };
 
-#define PP_MAX_HISTS	16384
+/* Histograms per interval, by default: the map holds two intervals' (epochs). */
+#define PP_MAX_HISTS	8192
 
 struct pp_hist_key {
 	__u32 kind;		/* enum pp_hist_kind */
 	__u32 sub;
 	__u32 id;		/* tid or tgid as keyed, else 0 */
-	__u32 pad;
+	__u32 epoch;		/* hist_epoch when recorded: 0 or 1 */
 };
 
 /* Time samples are slotted in rodata's hist_time_div units (usecs or msecs); sum stays in ns. */

@@ -40,13 +40,16 @@
 #include "step_baseline.h"
 #include "tracer.h"
 
-#define TICK_MS 1000
+#define TICK_NS 1000000000ULL
 /* A job's libraries (CUDA loaded late, new workers) are looked for every few seconds: reading
  * every tracked process's maps each second cost more CPU than everything else together. */
 #define REFRESH_EVERY_TICKS 5
 #define CANDIDATE_TTL_NS (120 * 1000000000ULL)
 #define MAX_CANDIDATES 4096
 #define MIN_STEPS_FOR_MEDIAN 3
+/* Step histograms are per thread running backward passes: a few per job. The map is
+ * preallocated in the kernel for each job, so it is kept small. */
+#define STEP_HISTS_PER_JOB 256
 
 struct thread_snap {
 	__u32 tid;
@@ -414,6 +417,7 @@ static void attach_job(struct daemon *d, pid_t pid)
 	struct tracer_opts opts = {
 		.root = pid, .verbose = d->cfg.verbose,
 		.hist_kinds = 1u << PP_HK_STEP, .hist_keying = PP_HKEY_NONE, .hist_time_div = 1000,
+		.hist_entries = STEP_HISTS_PER_JOB,
 	};
 	struct job *j = calloc(1, sizeof(*j));
 	int err;
@@ -1122,6 +1126,11 @@ static void do_reload(struct daemon *d)
 		fprintf(stderr, "pipeprof: SIGHUP: settings reloaded (window %ld s)\n", d->cfg.window_s);
 }
 
+static __u64 window_end_ns(const struct daemon *d, const struct job *j)
+{
+	return j->window_start_ns + d->cfg.window_s * 1000000000ULL;
+}
+
 static int daemon_run(struct daemon *d)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -1130,7 +1139,7 @@ static int daemon_run(struct daemon *d)
 	};
 	struct daemon_config c;
 	char err_text[256];
-	__u64 next_window, ticks = 0;
+	__u64 next_tick, ticks = 0;
 	int err, status = 1;
 
 	sigaction(SIGINT, &sa, NULL);
@@ -1167,36 +1176,58 @@ static int daemon_run(struct daemon *d)
 		fprintf(stderr, "pipeprof: daemon listening on %s\n", shown);
 	}
 
-	next_window = monotonic_ns() + d->cfg.window_s * 1000000000ULL;
+	next_tick = monotonic_ns() + TICK_NS;
 	while (!exiting) {
-		__u64 now;
+		__u64 now = monotonic_ns(), wake = next_tick;
+		bool changed = false, windows_due = false;
 
-		ring_buffer__poll(d->execs, TICK_MS);
+		/* Each job's windows run from its own attach, so a job's first window is as long
+		 * as the others; wake for the nearest window end, not only on the tick. */
+		for (struct job *j = d->jobs; j; j = j->next)
+			if (window_end_ns(d, j) < wake)
+				wake = window_end_ns(d, j);
+		ring_buffer__poll(d->execs, wake > now ? (int)((wake - now + 999999) / 1000000) : 0);
 		if (exiting)
 			break;
 		if (reload) {
 			reload = 0;
 			do_reload(d);
-			next_window = monotonic_ns() + d->cfg.window_s * 1000000000ULL;
 		}
-		check_candidates(d);
-		ticks++;
-		for (struct job *j = d->jobs, *next; j; j = next) {
-			next = j->next;
-			if (kill(j->pid, 0) && errno == ESRCH)
-				detach_job(d, j, "exited");
-			else if (ticks % REFRESH_EVERY_TICKS == 0)
-				tracer_refresh(&j->tracer);
-		}
+		/* An exec storm returns from the poll at every event: the per-second work keeps
+		 * to the clock, not to the number of wakeups. */
 		now = monotonic_ns();
-		if (now >= next_window) {
-			for (struct job *j = d->jobs; j; j = j->next)
-				process_window(d, j, now);
-			next_window += d->cfg.window_s * 1000000000ULL;
-			if (next_window <= now)
-				next_window = now + d->cfg.window_s * 1000000000ULL;
+		if (now >= next_tick) {
+			check_candidates(d);
+			ticks++;
+			for (struct job *j = d->jobs, *next; j; j = next) {
+				next = j->next;
+				if (kill(j->pid, 0) && errno == ESRCH)
+					detach_job(d, j, "exited");
+				else if (ticks % REFRESH_EVERY_TICKS == 0)
+					tracer_refresh(&j->tracer);
+			}
+			next_tick += TICK_NS;
+			if (next_tick <= now)
+				next_tick = now + TICK_NS;
+			changed = true;
 		}
-		refresh_metrics(d);
+		/* Every job whose window ends now starts its next step interval, and one wait
+		 * for in-flight BPF programs serves them all. */
+		now = monotonic_ns();
+		for (struct job *j = d->jobs; j; j = j->next)
+			if (now >= window_end_ns(d, j)) {
+				tracer_flip_hists(&j->tracer);
+				windows_due = true;
+			}
+		if (windows_due) {
+			tracer_wait_programs();
+			changed = true;
+			for (struct job *j = d->jobs; j; j = j->next)
+				if (j->tracer.hist_flipped)
+					process_window(d, j, now);
+		}
+		if (changed)
+			refresh_metrics(d);
 	}
 	fprintf(stderr, "pipeprof: %s: detaching %d job(s)\n", strsignal(exiting), d->nr_jobs);
 	status = 0;

@@ -287,7 +287,7 @@ static void keep_entry(const struct pp_hist_key *key, const struct pp_hist *h, v
 
 static int drain_hists(struct tracer *t, struct hist_entry **out, int *nr)
 {
-	struct drained d = { .entries = calloc(PP_MAX_HISTS, sizeof(*d.entries)) };
+	struct drained d = { .entries = calloc(tracer_hist_capacity(t), sizeof(*d.entries)) };
 	int err;
 
 	if (!d.entries)
@@ -363,8 +363,8 @@ static void report_losses(struct tracer *t)
 
 	tracer_prog_stats(t, &misses, &run_ns, &run_count);
 	if (full)
-		fprintf(stderr, "pipeprof: %llu samples lost: histogram map full (%d entries)\n",
-			(unsigned long long)full, PP_MAX_HISTS);
+		fprintf(stderr, "pipeprof: %llu samples lost: histogram map full (%d entries for "
+			"two intervals)\n", (unsigned long long)full, tracer_hist_capacity(t));
 	if (threads)
 		fprintf(stderr, "pipeprof: %llu events of threads beyond the thread map dropped\n",
 			(unsigned long long)threads);

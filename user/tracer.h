@@ -20,6 +20,7 @@ struct tracer_opts {
 	__u32 hist_kinds;
 	__u32 hist_keying;
 	__u64 hist_time_div;
+	__u32 hist_entries;	/* histograms per interval; 0: PP_MAX_HISTS */
 };
 
 struct tracer {
@@ -28,6 +29,8 @@ struct tracer {
 	__u64 start_ns;
 	bool verbose;
 	__u32 hist_kinds;
+	__u32 hist_drain_epoch;	/* the epoch tracer_flip_hists() closed */
+	bool hist_flipped;
 
 	/* One per (process, library file) we have looked at. */
 	struct tracer_lib_attach *attached;
@@ -53,8 +56,20 @@ int tracer_refresh(struct tracer *t);
 /* Fills every measured part of r except the analysis. Call before tracer_stop(). */
 int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r);
 
-/* Takes every `hist` histogram out of the BPF map, calling fn for each: each interval then
- * starts from zero, as BCC's tools do. Returns 0 or -ENOMEM. */
+/* Starts a new interval of `hist` histograms: new events go to the other half of the map.
+ * The closed half is ready once tracer_wait_programs() has returned. */
+void tracer_flip_hists(struct tracer *t);
+
+/* Returns once no BPF program that started before the call can still be running. One wait
+ * serves every tracer flipped before it. */
+void tracer_wait_programs(void);
+
+/* How many histograms one drain can return. */
+int tracer_hist_capacity(const struct tracer *t);
+
+/* Takes every `hist` histogram of the closed interval out of the BPF map, calling fn for each:
+ * each interval then starts from zero, as BCC's tools do. Flips and waits first unless the
+ * caller did. Returns 0 or -ENOMEM. */
 int tracer_drain_hists(struct tracer *t,
 		       void (*fn)(const struct pp_hist_key *key, const struct pp_hist *h, void *ctx),
 		       void *ctx);
