@@ -33,7 +33,7 @@ FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1 $(OUTPUT)/fakecuda/libcudart.so.13
 .DELETE_ON_ERROR:
 # Skeletons and BPF objects are outputs worth keeping (bpftool inspects them), not intermediates.
 .SECONDARY: $(SKELS) $(patsubst %.skel.h,$(OUTPUT)/bpf/%.bpf.o,$(notdir $(SKELS)))
-.PHONY: all clean deps test unit-test fixture-test scenario-test fixtures demo install bench
+.PHONY: all clean deps test unit-test fixture-test scenario-test fixtures demo install bench bench-daemon
 
 all: pipeprof fixtures
 
@@ -94,6 +94,9 @@ demo: pipeprof
 
 bench: pipeprof fixtures
 	tools/bench/overhead.py
+
+bench-daemon: pipeprof
+	tools/bench/daemon_cost.py
 
 install: pipeprof
 	install -D -m 0755 pipeprof $(DESTDIR)$(PREFIX)/sbin/pipeprof

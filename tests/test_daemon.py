@@ -634,6 +634,11 @@ def test_prometheus_scrapes_data_loading_verdict(daemons, procs, job_python, tmp
     # Windows run from the job's attach: even its first is a whole --window long.
     assert 1.99 < report["window"]["seconds"] < 3.0, report["window"]
     assert report["trainer"]["tid"] == tid
+    # The machine's CPUs over the window, as `pipeprof -p` measures them over its own.
+    cpu = report["cpu"]
+    assert cpu["ncpus"] == os.cpu_count(), cpu
+    assert cpu["busy_fraction"] is not None and 0 < cpu["busy_fraction"] <= 1, cpu
+    assert cpu["runnable_avg"] is not None and cpu["runnable_avg"] >= 0, cpu
     for q, want in (("pid=abc", 400), ("pid=", 400), ("pid=-3", 400), ("pid=12x", 400),
                     ("pid=4194303", 404), ("pid=%d" % min(kids), 404), ("", 400)):
         status, _, _ = http_get(d.port, "/api/v1/report?" + q if q else "/api/v1/report")

@@ -64,6 +64,7 @@ struct job {
 	struct thread_snap *snaps;
 	int nr_snaps, cap_snaps;
 	__u64 window_start_ns;
+	struct cpu_window cpu;				/* the host's CPUs over this window */
 	double seconds[NR_ROLES][PP_NR_STATES];		/* cumulative, closed episodes */
 	double fraction[NR_ROLES][PP_NR_STATES];	/* the last window */
 	bool have_window;
@@ -439,6 +440,7 @@ static void attach_job(struct daemon *d, pid_t pid)
 		return;
 	}
 	j->window_start_ns = j->tracer.start_ns;
+	cpu_window_open(&j->cpu, PROCFS);
 	j->verdict = NR_VERDICTS;
 	pthread_mutex_lock(&d->lock);
 	j->next = d->jobs;
@@ -816,8 +818,11 @@ static void process_window(struct daemon *d, struct job *j, __u64 now)
 {
 	struct analysis_input in = {
 		.root_pid = j->pid, .threshold = 0.20, .ncpus = sysconf(_SC_NPROCESSORS_ONLN),
-		.cpu_busy = -1, .runnable_avg = -1, .window_ns = now - j->window_start_ns,
+		.window_ns = now - j->window_start_ns,
 	};
+	unsigned long long busy = 0, total = 0;
+	int running;
+	bool cpu_ok = !proc_cpu_times(PROCFS, &busy, &total, &running);
 	struct analysis an = {};
 	struct thread_result *threads = NULL;
 	__u64 step_slots[PP_HIST_SLOTS] = {};
@@ -827,6 +832,8 @@ static void process_window(struct daemon *d, struct job *j, __u64 now)
 	json_object *o;
 	int nr = 0;
 
+	cpu_window_result(&j->cpu, cpu_ok, busy, total, &in.cpu_busy, &in.runnable_avg);
+	cpu_window_start(&j->cpu, cpu_ok, busy, total);
 	if (window_threads(j, now, &threads, &nr))
 		return;
 	job_gpu_io_input(j, &in);
@@ -1126,6 +1133,17 @@ static void do_reload(struct daemon *d)
 		fprintf(stderr, "pipeprof: SIGHUP: settings reloaded (window %ld s)\n", d->cfg.window_s);
 }
 
+/* One reading of the run queue a second serves every job's window. */
+static void sample_cpus(struct daemon *d)
+{
+	unsigned long long busy, total;
+	int running;
+
+	if (d->jobs && !proc_cpu_times(PROCFS, &busy, &total, &running))
+		for (struct job *j = d->jobs; j; j = j->next)
+			cpu_window_sample(&j->cpu, running);
+}
+
 static __u64 window_end_ns(const struct daemon *d, const struct job *j)
 {
 	return j->window_start_ns + d->cfg.window_s * 1000000000ULL;
@@ -1199,6 +1217,7 @@ static int daemon_run(struct daemon *d)
 		if (now >= next_tick) {
 			check_candidates(d);
 			ticks++;
+			sample_cpus(d);
 			for (struct job *j = d->jobs, *next; j; j = next) {
 				next = j->next;
 				if (kill(j->pid, 0) && errno == ESRCH)

@@ -363,8 +363,9 @@ static void report_losses(struct tracer *t)
 
 	tracer_prog_stats(t, &misses, &run_ns, &run_count);
 	if (full)
-		fprintf(stderr, "pipeprof: %llu samples lost: histogram map full (%d entries for "
-			"two intervals)\n", (unsigned long long)full, tracer_hist_capacity(t));
+		fprintf(stderr, "pipeprof: %llu samples lost: histogram map full (%d entries, "
+			"shared by an interval and the one being drained)\n",
+			(unsigned long long)full, tracer_hist_capacity(t));
 	if (threads)
 		fprintf(stderr, "pipeprof: %llu events of threads beyond the thread map dropped\n",
 			(unsigned long long)threads);

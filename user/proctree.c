@@ -196,3 +196,34 @@ int proc_cpu_times(const char *procfs, unsigned long long *busy, unsigned long l
 	fclose(f);
 	return err;
 }
+
+void cpu_window_start(struct cpu_window *w, bool ok, unsigned long long busy,
+		      unsigned long long total)
+{
+	*w = (struct cpu_window){ .busy0 = busy, .total0 = total, .ok = ok };
+}
+
+void cpu_window_open(struct cpu_window *w, const char *procfs)
+{
+	unsigned long long busy = 0, total = 0;
+	int running;
+	bool ok = !proc_cpu_times(procfs, &busy, &total, &running);
+
+	cpu_window_start(w, ok, busy, total);
+}
+
+void cpu_window_sample(struct cpu_window *w, int procs_running)
+{
+	if (procs_running > 0) {
+		w->runnable_sum += procs_running - 1;
+		w->samples++;
+	}
+}
+
+void cpu_window_result(const struct cpu_window *w, bool ok, unsigned long long busy,
+		       unsigned long long total, double *busy_fraction, double *runnable_avg)
+{
+	*busy_fraction = w->ok && ok && total > w->total0 && busy >= w->busy0 ?
+			 (double)(busy - w->busy0) / (total - w->total0) : -1;
+	*runnable_avg = w->samples ? w->runnable_sum / w->samples : -1;
+}

@@ -35,4 +35,22 @@ void proc_cmdline(const char *procfs, pid_t pid, char *buf, size_t size);
 int proc_cpu_times(const char *procfs, unsigned long long *busy, unsigned long long *total,
 		   int *procs_running);
 
+/* The host's CPUs over a window: the busy share between its two /proc/stat readings, and the
+ * run queue sampled along it (procs_running less the reader, which is running as it reads). */
+struct cpu_window {
+	unsigned long long busy0, total0;
+	double runnable_sum;
+	int samples;
+	bool ok;	/* the start was read */
+};
+
+void cpu_window_start(struct cpu_window *w, bool ok, unsigned long long busy,
+		      unsigned long long total);
+/* cpu_window_start() from a reading of procfs's stat taken now. */
+void cpu_window_open(struct cpu_window *w, const char *procfs);
+void cpu_window_sample(struct cpu_window *w, int procs_running);
+/* The busy fraction and the mean number of runnable tasks; -1 for what is unknown. */
+void cpu_window_result(const struct cpu_window *w, bool ok, unsigned long long busy,
+		       unsigned long long total, double *busy_fraction, double *runnable_avg);
+
 #endif

@@ -101,41 +101,28 @@ static int launch_release(struct launch *l)
 	return n == sizeof(err) ? -err : 0;
 }
 
-struct cpu_sampler {
-	unsigned long long busy0, total0;
-	double runnable_sum;
-	int samples;
-	bool ok;
-};
-
-static void cpu_sample(struct cpu_sampler *s)
+static void cpu_sample(struct cpu_window *w)
 {
 	unsigned long long busy, total;
 	int running;
 
-	if (proc_cpu_times(PROCFS, &busy, &total, &running))
-		return;
-	/* pipeprof itself is the one running task while it reads /proc/stat. */
-	if (running > 0) {
-		s->runnable_sum += running - 1;
-		s->samples++;
-	}
+	if (!proc_cpu_times(PROCFS, &busy, &total, &running))
+		cpu_window_sample(w, running);
 }
 
-static void fill_input(struct report *r, const struct report_opts *o, const struct cpu_sampler *s)
+static void fill_input(struct report *r, const struct report_opts *o, const struct cpu_window *w)
 {
-	unsigned long long busy, total;
+	unsigned long long busy = 0, total = 0;
 	__u64 gpu_calls = 0, gpu_ns = 0;
 	int running;
+	bool ok;
 
 	r->input.root_pid = r->root_pid;
 	r->input.tid_override = o->tid;
 	r->input.threshold = o->threshold;
 	r->input.ncpus = sysconf(_SC_NPROCESSORS_ONLN);
-	r->input.cpu_busy = -1;
-	r->input.runnable_avg = s->samples ? s->runnable_sum / s->samples : -1;
-	if (s->ok && !proc_cpu_times(PROCFS, &busy, &total, &running) && total > s->total0)
-		r->input.cpu_busy = (double)(busy - s->busy0) / (total - s->total0);
+	ok = !proc_cpu_times(PROCFS, &busy, &total, &running);
+	cpu_window_result(w, ok, busy, total, &r->input.cpu_busy, &r->input.runnable_avg);
 	for (int k = 0; k < r->nr_apis; k++) {
 		gpu_calls += r->apis[k].calls;
 		gpu_ns += r->apis[k].total_ns;
@@ -157,7 +144,7 @@ int report_cmd_run(const struct report_opts *o)
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct tracer tracer = {};
 	struct report report = {};
-	struct cpu_sampler cpu = {};
+	struct cpu_window cpu = {};
 	struct launch launch = { .go_fd = -1, .err_fd = -1 };
 	int pidfd = -1, err = 0, status = 1;
 	bool launched = o->argv != NULL, child_reaped = false;
@@ -201,7 +188,7 @@ int report_cmd_run(const struct report_opts *o)
 	pidfd = pidfd_open_compat(pid);
 	if (o->duration > 0)
 		deadline = tracer.start_ns + (__u64)(o->duration * 1e9);
-	cpu.ok = !proc_cpu_times(PROCFS, &cpu.busy0, &cpu.total0, &(int){ 0 });
+	cpu_window_open(&cpu, PROCFS);
 	if (!o->json)
 		fprintf(stderr, "pipeprof: tracing PID %d%s...%s\n", pid, launched ? " (launched)" : "",
 			o->duration > 0 ? "" : " Ctrl-C to stop and print the report");

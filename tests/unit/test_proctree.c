@@ -130,6 +130,39 @@ TEST(test_cmdline_and_cpu)
 	CHECK_EQ_INT(running, 3);
 }
 
+TEST(test_cpu_window)
+{
+	struct cpu_window w;
+	double busy, runnable;
+
+	/* 300 of 1000 jiffies busy; the run queue read 3 and 1, each time with the reader itself
+	 * among the running, then could not be read (-1, not counted). */
+	cpu_window_start(&w, true, 155, 1000);
+	cpu_window_sample(&w, 3);
+	cpu_window_sample(&w, 1);
+	cpu_window_sample(&w, -1);
+	cpu_window_result(&w, true, 455, 2000, &busy, &runnable);
+	CHECK_MSG(busy == 0.3, "busy %f, want 0.3", busy);
+	CHECK_MSG(runnable == 1.0, "runnable %f, want 1.0", runnable);
+
+	/* What is not known is -1, never a made-up number. */
+	cpu_window_start(&w, true, 155, 1000);
+	cpu_window_result(&w, true, 155, 1000, &busy, &runnable);
+	CHECK_MSG(busy == -1 && runnable == -1, "no time, no samples: %f %f", busy, runnable);
+	cpu_window_result(&w, false, 0, 0, &busy, &runnable);
+	CHECK_MSG(busy == -1, "end unreadable: %f", busy);
+	cpu_window_start(&w, false, 0, 0);
+	cpu_window_result(&w, true, 455, 2000, &busy, &runnable);
+	CHECK_MSG(busy == -1, "start unreadable: %f", busy);
+
+	/* From the file: the start is read now. */
+	put("stat", "cpu  100 5 50 800 45 0 0 0 7 0\nprocs_running 2\n");
+	cpu_window_open(&w, root);
+	put("stat", "cpu  200 5 50 1700 45 0 0 0 7 0\nprocs_running 2\n");
+	cpu_window_result(&w, true, 255, 2000, &busy, &runnable);
+	CHECK_MSG(busy == 0.1, "busy %f, want 0.1", busy);
+}
+
 int main(void)
 {
 	int status;
@@ -142,6 +175,7 @@ int main(void)
 	RUN_TEST(test_descendants);
 	RUN_TEST(test_threads_and_state);
 	RUN_TEST(test_cmdline_and_cpu);
+	RUN_TEST(test_cpu_window);
 	status = unit_summary();
 	if (fork() == 0)
 		execlp("rm", "rm", "-rf", root, (char *)NULL);
