@@ -53,19 +53,22 @@ class Proc:
         with self._cond:
             self._cond.notify_all()
 
-    def wait_line(self, pattern, timeout):
+    def wait_line(self, pattern, timeout, stderr=False):
+        """The first match of pattern in a line of stdout (or stderr), or None once timeout
+        has passed or the process has exited without printing one."""
         rx = re.compile(pattern)
+        lines = self.stderr_lines if stderr else self.lines
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
-                for line in self.lines:
+                for line in lines:
                     m = rx.search(line)
                     if m:
                         return m
                 left = deadline - time.monotonic()
                 if left <= 0 or self.p.poll() is not None:
                     # one last look: the process may have printed and exited at once
-                    for line in self.lines:
+                    for line in lines:
                         m = rx.search(line)
                         if m:
                             return m

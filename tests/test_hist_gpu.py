@@ -65,22 +65,6 @@ def hist_bin(pipeprof_bin):
     return pipeprof_bin
 
 
-def wait_stderr(proc, pattern, timeout):
-    """Like Proc.wait_line, on the process's stderr."""
-    rx = re.compile(pattern)
-    deadline = time.monotonic() + timeout
-    with proc._cond:
-        while True:
-            for line in proc.stderr_lines:
-                m = rx.search(line)
-                if m:
-                    return m
-            left = deadline - time.monotonic()
-            if left <= 0 or not proc.alive():
-                return None
-            proc._cond.wait(min(left, 0.5))
-
-
 def json_objects(proc, want, timeout=5.0):
     """The JSON objects an exited process printed on stdout, one a line, once `want` of them
     have been read (the pump thread may still be reading when the process has exited), or
@@ -139,7 +123,7 @@ def run_hist(procs, tmp_path, workload_args, hist_args=(), env=None, interval=No
         ["gpu-sync", "launch", "memcpy"] + tail
     pp = procs(argv, name="pipeprof hist")
     t0 = time.monotonic()
-    if wait_stderr(pp, r"pipeprof: tracing PID %d" % pid, ATTACH_TIMEOUT) is None:
+    if pp.wait_line(r"pipeprof: tracing PID %d" % pid, ATTACH_TIMEOUT, stderr=True) is None:
         pytest.fail("%s: no 'pipeprof: tracing PID %d' on stderr within %d s (exit %s)\n%s" % (
             " ".join(argv), pid, ATTACH_TIMEOUT, pp.p.poll(), pp.output()), pytrace=False)
     attach_s = time.monotonic() - t0

@@ -910,6 +910,22 @@ static void io_hist(struct job *j, __u64 *slots, double *sum_s)
 	*sum_s = s.total_ns / 1e9;
 }
 
+#define LABELS(...) ((const struct prom_label[]){ __VA_ARGS__, { NULL, NULL } })
+
+/* One sample per role and state of a job, as the two role/state families have them. */
+static void role_state_samples(FILE *f, const char *name, const struct job *j,
+			       const double values[NR_ROLES][PP_NR_STATES])
+{
+	char pid[16];
+
+	snprintf(pid, sizeof(pid), "%d", j->pid);
+	for (int r = 0; r < NR_ROLES; r++)
+		for (int s = 0; s < PP_NR_STATES; s++)
+			prom_sample(f, name, LABELS({ "pid", pid }, { "comm", j->comm },
+						      { "role", role_name(r) }, { "state", state_name(s) }),
+				    values[r][s]);
+}
+
 /* The whole exposition, rebuilt each second; the HTTP thread only copies it. */
 static char *build_metrics(struct daemon *d)
 {
@@ -923,7 +939,6 @@ static char *build_metrics(struct daemon *d)
 	if (!f)
 		return NULL;
 
-#define LABELS(...) ((const struct prom_label[]){ __VA_ARGS__, { NULL, NULL } })
 	prom_family(f, "pipeprof_job_info", "gauge", "A traced job (pid, command name)");
 	for (struct job *j = d->jobs; j; j = j->next) {
 		snprintf(pid, sizeof(pid), "%d", j->pid);
@@ -931,26 +946,13 @@ static char *build_metrics(struct daemon *d)
 	}
 	prom_family(f, "pipeprof_job_state_seconds_total", "counter",
 		    "Thread time per role and stall-model state, summed over the role's threads");
-	for (struct job *j = d->jobs; j; j = j->next) {
-		snprintf(pid, sizeof(pid), "%d", j->pid);
-		for (int r = 0; r < NR_ROLES; r++)
-			for (int s = 0; s < PP_NR_STATES; s++)
-				prom_sample(f, "pipeprof_job_state_seconds_total",
-					    LABELS({ "pid", pid }, { "comm", j->comm },
-						   { "role", role_name(r) }, { "state", state_name(s) }),
-					    j->seconds[r][s]);
-	}
+	for (struct job *j = d->jobs; j; j = j->next)
+		role_state_samples(f, "pipeprof_job_state_seconds_total", j, j->seconds);
 	prom_family(f, "pipeprof_job_state_fraction", "gauge",
 		    "Share of the role's thread time in each state over the last window");
-	for (struct job *j = d->jobs; j; j = j->next) {
-		snprintf(pid, sizeof(pid), "%d", j->pid);
-		for (int r = 0; j->have_window && r < NR_ROLES; r++)
-			for (int s = 0; s < PP_NR_STATES; s++)
-				prom_sample(f, "pipeprof_job_state_fraction",
-					    LABELS({ "pid", pid }, { "comm", j->comm },
-						   { "role", role_name(r) }, { "state", state_name(s) }),
-					    j->fraction[r][s]);
-	}
+	for (struct job *j = d->jobs; j; j = j->next)
+		if (j->have_window)
+			role_state_samples(f, "pipeprof_job_state_fraction", j, j->fraction);
 	prom_family(f, "pipeprof_job_verdict", "gauge",
 		    "1 for the job's verdict over the last window, 0 for the others");
 	for (struct job *j = d->jobs; j; j = j->next) {
