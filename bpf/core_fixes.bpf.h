@@ -64,14 +64,33 @@ static __always_inline __u32 request_disk_dev(struct request *rq)
 }
 
 /*
- * Interrupt context is not read from preempt_count: on x86 it lives in a per-CPU variable
- * (__preempt_count, or pcpu_hot.preempt_count between 64701838bf05 "x86/percpu: Move
- * preempt_count next to current_task" in 6.2 and 46e8fff6d45f "x86: Remove pcpu_hot" in
- * 6.15), and a BPF program can only take a per-CPU variable's address through kallsyms,
- * which lists data symbols only with CONFIG_KALLSYMS_ALL; distribution kernels often lack
- * it. pipeprof.bpf.c instead counts interrupt nesting per CPU from the irq, hrtimer and
- * softirq entry/exit tracepoints, which exist on every kernel it supports.
+ * Interrupt context comes from the CPU's own preempt count, as bpf_experimental.h's
+ * bpf_in_interrupt() reads it, not from interrupt entry/exit counters (a program attached
+ * between an interrupt's entry and exit leaves such a counter wrong for good). On x86 the count
+ * is a per-CPU variable: __preempt_count, or pcpu_hot.preempt_count between 64701838bf05
+ * ("x86/percpu: Move preempt_count next to current_task", 6.2) and 46e8fff6d45f ("x86: Remove
+ * pcpu_hot", 6.15). bpf_this_cpu_ptr() needs its address from kallsyms, which lists data only
+ * with CONFIG_KALLSYMS_ALL, off on many kernels (this project's CI among them). Every per-CPU
+ * variable sits at the same distance from another on every CPU, so userspace takes the
+ * distance from the run queue (`runqueues`) to the count out of the kernel's BTF (the
+ * .data..percpu DATASEC) and the program adds it to this CPU's run queue, reached from the
+ * current task. The run queue pointer in the task's sched_entity exists only with
+ * CONFIG_FAIR_GROUP_SCHED; without it userspace finds no distance and the tracepoint nesting,
+ * healed at every context switch, stands in. The start-up check proves the reading before it
+ * is used.
  */
+static __always_inline struct rq *task_cpu_rq(struct task_struct *task)
+{
+	struct rq *rq;
+
+	if (!bpf_core_field_exists(task->se.cfs_rq))
+		return NULL;
+	rq = BPF_CORE_READ(task, se.cfs_rq, rq);
+	/* The current task's cfs_rq is its CPU's; anything else is not a run queue we know. */
+	if (!rq || BPF_CORE_READ(rq, cpu) != (int)bpf_get_smp_processor_id())
+		return NULL;
+	return rq;
+}
 
 /*
  * fa2c3254d7cf ("sched/tracing: Don't re-read p->state when emitting sched_switch event")

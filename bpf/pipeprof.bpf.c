@@ -17,6 +17,10 @@
 
 #define TASK_RUNNING	0
 #define NET_RX_VEC	3
+/* include/linux/preempt.h */
+#define SOFTIRQ_OFFSET	(1U << 8)
+#define HARDIRQ_MASK	(0xfU << 16)
+#define NMI_MASK	(0xfU << 20)
 
 const volatile bool sched_switch_has_prev_state = true;
 const volatile bool has_block_io_start = true;
@@ -27,6 +31,11 @@ const volatile __u32 trainer_tid = 0;
 const volatile __u32 hist_kinds = 0;
 const volatile __u32 hist_keying = PP_HKEY_NONE;
 const volatile __u64 hist_time_div = 1000;
+/* Record who ended each wait (the wakers map), for the report's "waited on". */
+const volatile bool record_wakers = false;
+/* Where this CPU's preempt count lies relative to its run queue (core_fixes.bpf.h); 0 when
+ * userspace could not find both in the kernel's BTF. */
+const volatile __s64 preempt_count_rq_delta = 0;
 
 /* 0 while pipeprof is still attaching: processes are followed but no time is accounted, so
  * the window opens only once every probe is in place. Threads first seen later are taken to
@@ -38,6 +47,9 @@ __u64 window_end_ns = 0;
 /* Which half of the hists map events go to. Userspace flips it, waits for a grace period,
  * then drains the other half, which no program can be writing any more. */
 __u32 hist_epoch = 0;
+/* Set by userspace once the start-up check proved the preempt count reads right; until then
+ * (and for good where it does not) interrupt context comes from the tracepoint nesting. */
+bool irq_from_preempt_count = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -101,11 +113,20 @@ struct {
 
 static struct pp_hist zero_hist;
 
-/* Interrupt nesting on this CPU: a wakeup raised inside an interrupt runs with `current`
- * set to whichever task was interrupted, which is not the waker. */
+/* Preallocated for the same reason as hists: inserts come from the scheduler's hot path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_MAX_WAKERS);
+	__type(key, struct pp_waker_key);
+	__type(value, struct pp_waker_val);
+} wakers SEC(".maps");
+
+/* Per CPU: the softirq vector being served, and the fallback's hardirq nesting. A wakeup
+ * raised inside an interrupt runs with `current` set to whichever task was interrupted, which
+ * is not the waker. */
 struct irq_ctx {
-	__u32 hardirq_depth;	/* device handlers and hrtimer callbacks */
-	__u32 softirq_vec;	/* vector being served, plus one; 0 outside softirq */
+	__u32 hardirq_depth;	/* fallback only: device handlers and hrtimer callbacks */
+	__u32 softirq_vec;	/* vector being served, plus one; 0 before the first seen */
 };
 
 struct {
@@ -129,6 +150,43 @@ static __always_inline void count(enum pp_counter c)
 
 	if (v)
 		*v += 1;
+}
+
+/* The interrupt state of this CPU as the CPU itself keeps it, or false when it cannot be read.
+ * x86 folds an inverted need-resched flag into bit 31, so no value is out of band. */
+static __always_inline bool cpu_preempt_count(__u32 *pc)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct rq *rq = task_cpu_rq(task);
+
+	if (!rq || !preempt_count_rq_delta)
+		return false;
+	return !bpf_probe_read_kernel(pc, sizeof(*pc), (void *)((__u64)rq + preempt_count_rq_delta));
+}
+
+/* Where the event that runs this program was raised. The softirq vector is trusted only while
+ * the preempt count says a softirq is being served, and every serving starts with an entry
+ * event that sets it, so a softirq in flight at attach cannot leave it wrong for later ones. */
+static __always_inline __u32 wake_context(void)
+{
+	struct irq_ctx *irq = irq_ctx_here();
+	bool net = irq && irq->softirq_vec == NET_RX_VEC + 1;
+	__u32 pc;
+
+	if (irq_from_preempt_count) {
+		if (cpu_preempt_count(&pc)) {
+			if (pc & (NMI_MASK | HARDIRQ_MASK))
+				return PP_WAKE_HARDIRQ;
+			if (!(pc & SOFTIRQ_OFFSET))
+				return PP_WAKE_TASK;
+			return net ? PP_WAKE_SOFTIRQ_NET : PP_WAKE_SOFTIRQ;
+		}
+	}
+	if (irq && irq->hardirq_depth)
+		return PP_WAKE_HARDIRQ;
+	if (irq && irq->softirq_vec)
+		return net ? PP_WAKE_SOFTIRQ_NET : PP_WAKE_SOFTIRQ;
+	return PP_WAKE_TASK;
 }
 
 /* Masking, not comparing, keeps the index provably in bounds after clang's register moves. */
@@ -250,6 +308,28 @@ static __always_inline void hist_switch_in(struct pp_thread *t, __u32 tid, __u32
 		hist_time(PP_HK_RUNQ, 0, tid, t->tgid, now - queued);
 }
 
+/* The wait of tid that ended after off_ns off-CPU was ended by the waker sched_waking saw. */
+static __noinline void record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 off_ns)
+{
+	struct pp_waker_key key = {
+		.wakee = tid, .waker = t->waker_tid, .waker_tgid = t->waker_tgid,
+		.ctx = t->wake_ctx, .cause = cause,
+	};
+	struct pp_waker_val *v, zero = {};
+
+	v = bpf_map_lookup_elem(&wakers, &key);
+	if (!v) {
+		bpf_map_update_elem(&wakers, &key, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&wakers, &key);
+		if (!v) {
+			count(PP_CNT_WAKERS_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->ns, off_ns);
+	__sync_fetch_and_add(&v->count, 1);
+}
+
 /* Close the off-CPU (or unknown) stretch that ends now with the thread getting a CPU. */
 static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 {
@@ -294,8 +374,23 @@ static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 		hist_switch_in(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, since,
 			       woken ? runq_from : now, woken ? runq_from : 0, now);
 	}
-	if (cause != PP_RUNQ)
-		t->last_wait = cause;
+	if (cause == PP_RUNQ)
+		return;
+	if (record_wakers && t->phase == PP_PHASE_OFFCPU && t->woken_ns >= t->oncpu_since_ns &&
+	    t->woken_ns > since)
+		record_waker(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, t->woken_ns - since);
+	/* A blocking GPU sync is a GPU wait whoever woke it; a relay passes that on too. */
+	t->last_wait = t->gpu_depth ? PP_GPU_WAIT : cause;
+	t->last_wait_depth = t->gpu_depth || cause != t->wake_cause ? 0 : t->wake_depth;
+	t->last_wait_end_ns = now;
+	t->ran_since_wait_ns = 0;
+}
+
+/* On-CPU time counts towards a relay's budget from its switch-in or the end of its wait,
+ * whichever is later (a GPU sync returns while the thread is on-CPU). */
+static __always_inline __u64 relay_run_from(struct pp_thread *t)
+{
+	return t->last_wait_end_ns > t->oncpu_since_ns ? t->last_wait_end_ns : t->oncpu_since_ns;
 }
 
 static __always_inline void account_oncpu(struct pp_thread *t, __u64 now)
@@ -312,6 +407,14 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	__s64 prev_state;
 
 	count(PP_CNT_SCHED_EVENTS);
+	if (!irq_from_preempt_count) {
+		/* No CPU switches tasks inside an interrupt: whatever nesting the fallback counted
+		 * here (an exit it never saw) is over. */
+		struct irq_ctx *irq = irq_ctx_here();
+
+		if (irq)
+			irq->hardirq_depth = irq->softirq_vec = 0;
+	}
 	if (!accounting(now))
 		return 0;
 
@@ -321,6 +424,8 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			prev_state = (__s64)ctx[3];
 		else
 			prev_state = task_state(prev);
+		if (t->phase == PP_PHASE_ONCPU)
+			t->ran_since_wait_ns += now - relay_run_from(t);
 		account_oncpu(t, now);
 		t->phase_start_ns = now;
 		if (preempt || prev_state == TASK_RUNNING) {
@@ -341,38 +446,58 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
-/* Which stall an off-CPU wait ends as, judged in the waker's context (stall model). */
-static __u32 wake_cause_now(struct pp_thread *wakee, __u32 wakee_tid)
+/* The trainer hands out work, not data: its wakeups never relay. Where --tid does not name it,
+ * its candidates (the main thread, any thread that calls the GPU) are taken for it. */
+static __always_inline bool may_relay(struct pp_thread *waker, __u32 waker_tid, __u32 waker_tgid)
+{
+	if (trainer_tid)
+		return waker_tid != trainer_tid;
+	return waker_tid != waker_tgid && !waker->gpu_calls;
+}
+
+/* Which stall an off-CPU wait ends as, judged in the waker's context (stall model), and who
+ * ended it. */
+static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_tid, __u64 now)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 waker_tid = (__u32)id, waker_tgid = id >> 32;
+	__u32 waker_tid = (__u32)id, waker_tgid = id >> 32, ctx = wake_context(), relayed;
 	struct pp_proc *waker_proc;
 	struct pp_thread *waker;
-	struct irq_ctx *irq = irq_ctx_here();
 
-	if (irq && irq->hardirq_depth)
-		return PP_OTHER;
-	if (irq && irq->softirq_vec)
-		return irq->softirq_vec == NET_RX_VEC + 1 ? PP_COMM_WAIT : PP_OTHER;
+	wakee->wake_ctx = ctx;
+	wakee->wake_depth = 0;
+	wakee->waker_tid = wakee->waker_tgid = 0;
+	if (ctx != PP_WAKE_TASK) {
+		wakee->wake_cause = ctx == PP_WAKE_SOFTIRQ_NET ? PP_COMM_WAIT : PP_OTHER;
+		return;
+	}
+	wakee->waker_tid = waker_tid;
+	wakee->waker_tgid = waker_tgid;
+	wakee->wake_cause = PP_OTHER;
 	if (waker_tid == wakee_tid)
-		return PP_OTHER;
+		return;
 	waker_proc = bpf_map_lookup_elem(&tracked_procs, &waker_tgid);
 	if (!waker_proc)
-		return PP_OTHER;
+		return;
 	/* Any thread of a descendant process is a WORKER: a DataLoader worker delivering a
 	 * batch, or feeding its own loop. */
-	if (!waker_proc->is_root)
-		return PP_DATA_WAIT;
+	if (!waker_proc->is_root) {
+		wakee->wake_cause = PP_DATA_WAIT;
+		return;
+	}
+	wakee->wake_cause = PP_THREAD_WAIT;
 	if (waker_tgid != wakee->tgid)
-		return PP_THREAD_WAIT;	/* the job's process handing work to a worker */
-	/* A HELPER that itself just got data (pin-memory thread) passes it on. The trainer is
-	 * no helper: when --tid does not name it, its candidates (the main thread, any thread
-	 * that calls the GPU) wake queue feeders with work, not with data. */
+		return;	/* the job's process handing work to a worker */
 	waker = bpf_map_lookup_elem(&threads, &waker_tid);
-	if (waker && waker->last_wait == PP_DATA_WAIT &&
-	    (trainer_tid ? waker_tid != trainer_tid : waker_tid != waker_tgid && !waker->gpu_calls))
-		return PP_DATA_WAIT;
-	return PP_THREAD_WAIT;
+	if (!waker || !may_relay(waker, waker_tid, waker_tgid))
+		return;
+	relayed = pp_chain_cause(waker->last_wait, waker->last_wait_depth,
+				 waker->ran_since_wait_ns + (now - relay_run_from(waker)),
+				 now - waker->last_wait_end_ns);
+	if (relayed == PP_NO_CAUSE)
+		return;
+	wakee->wake_cause = relayed;
+	wakee->wake_depth = waker->last_wait_depth + 1;
 }
 
 SEC("tp_btf/sched_waking")
@@ -386,7 +511,7 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	t = thread_of(p);
 	if (!t || t->phase == PP_PHASE_EXITED)
 		return 0;
-	t->wake_cause = wake_cause_now(t, p->pid);
+	judge_wakeup(t, p->pid, now);
 	t->woken_ns = now;
 	return 0;
 }
@@ -477,6 +602,14 @@ int BPF_PROG(on_sched_process_exit, struct task_struct *p)
 	return 0;
 }
 
+/* Whether a probed call entered with stack pointer sp runs inside the outermost call in
+ * progress, entered at outer_sp: the stack grows down, so a nested call's frame is below. A
+ * call at or above it is a new call, and the one in progress never returned. */
+static __always_inline bool nested_call(__u64 outer_sp, __u64 sp)
+{
+	return sp < outer_sp;
+}
+
 /* GPU API uprobes: the attach cookie is the API's id in userspace's table. */
 SEC("uprobe")
 int BPF_KPROBE(on_gpu_enter)
@@ -497,11 +630,20 @@ int BPF_KPROBE(on_gpu_enter)
 	if (!t || t->phase == PP_PHASE_EXITED)
 		return 0;
 	count(PP_CNT_UPROBE_HITS);
+	if (t->gpu_depth && !nested_call(t->gpu_enter_sp, PT_REGS_SP(ctx))) {
+		/* The call in progress never returned (longjmp, or its return probe attached
+		 * after it began): its wait ended when this call began. */
+		count(PP_CNT_UNRETURNED_CALLS);
+		add_state(t, PP_GPU_WAIT, t->phase_start_ns, now);
+		t->phase_start_ns = now;
+		t->gpu_depth = 0;
+	}
 	if (t->gpu_depth == 0) {
 		account_oncpu(t, now);
 		t->phase = PP_PHASE_ONCPU;
 		t->phase_start_ns = now;
 		t->gpu_enter_ns = now;
+		t->gpu_enter_sp = PT_REGS_SP(ctx);
 		t->gpu_api = api;
 		t->gpu_calls++;
 	}
@@ -541,6 +683,11 @@ int BPF_KRETPROBE(on_gpu_return)
 	add_state(t, PP_GPU_WAIT, t->phase_start_ns, now);
 	t->phase = PP_PHASE_ONCPU;
 	t->phase_start_ns = now;
+	/* A thread back from waiting on the GPU may relay that wait (stall model's chains). */
+	t->last_wait = PP_GPU_WAIT;
+	t->last_wait_depth = 0;
+	t->last_wait_end_ns = now;
+	t->ran_since_wait_ns = 0;
 
 	api = t->gpu_api;
 	took = now - t->gpu_enter_ns;
@@ -638,8 +785,13 @@ int BPF_KPROBE(on_step)
 
 	if (!t)
 		return 0;
+	if (t->step_depth && !nested_call(t->step_enter_sp, PT_REGS_SP(ctx))) {
+		count(PP_CNT_UNRETURNED_CALLS);
+		t->step_depth = 0;
+	}
 	if (t->step_depth++)
 		return 0;
+	t->step_enter_sp = PT_REGS_SP(ctx);
 	last = t->last_step_ns;
 	t->last_step_ns = now;
 	if (last)
@@ -662,9 +814,16 @@ SEC("tp_btf/softirq_entry")
 int BPF_PROG(on_softirq_entry, unsigned int vec_nr)
 {
 	struct irq_ctx *irq = irq_ctx_here();
+	__u32 pc;
 
 	if (irq)
 		irq->softirq_vec = vec_nr + 1;
+	/* Start-up check, before the window opens: serving a softirq, not in a hard interrupt
+	 * (softirqs run with interrupts on and do not nest in them). */
+	if (!window_start_ns && preempt_count_rq_delta) {
+		count(cpu_preempt_count(&pc) && (pc & SOFTIRQ_OFFSET) && !(pc & (HARDIRQ_MASK | NMI_MASK)) ?
+		      PP_CNT_PCOUNT_OK : PP_CNT_PCOUNT_BAD);
+	}
 	return 0;
 }
 
@@ -698,7 +857,11 @@ static __always_inline void hardirq_exit(void)
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(on_irq_handler_entry)
 {
+	__u32 pc;
+
 	hardirq_enter();
+	if (!window_start_ns && preempt_count_rq_delta)
+		count(cpu_preempt_count(&pc) && (pc & HARDIRQ_MASK) ? PP_CNT_PCOUNT_OK : PP_CNT_PCOUNT_BAD);
 	return 0;
 }
 
@@ -713,7 +876,13 @@ int BPF_PROG(on_irq_handler_exit)
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(on_hrtimer_expire_entry)
 {
+	__u32 pc;
+
 	hardirq_enter();
+	/* Start-up check: hrtimers expire in hard interrupt, or in the hrtimer softirq. */
+	if (!window_start_ns && preempt_count_rq_delta)
+		count(cpu_preempt_count(&pc) && (pc & (HARDIRQ_MASK | SOFTIRQ_OFFSET)) ?
+		      PP_CNT_PCOUNT_OK : PP_CNT_PCOUNT_BAD);
 	return 0;
 }
 

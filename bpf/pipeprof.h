@@ -38,6 +38,60 @@ enum pp_phase {
 #define PP_SELFTEST_API	(PP_MAX_GPU_APIS - 1)
 #define PP_MAX_GPU_DEPTH 8
 
+/* Where a wakeup was raised, read from the CPU's preempt count. */
+enum pp_wake_ctx {
+	PP_WAKE_TASK = 0,	/* a task's own context: the current task is the waker */
+	PP_WAKE_HARDIRQ,	/* hard interrupt or NMI: timers, device completions, IPIs */
+	PP_WAKE_SOFTIRQ_NET,	/* NET_RX softirq: a packet arrived */
+	PP_WAKE_SOFTIRQ,	/* any other softirq */
+	PP_NR_WAKE_CTX,
+};
+
+/*
+ * Wait chains (stall model, "Wait chains"): a thread woken from a wait of cause C that wakes
+ * another thread soon after, having run only briefly since, is relaying C. Bounded so a chain
+ * cannot carry a cause through real work or around a cycle for long.
+ */
+#define PP_CHAIN_MAX_DEPTH	4
+#define PP_CHAIN_MAX_RUN_NS	(5ULL * 1000000)	/* on-CPU since the relay's own wait */
+#define PP_CHAIN_MAX_AGE_NS	(100ULL * 1000000)	/* wall time since it */
+#define PP_NO_CAUSE		0xffffffffu
+
+/* The cause a waker passes on, or PP_NO_CAUSE. last_wait is the waker's last completed wait,
+ * depth its relay hops, ran_ns its on-CPU time and age_ns the wall time since that wait. */
+static inline __u32 pp_chain_cause(__u32 last_wait, __u32 depth, __u64 ran_ns, __u64 age_ns)
+{
+	switch (last_wait) {
+	case PP_DATA_WAIT:
+	case PP_COMM_WAIT:
+	case PP_IO_WAIT:
+	case PP_GPU_WAIT:
+		break;
+	default:
+		return PP_NO_CAUSE;
+	}
+	if (depth >= PP_CHAIN_MAX_DEPTH || ran_ns > PP_CHAIN_MAX_RUN_NS || age_ns > PP_CHAIN_MAX_AGE_NS)
+		return PP_NO_CAUSE;
+	return last_wait;
+}
+
+/* Per (wakee, waker): the wakee's off-CPU time that this waker's wakeups ended. */
+struct pp_waker_key {
+	__u32 wakee;		/* tid */
+	__u32 waker;		/* tid; 0 for an interrupt */
+	__u32 waker_tgid;
+	__u32 ctx;		/* enum pp_wake_ctx */
+	__u32 cause;		/* enum pp_state the wait was given */
+	__u32 pad;
+};
+
+struct pp_waker_val {
+	__u64 ns;
+	__u64 count;
+};
+
+#define PP_MAX_WAKERS	16384
+
 /* tracked_procs value */
 struct pp_proc {
 	__u32 parent_tgid;	/* tracked parent, 0 for a root */
@@ -62,7 +116,15 @@ struct pp_thread {
 	__u32 gpu_api;		/* api id (attach cookie) of the outermost call in progress */
 	__u32 offcpu_iowait;	/* task->in_iowait at the last switch-out */
 	__u32 last_wait;	/* enum pp_state of the last completed off-CPU wait */
-	__u32 pad;
+	__u32 last_wait_depth;	/* relay hops behind last_wait (0: the cause itself) */
+	__u64 last_wait_end_ns;	/* when that wait (or a GPU sync call) ended */
+	__u64 ran_since_wait_ns; /* on-CPU time since then, up to the last switch-out */
+	__u32 waker_tid;	/* who ended the wait at woken_ns: 0 for an interrupt */
+	__u32 waker_tgid;
+	__u32 wake_ctx;		/* enum pp_wake_ctx at woken_ns */
+	__u32 wake_depth;	/* relay hops behind wake_cause */
+	__u64 gpu_enter_sp;	/* stack pointer at the outermost call's entry */
+	__u64 step_enter_sp;	/* likewise for the outermost backward pass */
 	__u64 gpu_calls;	/* top-level synchronising calls entered */
 	__u64 gpu_enter_ns;	/* entry time of the outermost call in progress */
 	__u64 last_launch_ns;	/* previous kernel launch (hist launch gaps) */
@@ -115,6 +177,10 @@ enum pp_counter {
 	PP_CNT_SELFTEST_HITS,		/* uprobe self-test hits on pipeprof itself */
 	PP_CNT_GPU_DEPTH_OVERFLOW,	/* nesting deeper than PP_MAX_GPU_DEPTH */
 	PP_CNT_HIST_FULL,		/* hist samples dropped: histogram map full */
+	PP_CNT_WAKERS_FULL,		/* waits whose waker was not recorded: map full */
+	PP_CNT_PCOUNT_OK,		/* start-up check: preempt count read right in a known context */
+	PP_CNT_PCOUNT_BAD,		/* ... and read wrong: interrupt context falls back */
+	PP_CNT_UNRETURNED_CALLS,	/* probed calls left without a return (longjmp, attach) */
 	PP_NR_COUNTERS,
 };
 

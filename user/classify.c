@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include "classify.h"
@@ -22,6 +23,8 @@ static const struct {
 	[VERDICT_CONTENTION] = { "CPU CONTENTION", "cpu_contention" },
 	[VERDICT_COMM] = { "COMMUNICATION BOUND", "communication_bound" },
 	[VERDICT_UNDETERMINED] = { "NO DOMINANT STALL", "undetermined" },
+	[VERDICT_DATA_LOADING_THREAD] = { "DATA-LOADING BOUND (thread loader)", "data_loading_thread" },
+	[VERDICT_WAITING_ON_THREAD] = { "WAITING ON A THREAD", "waiting_on_thread" },
 };
 
 /* Stalls that can carry a verdict, and the verdict each one carries. */
@@ -31,8 +34,14 @@ static const struct {
 } stall_verdicts[] = {
 	{ PP_DATA_WAIT, VERDICT_DATA_LOADING }, { PP_GPU_WAIT, VERDICT_GPU },
 	{ PP_IO_WAIT, VERDICT_IO },		{ PP_RUNQ, VERDICT_CONTENTION },
-	{ PP_COMM_WAIT, VERDICT_COMM },
+	{ PP_COMM_WAIT, VERDICT_COMM },		{ PP_THREAD_WAIT, VERDICT_WAITING_ON_THREAD },
 };
+
+#define NR_STALL_VERDICTS (sizeof(stall_verdicts) / sizeof(stall_verdicts[0]))
+
+/* "Step after step": a feeding thread ends the trainer's waits at least this often. */
+#define FEEDER_MIN_WAKEUPS 5
+#define FEEDER_MIN_WAKEUPS_PER_S 1.0
 
 const char *state_name(enum pp_state state)
 {
@@ -224,7 +233,47 @@ static void recommend_data(struct analysis *a, const struct analysis_input *in, 
 	    "avoid re-forking workers every epoch, prefetch_factor to buffer more batches.");
 }
 
-static void recommend(struct analysis *a, const struct analysis_input *in, const struct thread_result *tr)
+/* The thread a thread verdict names, with its own breakdown. */
+static void recommend_thread(struct analysis *a, const struct thread_result *threads, double f)
+{
+	const struct waited_on *w = a->verdict_waited_on >= 0 ? &a->waited_on[a->verdict_waited_on] : NULL;
+	const struct thread_result *t = w && w->thread_index >= 0 ? &threads[w->thread_index] : NULL;
+	double bound = speedup_bound(f);
+	char who[64];
+
+	if (!w) {
+		REC(a, "find_thread_waited_on", bound,
+		    "The trainer waits %.0f%% of its time for other threads of its process (a lock, the GIL, "
+		    "a queue); which thread was not recorded: run `pipeprof -p PID` for the wakers.", f * 100);
+		return;
+	}
+	format_waker_name(who, sizeof(who), w);
+	if (a->verdict == VERDICT_DATA_LOADING_THREAD) {
+		REC(a, "loader_thread_to_workers", bound,
+		    "The trainer waits %.0f%% of its time for %s, which computes its input (on-CPU %.0f%%): "
+		    "move that work into DataLoader worker processes (num_workers>0), or run more loader "
+		    "threads if the work releases the GIL (torch/NumPy ops, I/O).",
+		    f * 100, who, t ? 100 * frac(t->ns, t->wall_ns, PP_RUNNING) : 0);
+		return;
+	}
+	if (t)
+		REC(a, "thread_contention", bound,
+		    "The trainer waits %.0f%% of its time for %s (%s), which is itself on-CPU %.0f%%, "
+		    "sleeping %.0f%%, in I/O %.0f%%: it holds something the trainer needs (a lock, the GIL, "
+		    "a queue); do not hold it across slow work (sleeps, I/O, long computations), or stop "
+		    "the trainer depending on it.", f * 100, who, role_name(t->role),
+		    100 * frac(t->ns, t->wall_ns, PP_RUNNING),
+		    100 * (frac(t->ns, t->wall_ns, PP_OTHER) + frac(t->ns, t->wall_ns, PP_THREAD_WAIT) +
+			   frac(t->ns, t->wall_ns, PP_DATA_WAIT) + frac(t->ns, t->wall_ns, PP_COMM_WAIT)),
+		    100 * frac(t->ns, t->wall_ns, PP_IO_WAIT));
+	else
+		REC(a, "thread_contention", bound,
+		    "The trainer waits %.0f%% of its time for %s, which pipeprof does not trace (another "
+		    "process): remove the contention on what they share.", f * 100, who);
+}
+
+static void recommend(struct analysis *a, const struct analysis_input *in, const struct thread_result *tr,
+		      const struct thread_result *threads)
 {
 	double f = a->verdict_fraction, bound = speedup_bound(f);
 	double secs = in->window_ns / 1e9;
@@ -270,9 +319,17 @@ static void recommend(struct analysis *a, const struct analysis_input *in, const
 		break;
 	}
 	case VERDICT_COMM:
+		REC(a, "find_straggler", bound,
+		    "The trainer waits on collectives %.0f%% of the time: in a job whose network is not "
+		    "saturated that is waiting for a slower rank. Run pipeprof on the other ranks and fix "
+		    "the straggler's own stall first.", f * 100);
 		REC(a, "overlap_comm", bound,
-		    "The trainer waits on collectives %.0f%% of the time: overlap communication with "
-		    "compute, tune bucket sizes (DDP bucket_cap_mb), check the network.", f * 100);
+		    "Overlap communication with compute and tune bucket sizes (DDP bucket_cap_mb); check "
+		    "the network.");
+		break;
+	case VERDICT_DATA_LOADING_THREAD:
+	case VERDICT_WAITING_ON_THREAD:
+		recommend_thread(a, threads, f);
 		break;
 	default:
 		REC(a, "undetermined", 0,
@@ -280,6 +337,137 @@ static void recommend(struct analysis *a, const struct analysis_input *in, const
 		    "does not attribute (timers, locks, unrelated wakers): check --tid is the training thread.");
 		break;
 	}
+}
+
+/* The thread that ended most of the trainer's THREAD_WAIT, or -1. */
+static int top_thread_waker(const struct analysis *a)
+{
+	int best = -1;
+
+	for (int k = 0; k < a->nr_waited_on; k++) {
+		const struct waited_on *w = &a->waited_on[k];
+
+		if (w->ctx == PP_WAKE_TASK && w->cause_ns[PP_THREAD_WAIT] &&
+		    (best < 0 || w->cause_ns[PP_THREAD_WAIT] > a->waited_on[best].cause_ns[PP_THREAD_WAIT]))
+			best = k;
+	}
+	return best;
+}
+
+/* THREAD_WAIT carries the verdict: a trainer whose waits are ended, step after step, by one
+ * helper that is itself mostly on-CPU is waiting for the input that helper computes (a
+ * thread-based loader); any other pattern waits on a lock, the GIL or a slow thread. */
+static void judge_thread_wait(struct analysis *a, const struct thread_result *threads,
+			      const struct analysis_input *in)
+{
+	int k = top_thread_waker(a);
+	const struct waited_on *w;
+	__u64 thread_ns = 0;
+	double secs = in->window_ns / 1e9;
+
+	if (k < 0)
+		return;
+	a->verdict_waited_on = k;
+	w = &a->waited_on[k];
+	for (int i = 0; i < a->nr_waited_on; i++)
+		thread_ns += a->waited_on[i].cause_ns[PP_THREAD_WAIT];
+	if (w->thread_index < 0 || threads[w->thread_index].role != ROLE_HELPER)
+		return;
+	if (w->cause_ns[PP_THREAD_WAIT] * 2 < thread_ns)
+		return;
+	if (w->wakeups < FEEDER_MIN_WAKEUPS || (secs > 0 && w->wakeups < secs * FEEDER_MIN_WAKEUPS_PER_S))
+		return;
+	if (frac(threads[w->thread_index].ns, threads[w->thread_index].wall_ns, PP_RUNNING) < 0.5)
+		return;
+	a->verdict = VERDICT_DATA_LOADING_THREAD;
+}
+
+static void note_stalls(struct analysis *a, const struct analysis_input *in,
+			const struct thread_result *tr)
+{
+	for (size_t k = 0; k < NR_STALL_VERDICTS; k++) {
+		double f = frac(tr->ns, tr->wall_ns, stall_verdicts[k].state);
+		struct stall_note *sn;
+		int at;
+
+		if (f < NOTABLE_STALL || a->nr_stalls >= MAX_STALL_NOTES)
+			continue;
+		/* insertion, largest first */
+		for (at = a->nr_stalls; at > 0 && a->stalls[at - 1].fraction < f; at--)
+			a->stalls[at] = a->stalls[at - 1];
+		sn = &a->stalls[at];
+		sn->state = stall_verdicts[k].state;
+		sn->fraction = f;
+		sn->near_threshold = f >= in->threshold - NEAR_THRESHOLD && f < in->threshold + NEAR_THRESHOLD;
+		a->nr_stalls++;
+	}
+	a->near_threshold = a->nr_stalls && a->stalls[0].near_threshold;
+}
+
+/* Appends to a fixed buffer; truncates rather than overflows. */
+static void append(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t len = strlen(buf);
+	va_list ap;
+
+	if (len + 1 >= size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
+void format_waker_name(char *buf, size_t size, const struct waited_on *w)
+{
+	if (w->ctx != PP_WAKE_TASK)
+		snprintf(buf, size, "%s", wake_ctx_name(w->ctx));
+	else
+		snprintf(buf, size, "thread %u (%s)", w->tid, w->comm[0] ? w->comm : "?");
+}
+
+/* The verdict and every notable stall in one line, so that two attaches on either side of the
+ * threshold name the same stalls and say they are close to it. */
+static void format_verdict_line(struct analysis *a, const struct thread_result *threads)
+{
+	char *buf = a->verdict_line, who[64];
+	size_t size = sizeof(a->verdict_line);
+	int shown = 0;
+
+	buf[0] = 0;
+	append(buf, size, "%s", verdict_name(a->verdict));
+	if (a->verdict == VERDICT_CPU)
+		append(buf, size, ": the trainer computes on the CPU %.1f%% of the time",
+		       a->verdict_fraction * 100);
+	else if (a->verdict != VERDICT_UNDETERMINED)
+		append(buf, size, ": %s is %.1f%% of the trainer's time", state_name(a->verdict_state),
+		       a->verdict_fraction * 100);
+	if (a->verdict_waited_on >= 0) {
+		const struct waited_on *w = &a->waited_on[a->verdict_waited_on];
+
+		format_waker_name(who, sizeof(who), w);
+		append(buf, size, ", ended by %s", who);
+		if (w->thread_index >= 0)
+			append(buf, size, ", itself on-CPU %.0f%%",
+			       100 * frac(threads[w->thread_index].ns, threads[w->thread_index].wall_ns,
+					  PP_RUNNING));
+	}
+	if (a->near_threshold && a->verdict_state == a->stalls[0].state)
+		append(buf, size, " (near the threshold)");
+	for (int i = 0; i < a->nr_stalls; i++) {
+		const struct stall_note *sn = &a->stalls[i];
+
+		if (sn->state == a->verdict_state && a->verdict != VERDICT_CPU)
+			continue;
+		append(buf, size, "%s%s %.1f%%%s", shown++ ? ", " : "; also ", state_name(sn->state),
+		       sn->fraction * 100, sn->near_threshold ? " (near the threshold)" : "");
+	}
+	if (a->verdict == VERDICT_CPU)
+		append(buf, size, "; work taken off this thread speeds the loop up by at most %.2fx",
+		       a->speedup_bound);
+	else if (a->verdict != VERDICT_UNDETERMINED)
+		append(buf, size, "; removing it entirely would speed the loop up by at most %.2fx",
+		       a->speedup_bound);
 }
 
 void analyse(struct thread_result *threads, int n, const struct analysis_input *in,
@@ -291,6 +479,7 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 	double best = -1;
 
 	memset(a, 0, sizeof(*a));
+	a->verdict_waited_on = -1;
 	a->trainer_index = pick_trainer(threads, n, in, &a->trainer_choice);
 
 	for (int i = 0; i < n; i++) {
@@ -333,11 +522,14 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 	if (a->trainer_index < 0 || !threads[a->trainer_index].wall_ns) {
 		a->speedup_bound = 1.0;
 		REC(a, "no_trainer", 0, "The trainer thread was not seen running in the window.");
+		format_verdict_line(a, threads);
 		return;
 	}
 	tr = &threads[a->trainer_index];
+	if (in->wakes)
+		waited_on_collect(a, threads, n, tr->tid, in->wakes, in->nr_wakes);
 
-	for (size_t k = 0; k < sizeof(stall_verdicts) / sizeof(stall_verdicts[0]); k++) {
+	for (size_t k = 0; k < NR_STALL_VERDICTS; k++) {
 		double f = frac(tr->ns, tr->wall_ns, stall_verdicts[k].state);
 
 		if (f >= in->threshold && f > best) {
@@ -346,23 +538,24 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 			a->verdict_state = stall_verdicts[k].state;
 		}
 	}
-	if (best < 0) {
-		/* No stall over the threshold: compute dominates unless the trainer mostly sleeps
-		 * for unattributed reasons. Waiting on its own helper threads is compute elsewhere. */
-		double cpu = frac(tr->ns, tr->wall_ns, PP_RUNNING) + frac(tr->ns, tr->wall_ns, PP_THREAD_WAIT);
-
-		if (cpu >= frac(tr->ns, tr->wall_ns, PP_OTHER)) {
-			a->verdict = VERDICT_CPU;
-			a->verdict_state = PP_RUNNING;
-		}
+	/* No stall over the threshold: compute dominates only if the trainer is on-CPU most of
+	 * the time. Idle waiting on threads is a stall, never compute. */
+	if (best < 0 && frac(tr->ns, tr->wall_ns, PP_RUNNING) >= 0.5) {
+		a->verdict = VERDICT_CPU;
+		a->verdict_state = PP_RUNNING;
 	}
 	a->verdict_fraction = frac(tr->ns, tr->wall_ns, a->verdict_state);
+	a->verdict_waited_on = -1;
+	if (a->verdict == VERDICT_WAITING_ON_THREAD)
+		judge_thread_wait(a, threads, in);
+	note_stalls(a, in, tr);
 	/* Unattributed sleep is no stall a fix is known for: no bound to promise. */
 	a->speedup_bound = a->verdict == VERDICT_UNDETERMINED ? 1.0 : speedup_bound(a->verdict_fraction);
-	recommend(a, in, tr);
+	format_verdict_line(a, threads);
+	recommend(a, in, tr, threads);
 
 	/* A second stall over the threshold deserves its own line. */
-	for (size_t k = 0; k < sizeof(stall_verdicts) / sizeof(stall_verdicts[0]); k++) {
+	for (size_t k = 0; k < NR_STALL_VERDICTS; k++) {
 		enum pp_state s = stall_verdicts[k].state;
 		double f = frac(tr->ns, tr->wall_ns, s);
 

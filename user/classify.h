@@ -5,6 +5,7 @@
 #define PIPEPROF_CLASSIFY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
 #include "pipeprof.h"
@@ -19,6 +20,8 @@ enum verdict {
 	VERDICT_CONTENTION,
 	VERDICT_COMM,
 	VERDICT_UNDETERMINED,	/* the trainer mostly sleeps for reasons the model does not name */
+	VERDICT_DATA_LOADING_THREAD,	/* THREAD_WAIT on a busy helper that feeds it */
+	VERDICT_WAITING_ON_THREAD,	/* THREAD_WAIT of any other pattern: locks, the GIL */
 	NR_VERDICTS,
 };
 
@@ -42,10 +45,42 @@ struct role_result {
 };
 
 #define MAX_RECOMMENDATIONS 8
+#define MAX_WAITED_ON 8
+#define MAX_STALL_NOTES 8
+/* Stalls this large are named in the verdict line, whichever carries the verdict. */
+#define NOTABLE_STALL 0.10
+/* A stall this close to the threshold is said to be, so that attaches on either side of it
+ * tell the same story. */
+#define NEAR_THRESHOLD 0.03
+
+/* One wakers-map record: off-CPU time of wakee that waker's wakeups ended, as cause. */
+struct wake_record {
+	__u32 wakee, waker, waker_tgid;
+	__u32 ctx;		/* enum pp_wake_ctx */
+	__u32 cause;		/* enum pp_state */
+	__u64 ns, count;
+};
+
+/* A thread (or interrupt context) whose wakeups ended the trainer's waits. */
+struct waited_on {
+	__u32 tid, tgid;	/* 0 for an interrupt */
+	__u32 ctx;		/* enum pp_wake_ctx */
+	int thread_index;	/* into the thread array; -1 when not traced */
+	char comm[16];		/* traced threads' here; the caller fills in the others' */
+	__u64 ns;		/* trainer off-CPU time its wakeups ended */
+	__u64 cause_ns[PP_NR_STATES];
+	__u64 wakeups;
+};
+
+struct stall_note {
+	enum pp_state state;
+	double fraction;
+	bool near_threshold;
+};
 
 struct recommendation {
 	const char *id;		/* stable key for JSON consumers */
-	char text[320];
+	char text[480];
 	double speedup_bound;	/* 1/(1-f) of the stall it addresses; 0 when not applicable */
 };
 
@@ -60,6 +95,8 @@ struct analysis_input {
 	double gpu_sync_mean_us; /* mean duration of a synchronising call */
 	__u64 window_ns;
 	__u64 io_requests;
+	const struct wake_record *wakes;	/* NULL when not recorded (the daemon) */
+	int nr_wakes;
 };
 
 struct analysis {
@@ -76,6 +113,16 @@ struct analysis {
 	double speedup_bound;
 	int nr_recs;
 	struct recommendation recs[MAX_RECOMMENDATIONS];
+	/* What ended the trainer's waits, most time first; shares are of waited_total_ns. */
+	int nr_waited_on;
+	struct waited_on waited_on[MAX_WAITED_ON];
+	__u64 waited_total_ns;
+	int verdict_waited_on;	/* into waited_on: the thread a thread verdict names, or -1 */
+	/* Every stall of NOTABLE_STALL or more, largest first. */
+	int nr_stalls;
+	struct stall_note stalls[MAX_STALL_NOTES];
+	bool near_threshold;	/* the largest stall is within NEAR_THRESHOLD of the threshold */
+	char verdict_line[512];
 };
 
 const char *state_name(enum pp_state state);
@@ -91,6 +138,14 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 
 /* 1/(1-f), capped so a stall of ~100% does not print infinity. */
 double speedup_bound(double f);
+const char *wake_ctx_name(__u32 ctx);
+/* "thread 1234 (comm)" or the interrupt context's name. */
+void format_waker_name(char *buf, size_t size, const struct waited_on *w);
+
+/* Aggregates the records whose wakee is trainer_tid into a->waited_on, most time first, and
+ * links traced wakers to their thread_result. */
+void waited_on_collect(struct analysis *a, const struct thread_result *threads, int nr_threads,
+		       __u32 trainer_tid, const struct wake_record *wakes, int nr_wakes);
 double role_idle_fraction(const struct role_result *r);
 
 /* Roles, trainer, verdict and recommendations. threads[i].role is filled in. */

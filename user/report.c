@@ -95,6 +95,56 @@ static void print_evidence(FILE *out, const struct report *r)
 	}
 }
 
+/* The traced thread behind a waker, if any. */
+static const struct thread_result *waker_thread(const struct report *r, const struct waited_on *w)
+{
+	return w->thread_index >= 0 && w->thread_index < r->nr_threads ? &r->threads[w->thread_index] : NULL;
+}
+
+static const char *waker_role(const struct report *r, const struct waited_on *w)
+{
+	const struct thread_result *t = waker_thread(r, w);
+
+	if (w->ctx != PP_WAKE_TASK)
+		return "INTERRUPT";
+	return t ? role_name(t->role) : "UNTRACKED";
+}
+
+static void print_waited_on(FILE *out, const struct report *r)
+{
+	const struct analysis *a = &r->analysis;
+	char who[64];
+
+	if (!a->nr_waited_on)
+		return;
+	fprintf(out, "\nWaited on (what ended the trainer's waits, share of its %.3f s woken off-CPU):\n",
+		a->waited_total_ns / 1e9);
+	for (int i = 0; i < a->nr_waited_on && i < 5; i++) {
+		const struct waited_on *w = &a->waited_on[i];
+		const struct thread_result *t = waker_thread(r, w);
+		int shown = 0;
+
+		format_waker_name(who, sizeof(who), w);
+		fprintf(out, "  %5.1f%%  %s", pct(w->ns, a->waited_total_ns), who);
+		if (w->ctx == PP_WAKE_TASK)
+			fprintf(out, ", %s pid %u", waker_role(r, w), w->tgid);
+		fprintf(out, ", %llu wakeups:", (unsigned long long)w->wakeups);
+		for (int s = 0; s < PP_NR_STATES; s++)
+			if (w->cause_ns[s])
+				fprintf(out, "%s %s %.3f s", shown++ ? "," : "", state_name(s), w->cause_ns[s] / 1e9);
+		fputc('\n', out);
+		if (t && t->wall_ns) {
+			fprintf(out, "          its own time:");
+			shown = 0;
+			for (int s = 0; s < PP_NR_STATES; s++)
+				if (pct(t->ns[s], t->wall_ns) >= 0.5)
+					fprintf(out, "%s %s %.0f%%", shown++ ? "," : "", state_name(s),
+						pct(t->ns[s], t->wall_ns));
+			fputc('\n', out);
+		}
+	}
+}
+
 void report_print_text(FILE *out, const struct report *r)
 {
 	const struct analysis *a = &r->analysis;
@@ -109,16 +159,7 @@ void report_print_text(FILE *out, const struct report *r)
 		fprintf(out, "note: the target exited %.2f s into the trace; the report covers what was "
 			"seen until then\n", (r->target_exit_ns - r->start_ns) / 1e9);
 
-	if (a->verdict == VERDICT_UNDETERMINED)
-		fprintf(out, "\nVerdict: %s\n", verdict_name(a->verdict));
-	else if (a->verdict == VERDICT_CPU)
-		fprintf(out, "\nVerdict: %s: the trainer computes on the CPU %.1f%% of the time; work "
-			"taken off this thread speeds the loop up by at most %.2fx\n",
-			verdict_name(a->verdict), a->verdict_fraction * 100, a->speedup_bound);
-	else
-		fprintf(out, "\nVerdict: %s: %s is %.1f%% of the trainer's time; removing it entirely "
-			"would speed the loop up by at most %.2fx\n", verdict_name(a->verdict),
-			state_name(a->verdict_state), a->verdict_fraction * 100, a->speedup_bound);
+	fprintf(out, "\nVerdict: %s\n", a->verdict_line);
 
 	if (tr) {
 		fprintf(out, "\nTrainer thread %u (%s, chosen by %s), %.2f s:\n", tr->tid, tr->comm,
@@ -155,6 +196,7 @@ void report_print_text(FILE *out, const struct report *r)
 		fputc('\n', out);
 	}
 
+	print_waited_on(out, r);
 	print_evidence(out, r);
 
 	if (a->nr_recs) {
@@ -222,6 +264,39 @@ static json_object *thread_json(const struct thread_result *t)
 	return o;
 }
 
+static json_object *waited_on_json(const struct report *r)
+{
+	const struct analysis *a = &r->analysis;
+	json_object *arr = json_object_new_array();
+
+	for (int i = 0; i < a->nr_waited_on; i++) {
+		const struct waited_on *w = &a->waited_on[i];
+		const struct thread_result *t = waker_thread(r, w);
+		json_object *o = json_object_new_object(), *causes = json_object_new_object();
+		char who[64];
+
+		json_object_object_add(o, "tid", w->ctx == PP_WAKE_TASK ? json_object_new_int(w->tid) : NULL);
+		json_object_object_add(o, "pid", w->ctx == PP_WAKE_TASK ? json_object_new_int(w->tgid) : NULL);
+		if (w->ctx == PP_WAKE_TASK)
+			snprintf(who, sizeof(who), "%s", w->comm);
+		else
+			snprintf(who, sizeof(who), "[%s]", wake_ctx_name(w->ctx));
+		json_object_object_add(o, "comm", json_object_new_string(who));
+		json_object_object_add(o, "role", json_object_new_string(waker_role(r, w)));
+		json_object_object_add(o, "seconds", json_object_new_double(w->ns / 1e9));
+		json_object_object_add(o, "share", json_object_new_double(
+			a->waited_total_ns ? (double)w->ns / a->waited_total_ns : 0));
+		json_object_object_add(o, "wakeups", json_object_new_int64(w->wakeups));
+		for (int s = 0; s < PP_NR_STATES; s++)
+			if (w->cause_ns[s])
+				json_object_object_add(causes, state_name(s), json_object_new_double(w->cause_ns[s] / 1e9));
+		json_object_object_add(o, "causes", causes);
+		json_object_object_add(o, "states", t ? states_json(t->ns, t->wall_ns) : NULL);
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
 static json_object *gpu_json(const struct report *r)
 {
 	json_object *o = json_object_new_object(), *libs = json_object_new_array();
@@ -283,6 +358,10 @@ static const char *const counter_names[PP_NR_COUNTERS] = {
 	[PP_CNT_SELFTEST_HITS] = "selftest_uprobe_hits",
 	[PP_CNT_GPU_DEPTH_OVERFLOW] = "gpu_nesting_overflow",
 	[PP_CNT_HIST_FULL] = "hist_samples_lost_map_full",
+	[PP_CNT_WAKERS_FULL] = "waits_lost_wakers_map_full",
+	[PP_CNT_PCOUNT_OK] = "preempt_count_checks_ok",
+	[PP_CNT_PCOUNT_BAD] = "preempt_count_checks_bad",
+	[PP_CNT_UNRETURNED_CALLS] = "probed_calls_never_returned",
 };
 
 int report_print_json(FILE *out, const struct report *r)
@@ -319,6 +398,29 @@ int report_print_json(FILE *out, const struct report *r)
 	json_object_object_add(o, "speedup_bound", a->speedup_bound > 1.0 ?
 			       json_object_new_double(a->speedup_bound) : NULL);
 	json_object_object_add(o, "threshold", json_object_new_double(r->input.threshold));
+	json_object_object_add(o, "near_threshold", json_object_new_boolean(a->near_threshold));
+	json_object_object_add(o, "line", json_object_new_string(a->verdict_line));
+	arr = json_object_new_array();
+	for (int i = 0; i < a->nr_stalls; i++) {
+		json_object *st = json_object_new_object();
+
+		json_object_object_add(st, "state", json_object_new_string(state_name(a->stalls[i].state)));
+		json_object_object_add(st, "fraction", json_object_new_double(a->stalls[i].fraction));
+		json_object_object_add(st, "near_threshold", json_object_new_boolean(a->stalls[i].near_threshold));
+		json_object_array_add(arr, st);
+	}
+	json_object_object_add(o, "stalls", arr);
+	if (a->verdict_waited_on >= 0) {
+		const struct waited_on *w = &a->waited_on[a->verdict_waited_on];
+		json_object *wo = json_object_new_object();
+
+		json_object_object_add(wo, "tid", json_object_new_int(w->tid));
+		json_object_object_add(wo, "pid", json_object_new_int(w->tgid));
+		json_object_object_add(wo, "comm", json_object_new_string(w->comm));
+		json_object_object_add(o, "waited_on", wo);
+	} else {
+		json_object_object_add(o, "waited_on", NULL);
+	}
 	json_object_object_add(root, "verdict", o);
 
 	if (tr) {
@@ -354,6 +456,8 @@ int report_print_json(FILE *out, const struct report *r)
 		json_object_object_add(o, "worker_loops", wl);
 	}
 	json_object_object_add(root, "evidence", o);
+
+	json_object_object_add(root, "waited_on", waited_on_json(r));
 
 	arr = json_object_new_array();
 	for (int i = 0; i < r->nr_threads; i++)

@@ -72,6 +72,9 @@ struct report {
 	struct api_result apis[PP_MAX_GPU_APIS];
 	struct pp_io_stats io;
 
+	int nr_wakes;
+	struct wake_record *wakes;	/* the wakers map: who ended each wait */
+
 	uint64_t counters[PP_NR_COUNTERS];
 	int probe_attach_failures;
 	uint64_t bpf_recursion_misses;	/* program runs the kernel skipped: re-entry on a CPU */

@@ -130,6 +130,19 @@ static void fill_input(struct report *r, const struct report_opts *o, const stru
 	r->input.gpu_sync_mean_us = gpu_calls ? gpu_ns / 1e3 / gpu_calls : 0;
 	r->input.window_ns = r->end_ns - r->start_ns;
 	r->input.io_requests = r->io.count;
+	r->input.wakes = r->wakes;
+	r->input.nr_wakes = r->nr_wakes;
+}
+
+/* Wakers pipeprof does not trace are named from /proc, while they still exist. */
+static void name_untraced_wakers(struct analysis *a)
+{
+	for (int i = 0; i < a->nr_waited_on; i++) {
+		struct waited_on *w = &a->waited_on[i];
+
+		if (w->ctx == PP_WAKE_TASK && w->thread_index < 0 && !w->comm[0])
+			proc_comm(PROCFS, w->tgid, w->tid, w->comm, sizeof(w->comm));
+	}
 }
 
 static void free_report(struct report *r)
@@ -137,6 +150,7 @@ static void free_report(struct report *r)
 	free(r->threads);
 	free(r->procs);
 	free(r->libs);
+	free(r->wakes);
 }
 
 int report_cmd_run(const struct report_opts *o)
@@ -167,7 +181,7 @@ int report_cmd_run(const struct report_opts *o)
 	}
 
 	err = tracer_start(&tracer, &(struct tracer_opts){ .root = pid, .trainer_tid = o->tid,
-							   .verbose = o->verbose });
+							   .verbose = o->verbose, .record_wakers = true });
 	if (err) {
 		status = err == -ESRCH ? 2 : 1;
 		goto cleanup;
@@ -242,6 +256,7 @@ int report_cmd_run(const struct report_opts *o)
 
 	fill_input(&report, o, &cpu);
 	analyse(report.threads, report.nr_threads, &report.input, &report.analysis);
+	name_untraced_wakers(&report.analysis);
 	if (o->tid && report.analysis.trainer_index < 0)
 		report_not_traced(&report, "--tid %d: no such thread in the traced processes", o->tid);
 

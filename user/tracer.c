@@ -14,6 +14,7 @@
 #include <bpf/libbpf.h>
 #include "elfsym.h"
 #include "gpu_apis.h"
+#include "kfeatures.h"
 #include "pipeprof.skel.h"
 #include "proctree.h"
 #include "tracer.h"
@@ -42,46 +43,6 @@ bool errno_is_privilege(int err)
 {
 	err = err < 0 ? -err : err;
 	return err == EPERM || err == EACCES;
-}
-
-/* Number of parameters of a tracepoint's BTF prototype, or -1 when it does not exist. */
-static int tracepoint_nr_args(const struct btf *btf, const char *tp)
-{
-	char name[128];
-	const struct btf_type *t;
-	int id;
-
-	snprintf(name, sizeof(name), "btf_trace_%s", tp);
-	id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
-	if (id < 0)
-		return -1;
-	t = btf__type_by_id(btf, id);			/* typedef */
-	t = btf__type_by_id(btf, t->type);		/* pointer */
-	if (!t || !btf_is_ptr(t))
-		return -1;
-	t = btf__type_by_id(btf, t->type);		/* func proto */
-	if (!t || !btf_is_func_proto(t))
-		return -1;
-	return btf_vlen(t) - 1;	/* the first is the tracepoint's void *__data */
-}
-
-static int probe_kernel_features(struct pipeprof_bpf *skel)
-{
-	struct btf *btf = btf__load_vmlinux_btf();
-	int err = 0;
-
-	if (!btf) {
-		err = -errno;
-		fprintf(stderr, "pipeprof: cannot read kernel BTF (/sys/kernel/btf/vmlinux): %s; "
-			"pipeprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y\n", strerror(errno));
-		return err;
-	}
-	skel->rodata->sched_switch_has_prev_state = tracepoint_nr_args(btf, "sched_switch") >= 4;
-	skel->rodata->has_block_io_start = tracepoint_nr_args(btf, "block_io_start") >= 0;
-	if (!skel->rodata->has_block_io_start)
-		bpf_program__set_autoload(skel->progs.on_block_io_start, false);
-	btf__free(btf);
-	return err;
 }
 
 static int track_process(struct tracer *t, pid_t pid, pid_t parent, bool root)
@@ -168,6 +129,31 @@ __u64 tracer_counter(struct tracer *t, enum pp_counter c)
 	return sum;
 }
 
+/* Interrupt context is read from the preempt count only once it proved right here: read inside
+ * softirq and hard interrupt handlers (the timer tick brings both within milliseconds), it must
+ * say so every time. Otherwise the tracepoint nesting stands in, and the report says so. */
+static void check_preempt_count(struct tracer *t)
+{
+	__u64 ok = 0, bad = 0;
+
+	if (!t->skel->rodata->preempt_count_rq_delta) {
+		snprintf(t->irq_fallback, sizeof(t->irq_fallback), "the kernel's BTF does not place "
+			 "the preempt count relative to the run queue");
+		return;
+	}
+	for (int i = 0; i < 200 && ok < 8; i++) {
+		usleep(1000);
+		ok = tracer_counter(t, PP_CNT_PCOUNT_OK);
+	}
+	bad = tracer_counter(t, PP_CNT_PCOUNT_BAD);
+	if (bad || ok < 8) {
+		snprintf(t->irq_fallback, sizeof(t->irq_fallback), "the preempt count read wrong in "
+			 "%llu of %llu interrupts", (unsigned long long)bad, (unsigned long long)(ok + bad));
+		return;
+	}
+	t->skel->bss->irq_from_preempt_count = true;
+}
+
 /* Prove the scheduler tracepoints and the uprobe path fire on this kernel before trusting
  * a report built on them. */
 static int self_check(struct tracer *t)
@@ -203,7 +189,9 @@ static int self_check(struct tracer *t)
 	if (tracer_counter(t, PP_CNT_SELFTEST_HITS) != 2) {
 		fprintf(stderr, "pipeprof: self-check failed: uprobe entry/return did not fire\n");
 		err = -EIO;
+		goto cleanup;
 	}
+	check_preempt_count(t);
 cleanup:
 	bpf_link__destroy(enter);
 	bpf_link__destroy(ret);
@@ -265,10 +253,13 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		fprintf(stderr, "pipeprof: cannot open the BPF object: %s\n", strerror(-err));
 		return err;
 	}
-	err = probe_kernel_features(t->skel);
+	err = kfeatures_probe(t->skel);
 	if (err)
 		return err;
 	t->skel->rodata->trainer_tid = o->trainer_tid;
+	t->skel->rodata->record_wakers = o->record_wakers;
+	if (!o->record_wakers)
+		bpf_map__set_max_entries(t->skel->maps.wakers, 1);
 	t->skel->rodata->hist_kinds = o->hist_kinds;
 	t->skel->rodata->hist_keying = o->hist_keying;
 	if (o->hist_time_div)
@@ -450,7 +441,7 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 	}
 	for (int i = 0; i < n; i++) {
 		struct bpf_program *enter_prog, *ret_prog;
-		struct bpf_link *enter, *ret = NULL;
+		struct bpf_link *enter = NULL, *ret = NULL;
 		struct probe_result *p;
 		__u64 cookie;
 
@@ -468,12 +459,15 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 			p->offset += 4;
 			p->skipped_endbr64 = true;
 		}
-		enter = attach_one(enter_prog, pid, path, p->offset, cookie, false);
-		if (enter && ret_prog)
+		/* Return probe first: a return whose entry was missed is harmless, an entry whose
+		 * return is missed would leave the call open. */
+		if (ret_prog)
 			ret = attach_one(ret_prog, pid, path, p->offset, cookie, true);
+		if (!ret_prog || ret)
+			enter = attach_one(enter_prog, pid, path, p->offset, cookie, false);
 		if (!enter || (ret_prog && !ret)) {
 			p->err = -errno;
-			bpf_link__destroy(enter);
+			bpf_link__destroy(ret);
 			t->probe_attach_failures++;
 			if (t->verbose)
 				fprintf(stderr, "pipeprof: cannot attach %s in %s (pid %d): %s\n", p->api,
@@ -600,6 +594,33 @@ bool tracer_probed(struct tracer *t, const char *api)
 	return false;
 }
 
+/* Who ended each wait; recorded only where the front-end asked for it. */
+static int collect_wakers(struct tracer *t, struct report *r)
+{
+	int fd = bpf_map__fd(t->skel->maps.wakers), cap = bpf_map__max_entries(t->skel->maps.wakers);
+	struct pp_waker_key key, *prev = NULL, next;
+	struct pp_waker_val val;
+
+	if (!t->skel->rodata->record_wakers)
+		return 0;
+	r->wakes = calloc(cap, sizeof(*r->wakes));
+	if (!r->wakes)
+		return -ENOMEM;
+	while (r->nr_wakes < cap && !bpf_map_get_next_key(fd, prev, &next)) {
+		struct wake_record *w = &r->wakes[r->nr_wakes];
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &val))
+			continue;
+		*w = (struct wake_record){ .wakee = key.wakee, .waker = key.waker,
+					   .waker_tgid = key.waker_tgid, .ctx = key.ctx,
+					   .cause = key.cause, .ns = val.ns, .count = val.count };
+		r->nr_wakes++;
+	}
+	return 0;
+}
+
 int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 {
 	int tfd = bpf_map__fd(t->skel->maps.threads), pfd = bpf_map__fd(t->skel->maps.tracked_procs);
@@ -669,6 +690,20 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 			r->io = io;
 	}
 	collect_gpu(t, r);
+	err = collect_wakers(t, r);
+	if (err)
+		return err;
+	if (t->irq_fallback[0])
+		report_not_traced(r, "interrupt context read from interrupt tracepoints, not the CPU's "
+				  "preempt count (%s): wakeups from IPIs and irq_work read as the "
+				  "interrupted task's", t->irq_fallback);
+	if (r->counters[PP_CNT_WAKERS_FULL])
+		report_not_traced(r, "%llu waits not credited to their waker: wakers map full (%d entries)",
+				  (unsigned long long)r->counters[PP_CNT_WAKERS_FULL], PP_MAX_WAKERS);
+	if (r->counters[PP_CNT_UNRETURNED_CALLS])
+		report_not_traced(r, "%llu probed calls never returned (longjmp or an exception through "
+				  "them): their time ends at the next call",
+				  (unsigned long long)r->counters[PP_CNT_UNRETURNED_CALLS]);
 
 	if (r->counters[PP_CNT_THREADS_FULL])
 		report_not_traced(r, "%llu events of threads beyond the thread map's %d entries dropped",

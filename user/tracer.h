@@ -21,6 +21,7 @@ struct tracer_opts {
 	__u32 hist_keying;
 	__u64 hist_time_div;
 	__u32 hist_entries;	/* histograms per interval; 0: PP_MAX_HISTS */
+	bool record_wakers;	/* who ended each wait, for the report's "waited on" */
 };
 
 struct tracer {
@@ -40,6 +41,8 @@ struct tracer {
 	int seed_failures;	/* threads seen at attach that did not fit the thread map */
 	bool seed_truncated;	/* a process or thread list at attach hit its bound */
 	char last_lib_error[256];
+	/* Interrupt context from the tracepoint nesting instead of the preempt count: why. */
+	char irq_fallback[160];
 };
 
 __u64 monotonic_ns(void);
