@@ -366,6 +366,177 @@ TEST(test_worker_main_thread_missing)
 	CHECK(!has_rec(&a, "ipc_collate"));
 }
 
+/* A wakers-map record: wakee's off-CPU ms that waker's wakeups ended as cause. */
+static struct wake_record wk(__u32 wakee, __u32 waker, __u32 tgid, __u32 ctx, __u32 cause,
+			     __u64 ms, __u64 count)
+{
+	struct wake_record r = { .wakee = wakee, .waker = waker, .waker_tgid = tgid, .ctx = ctx,
+				 .cause = cause, .ns = ms * MS, .count = count };
+	return r;
+}
+
+/* The stall model's chain rule: relays pass on DATA, COMM, IO and GPU, briefly and shallowly. */
+TEST(test_chain_rule)
+{
+	const __u64 us = 1000;
+
+	CHECK_EQ_U64(pp_chain_cause(PP_DATA_WAIT, 0, 100 * us, 200 * us), PP_DATA_WAIT);
+	CHECK_EQ_U64(pp_chain_cause(PP_COMM_WAIT, 1, 100 * us, 200 * us), PP_COMM_WAIT);
+	CHECK_EQ_U64(pp_chain_cause(PP_IO_WAIT, 0, 0, 0), PP_IO_WAIT);
+	CHECK_EQ_U64(pp_chain_cause(PP_GPU_WAIT, 3, PP_CHAIN_MAX_RUN_NS, PP_CHAIN_MAX_AGE_NS),
+		     PP_GPU_WAIT);
+	/* Only the four causes a relay can carry. */
+	CHECK_EQ_U64(pp_chain_cause(PP_THREAD_WAIT, 0, 0, 0), PP_NO_CAUSE);
+	CHECK_EQ_U64(pp_chain_cause(PP_OTHER, 0, 0, 0), PP_NO_CAUSE);
+	CHECK_EQ_U64(pp_chain_cause(PP_RUNQ, 0, 0, 0), PP_NO_CAUSE);
+	/* Bounded in depth, in work done since, and in time. */
+	CHECK_EQ_U64(pp_chain_cause(PP_DATA_WAIT, PP_CHAIN_MAX_DEPTH, 0, 0), PP_NO_CAUSE);
+	CHECK_EQ_U64(pp_chain_cause(PP_DATA_WAIT, 0, PP_CHAIN_MAX_RUN_NS + 1, 0), PP_NO_CAUSE);
+	CHECK_EQ_U64(pp_chain_cause(PP_DATA_WAIT, 0, 0, PP_CHAIN_MAX_AGE_NS + 1), PP_NO_CAUSE);
+}
+
+/* What ended the trainer's waits: per waker, interrupts per context, most time first. */
+TEST(test_waited_on)
+{
+	__u64 trainer[PP_NR_STATES] = { [PP_RUNNING] = 300, [PP_DATA_WAIT] = 600, [PP_OTHER] = 100 };
+	__u64 worker[PP_NR_STATES] = { [PP_RUNNING] = 950, [PP_OTHER] = 50 };
+	struct thread_result th[2] = { mk(100, 100, trainer, 0), mk(201, 201, worker, 0) };
+	struct wake_record w[] = {
+		wk(100, 201, 201, PP_WAKE_TASK, PP_DATA_WAIT, 550, 50),
+		wk(100, 201, 201, PP_WAKE_TASK, PP_DATA_WAIT, 50, 5),	/* summed */
+		wk(100, 0, 0, PP_WAKE_HARDIRQ, PP_OTHER, 60, 30),
+		wk(100, 0, 0, PP_WAKE_HARDIRQ, PP_OTHER, 40, 10),	/* one hardirq waker */
+		wk(100, 0, 0, PP_WAKE_SOFTIRQ_NET, PP_COMM_WAIT, 1, 1),
+		wk(201, 100, 100, PP_WAKE_TASK, PP_THREAD_WAIT, 500, 50),	/* not the trainer's */
+	};
+	struct analysis_input in = input();
+	struct analysis a;
+
+	in.wakes = w;
+	in.nr_wakes = 6;
+	analyse(th, 2, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING);
+	CHECK_EQ_INT(a.nr_waited_on, 3);
+	CHECK_EQ_U64(a.waited_total_ns, 701 * MS);
+	CHECK_EQ_U64(a.waited_on[0].tid, 201);
+	CHECK_EQ_INT(a.waited_on[0].thread_index, 1);
+	CHECK_EQ_U64(a.waited_on[0].ns, 600 * MS);
+	CHECK_EQ_U64(a.waited_on[0].cause_ns[PP_DATA_WAIT], 600 * MS);
+	CHECK_EQ_U64(a.waited_on[0].wakeups, 55);
+	CHECK_EQ_U64(a.waited_on[1].ctx, PP_WAKE_HARDIRQ);
+	CHECK_EQ_U64(a.waited_on[1].ns, 100 * MS);
+	CHECK_EQ_INT(a.waited_on[1].thread_index, -1);
+	CHECK_EQ_U64(a.waited_on[2].ctx, PP_WAKE_SOFTIRQ_NET);
+	CHECK_EQ_INT(a.verdict_waited_on, -1);
+
+	/* Without records (the daemon) nothing is claimed. */
+	in.wakes = NULL;
+	in.nr_wakes = 0;
+	analyse(th, 2, &in, &a);
+	CHECK_EQ_INT(a.nr_waited_on, 0);
+}
+
+/* THREAD_WAIT is a stall: fed step after step by a busy helper, the trainer is data-loading
+ * bound on a thread loader; the same wait on a mostly sleeping thread is waiting on it. */
+TEST(test_thread_verdicts)
+{
+	__u64 trainer[PP_NR_STATES] = { [PP_RUNNING] = 270, [PP_THREAD_WAIT] = 700, [PP_OTHER] = 30 };
+	__u64 busy[PP_NR_STATES] = { [PP_RUNNING] = 900, [PP_THREAD_WAIT] = 100 };
+	__u64 sleepy[PP_NR_STATES] = { [PP_RUNNING] = 50, [PP_OTHER] = 900, [PP_THREAD_WAIT] = 50 };
+	struct thread_result th[3] = { mk(100, 100, trainer, 0), mk(101, 100, busy, 0),
+				       mk(102, 100, sleepy, 0) };
+	struct wake_record w[] = {
+		wk(100, 101, 100, PP_WAKE_TASK, PP_THREAD_WAIT, 650, 40),
+		wk(100, 102, 100, PP_WAKE_TASK, PP_THREAD_WAIT, 50, 3),
+	};
+	struct analysis_input in = input();
+	struct analysis a;
+
+	memcpy(th[1].comm, "prefetch", 9);
+	in.wakes = w;
+	in.nr_wakes = 2;
+	analyse(th, 3, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING_THREAD);
+	CHECK_EQ_INT(a.verdict_state, PP_THREAD_WAIT);
+	CHECK(near(a.verdict_fraction, 0.7));
+	CHECK_EQ_INT(a.verdict_waited_on, 0);
+	CHECK_EQ_U64(a.waited_on[0].tid, 101);
+	CHECK(has_rec(&a, "loader_thread_to_workers"));
+	CHECK_MSG(strstr(a.verdict_line, "ended by thread 101 (prefetch)"), "%s", a.verdict_line);
+	CHECK_STR(verdict_name(a.verdict), "DATA-LOADING BOUND (thread loader)");
+
+	/* The same waits ended by a thread that mostly sleeps: a lock or GIL holder. */
+	w[0].waker = 102;
+	w[1].waker = 101;
+	analyse(th, 3, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_WAITING_ON_THREAD);
+	CHECK_EQ_U64(a.waited_on[a.verdict_waited_on].tid, 102);
+	CHECK(has_rec(&a, "thread_contention"));
+
+	/* A busy thread that ended the waits only twice is no feeder, step after step. */
+	w[0].waker = 101;
+	w[0].count = 2;
+	w[1].waker = 102;
+	analyse(th, 3, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_WAITING_ON_THREAD);
+
+	/* A trainer idle on its threads is never CPU-BOUND, even under the threshold. */
+	{
+		__u64 idle[PP_NR_STATES] = { [PP_RUNNING] = 400, [PP_THREAD_WAIT] = 190,
+					     [PP_IO_WAIT] = 150, [PP_OTHER] = 260 };
+
+		th[0] = mk(100, 100, idle, 0);
+		in.wakes = NULL;
+		in.nr_wakes = 0;
+		analyse(th, 3, &in, &a);
+		CHECK_EQ_INT(a.verdict, VERDICT_UNDETERMINED);
+	}
+}
+
+/* Every stall of 10% or more is named in the verdict line, and one within a few points of the
+ * threshold is flagged as such, so attaches on either side of it tell the same story. */
+TEST(test_near_threshold)
+{
+	__u64 under[PP_NR_STATES] = { [PP_RUNNING] = 770, [PP_IO_WAIT] = 190, [PP_RUNQ] = 40 };
+	__u64 over[PP_NR_STATES] = { [PP_RUNNING] = 750, [PP_IO_WAIT] = 210, [PP_RUNQ] = 40 };
+	__u64 far[PP_NR_STATES] = { [PP_RUNNING] = 600, [PP_IO_WAIT] = 400 };
+	__u64 two[PP_NR_STATES] = { [PP_RUNNING] = 500, [PP_DATA_WAIT] = 300, [PP_THREAD_WAIT] = 120,
+				    [PP_OTHER] = 80 };
+	struct thread_result th[1] = { mk(100, 100, under, 0) };
+	struct analysis_input in = input();
+	struct analysis a;
+
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_CPU);
+	CHECK_EQ_INT(a.nr_stalls, 1);
+	CHECK_EQ_INT(a.stalls[0].state, PP_IO_WAIT);
+	CHECK(a.stalls[0].near_threshold);
+	CHECK(a.near_threshold);
+	CHECK_MSG(strstr(a.verdict_line, "IO_WAIT 19.0% (near the threshold)"), "%s", a.verdict_line);
+
+	th[0] = mk(100, 100, over, 0);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_IO);
+	CHECK(a.near_threshold);
+	CHECK_MSG(strstr(a.verdict_line, "IO_WAIT is 21.0% of the trainer's time (near the threshold)"),
+		  "%s", a.verdict_line);
+
+	th[0] = mk(100, 100, far, 0);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_IO);
+	CHECK(!a.near_threshold);
+	CHECK_MSG(!strstr(a.verdict_line, "near"), "%s", a.verdict_line);
+
+	/* Both notable stalls, largest first; the one carrying the verdict is not repeated. */
+	th[0] = mk(100, 100, two, 0);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING);
+	CHECK_EQ_INT(a.nr_stalls, 2);
+	CHECK_EQ_INT(a.stalls[0].state, PP_DATA_WAIT);
+	CHECK_EQ_INT(a.stalls[1].state, PP_THREAD_WAIT);
+	CHECK_MSG(strstr(a.verdict_line, "; also THREAD_WAIT 12.0%;"), "%s", a.verdict_line);
+}
+
 int main(void)
 {
 	RUN_TEST(test_names);
@@ -385,5 +556,9 @@ int main(void)
 	RUN_TEST(test_unknown_cpu_load);
 	RUN_TEST(test_no_dominant_stall_has_no_bound);
 	RUN_TEST(test_worker_main_thread_missing);
+	RUN_TEST(test_chain_rule);
+	RUN_TEST(test_waited_on);
+	RUN_TEST(test_thread_verdicts);
+	RUN_TEST(test_near_threshold);
 	return unit_summary();
 }
