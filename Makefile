@@ -14,8 +14,13 @@ CFLAGS += -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-i
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuser
 LDLIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz -ljson-c -lmicrohttpd
 
+# One object per bpf/*.bpf.c, and pipeprof's, linked from its parts split by concern.
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
-SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+# state.bpf.o, which defines the shared maps and globals, goes first: the linker of older
+# libbpf releases (1.1) leaves maps declared extern before their definition at offset 0.
+PIPEPROF_BPF_PARTS := $(OUTPUT)/bpf/pipeprof/state.bpf.o $(filter-out %/state.bpf.o, \
+	$(patsubst bpf/pipeprof/%.bpf.c,$(OUTPUT)/bpf/pipeprof/%.bpf.o,$(wildcard bpf/pipeprof/*.bpf.c)))
+SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS)) $(OUTPUT)/pipeprof.skel.h
 
 # Pure logic: no BPF, no root; linked into the unit tests too.
 PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hist.c \
@@ -40,13 +45,20 @@ all: pipeprof fixtures
 pipeprof: $(PURE_OBJS) $(PLUMBING_OBJS)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/tests $(OUTPUT)/fakecuda:
+$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/bpf/pipeprof $(OUTPUT)/tests $(OUTPUT)/fakecuda:
 	mkdir -p $@
 
+BPF_CC = $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
+	-Wall -Wno-unused-function -MMD -MP -c $< -o $@ && (llvm-strip -g $@ 2>/dev/null || true)
+
 $(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX) | $(OUTPUT)/bpf
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
-		-Wall -Wno-unused-function -MMD -MP -c $< -o $@
-	llvm-strip -g $@ 2>/dev/null || true
+	$(BPF_CC)
+
+$(OUTPUT)/bpf/pipeprof/%.bpf.o: bpf/pipeprof/%.bpf.c $(VMLINUX) | $(OUTPUT)/bpf/pipeprof
+	$(BPF_CC)
+
+$(OUTPUT)/bpf/pipeprof.bpf.o: $(PIPEPROF_BPF_PARTS)
+	$(BPFTOOL) gen object $@ $^
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o | $(OUTPUT)
 	$(BPFTOOL) gen skeleton $< > $@
@@ -108,4 +120,4 @@ install: pipeprof
 clean:
 	rm -rf $(OUTPUT) pipeprof
 
--include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d)
+-include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/bpf/pipeprof/*.d)

@@ -5,7 +5,10 @@
 
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include "pipeprof.h"
+#include "core_fixes.bpf.h"
 
 /* The last slot is open-ended. */
 static __always_inline __u32 hist_slot(__u64 value)
@@ -21,6 +24,319 @@ static __always_inline void hist_add(__u64 *slots, __u64 value)
 
 	if (slot < PP_HIST_SLOTS)
 		__sync_fetch_and_add(&slots[slot], 1);
+}
+
+/*
+ * The programs are split by concern (the .bpf.c files of bpf/pipeprof/) and linked into one
+ * object. Maps and globals are defined once, in state.bpf.c, and declared here for all.
+ */
+#ifdef PP_DEFINE_STATE
+#define PP_STATE
+#else
+#define PP_STATE extern
+#endif
+
+#define TASK_RUNNING	0
+#define NET_RX_VEC	3
+/* include/linux/preempt.h */
+#define SOFTIRQ_OFFSET	(1U << 8)
+#define HARDIRQ_MASK	(0xfU << 16)
+#define NMI_MASK	(0xfU << 20)
+
+extern const volatile bool sched_switch_has_prev_state;
+extern const volatile bool has_block_io_start;
+/* --tid: the trainer, when the user named it; 0 lets the wake rules guess. */
+extern const volatile __u32 trainer_tid;
+/* `pipeprof hist`: which histograms to keep (bit per enum pp_hist_kind), per what, and the
+ * time unit of their slots in ns (1000: usecs, 1000000: msecs, as BCC's -m). */
+extern const volatile __u32 hist_kinds;
+extern const volatile __u32 hist_keying;
+extern const volatile __u64 hist_time_div;
+/* Record who ended each wait (the wakers map), for the report's "waited on". */
+extern const volatile bool record_wakers;
+/* Where this CPU's preempt count lies relative to its run queue (core_fixes.bpf.h); 0 when
+ * userspace could not find both in the kernel's BTF. */
+extern const volatile __s64 preempt_count_rq_delta;
+
+/* 0 while pipeprof is still attaching: processes are followed but no time is accounted, so
+ * the window opens only once every probe is in place. Threads first seen later are taken to
+ * have existed since then. */
+extern __u64 window_start_ns;
+/* Set when the report is taken: nothing after it is accounted while the maps are read (the
+ * probes themselves take seconds to detach), so every thread's states sum to the window. */
+extern __u64 window_end_ns;
+/* Which half of the hists map events go to. Userspace flips it, waits for a grace period,
+ * then drains the other half, which no program can be writing any more. */
+extern __u32 hist_epoch;
+/* Set by userspace once the start-up check proved the preempt count reads right; until then
+ * (and for good where it does not) interrupt context comes from the tracepoint nesting. */
+extern bool irq_from_preempt_count;
+
+
+/* Per CPU: the softirq vector being served, and the fallback's hardirq nesting. A wakeup
+ * raised inside an interrupt runs with `current` set to whichever task was interrupted, which
+ * is not the waker. */
+struct irq_ctx {
+	__u32 hardirq_depth;	/* fallback only: device handlers and hrtimer callbacks */
+	__u32 softirq_vec;	/* vector being served, plus one; 0 before the first seen */
+};
+
+struct inflight_rq {
+	__u64 issue_ns;		/* 0 until issued */
+	__u32 tid, tgid;	/* the submitter */
+};
+
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct pp_proc);
+} tracked_procs SEC(".maps");
+
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct pp_thread);
+} threads SEC(".maps");
+
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PP_NR_COUNTERS);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PP_MAX_GPU_APIS);
+	__type(key, __u32);
+	__type(value, struct pp_gpu_api_stats);
+} gpu_api_stats SEC(".maps");
+
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_io_stats);
+} io_stats SEC(".maps");
+
+/* Keyed by request pointer. LRU: a request merged into another never completes under its own
+ * pointer, and its entry must not fill the map for good. */
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PP_MAX_INFLIGHT_RQ);
+	__type(key, __u64);
+	__type(value, struct inflight_rq);
+} inflight_rq SEC(".maps");
+
+/* Preallocated: a map that allocates on insert fails inserts from a program that interrupts
+ * another allocation on the same CPU, and did under load. Deleted entries are recycled, which
+ * is safe only because userspace deletes those of the epoch no program writes any more.
+ * Userspace sizes it (2 epochs) before load. */
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 2 * PP_MAX_HISTS);
+	__type(key, struct pp_hist_key);
+	__type(value, struct pp_hist);
+} hists SEC(".maps");
+
+
+/* Preallocated for the same reason as hists: inserts come from the scheduler's hot path. */
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_MAX_WAKERS);
+	__type(key, struct pp_waker_key);
+	__type(value, struct pp_waker_val);
+} wakers SEC(".maps");
+
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct irq_ctx);
+} irq_ctx SEC(".maps");
+
+/* One zeroed histogram to insert from: too large for the stack. */
+extern struct pp_hist zero_hist;
+
+static __always_inline struct irq_ctx *irq_ctx_here(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&irq_ctx, &zero);
+}
+
+static __always_inline void count(enum pp_counter c)
+{
+	__u32 key = c;
+	__u64 *v = bpf_map_lookup_elem(&counters, &key);
+
+	if (v)
+		*v += 1;
+}
+
+/* The interrupt state of this CPU as the CPU itself keeps it, or false when it cannot be read.
+ * x86 folds an inverted need-resched flag into bit 31, so no value is out of band. */
+static __always_inline bool cpu_preempt_count(__u32 *pc)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct rq *rq = task_cpu_rq(task);
+
+	if (!rq || !preempt_count_rq_delta)
+		return false;
+	return !bpf_probe_read_kernel(pc, sizeof(*pc), (void *)((__u64)rq + preempt_count_rq_delta));
+}
+
+/* Where the event that runs this program was raised. The softirq vector is trusted only while
+ * the preempt count says a softirq is being served, and every serving starts with an entry
+ * event that sets it, so a softirq in flight at attach cannot leave it wrong for later ones. */
+static __always_inline __u32 wake_context(void)
+{
+	struct irq_ctx *irq = irq_ctx_here();
+	bool net = irq && irq->softirq_vec == NET_RX_VEC + 1;
+	__u32 pc;
+
+	if (irq_from_preempt_count) {
+		if (cpu_preempt_count(&pc)) {
+			if (pc & (NMI_MASK | HARDIRQ_MASK))
+				return PP_WAKE_HARDIRQ;
+			if (!(pc & SOFTIRQ_OFFSET))
+				return PP_WAKE_TASK;
+			return net ? PP_WAKE_SOFTIRQ_NET : PP_WAKE_SOFTIRQ;
+		}
+	}
+	if (irq && irq->hardirq_depth)
+		return PP_WAKE_HARDIRQ;
+	if (irq && irq->softirq_vec)
+		return net ? PP_WAKE_SOFTIRQ_NET : PP_WAKE_SOFTIRQ;
+	return PP_WAKE_TASK;
+}
+
+/* Masking, not comparing, keeps the index provably in bounds after clang's register moves. */
+#define STATE_IDX(s) ((s) & (PP_NR_STATES - 1))
+_Static_assert((PP_NR_STATES & (PP_NR_STATES - 1)) == 0, "state count must be a power of two");
+
+static __always_inline bool hist_on(__u32 kind)
+{
+	return hist_kinds & (1u << kind);
+}
+
+/*
+ * One event of histogram (kind, sub) for thread tid of process tgid: count it, add sum and aux,
+ * and put sample in its log2 slot when slotted (a kernel launch with no previous one to
+ * measure a gap from is counted but has no sample).
+ */
+static __always_inline void hist_record(__u32 kind, __u32 sub, __u32 tid, __u32 tgid,
+					__u64 sample, bool slotted, __u64 sum, __u64 aux)
+{
+	struct pp_hist_key key = { .kind = kind, .sub = sub, .epoch = hist_epoch };
+	struct pp_hist *h;
+
+	if (kind == PP_HK_BATCH_WAIT || kind == PP_HK_STEP || hist_keying == PP_HKEY_THREAD)
+		key.id = tid;	/* userspace picks the trainer's */
+	else if (hist_keying == PP_HKEY_PROCESS)
+		key.id = tgid;
+	h = bpf_map_lookup_elem(&hists, &key);
+	if (!h) {
+		bpf_map_update_elem(&hists, &key, &zero_hist, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&hists, &key);
+		if (!h) {
+			count(PP_CNT_HIST_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&h->count, 1);
+	if (sum)
+		__sync_fetch_and_add(&h->sum, sum);
+	if (aux)
+		__sync_fetch_and_add(&h->aux, aux);
+	if (slotted)
+		hist_add(h->slots, sample);
+}
+
+static __always_inline void hist_time(__u32 kind, __u32 sub, __u32 tid, __u32 tgid, __u64 ns)
+{
+	if (hist_on(kind))
+		hist_record(kind, sub, tid, tgid, ns / hist_time_div, true, ns, 0);
+}
+
+static __always_inline bool in_root_process(__u32 tgid)
+{
+	struct pp_proc *proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
+
+	return proc && proc->is_root;
+}
+
+static __always_inline bool accounting(__u64 now)
+{
+	return window_start_ns && (!window_end_ns || now <= window_end_ns);
+}
+
+static __always_inline void add_state(struct pp_thread *t, __u32 state, __u64 from, __u64 to)
+{
+	/* An event that read the clock just before the window closed. */
+	if (window_end_ns && to > window_end_ns)
+		to = window_end_ns;
+	if (to > from)
+		t->ns[STATE_IDX(state)] += to - from;
+}
+
+static __always_inline __u32 oncpu_state(struct pp_thread *t)
+{
+	return t->gpu_depth ? PP_GPU_WAIT : PP_RUNNING;
+}
+
+/* First sighting of a thread of a tracked process that predates the attach: its phase until
+ * this first event is unknown. Out of line, so the zeroed record is built only here and not
+ * on every switch of every task on the machine. */
+static __noinline struct pp_thread *thread_first_seen(struct task_struct *task, __u32 tid)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	struct pp_thread fresh = {};
+
+	if (!bpf_map_lookup_elem(&tracked_procs, &tgid))
+		return NULL;
+	pp_thread_init(&fresh, tgid, PP_PHASE_UNKNOWN, window_start_ns);
+	BPF_CORE_READ_STR_INTO(&fresh.comm, task, comm);
+	if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&threads, &tid)) {
+		count(PP_CNT_THREADS_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+static __always_inline struct pp_thread *thread_of(struct task_struct *task)
+{
+	__u32 tid = task->pid;	/* a trusted BTF pointer: a plain load, no helper call */
+	struct pp_thread *t;
+
+	if (!tid)	/* the idle task: a large share of all switches */
+		return NULL;
+	t = bpf_map_lookup_elem(&threads, &tid);
+	return t ? t : thread_first_seen(task, tid);
+}
+
+/* On-CPU time counts towards a relay's budget from its switch-in or the end of its wait,
+ * whichever is later (a GPU sync returns while the thread is on-CPU). */
+static __always_inline __u64 relay_run_from(struct pp_thread *t)
+{
+	return t->last_wait_end_ns > t->oncpu_since_ns ? t->last_wait_end_ns : t->oncpu_since_ns;
+}
+
+static __always_inline void account_oncpu(struct pp_thread *t, __u64 now)
+{
+	if (t->phase == PP_PHASE_ONCPU || t->phase == PP_PHASE_UNKNOWN)
+		add_state(t, oncpu_state(t), t->phase_start_ns, now);
+}
+
+/* Whether a probed call entered with stack pointer sp runs inside the outermost call in
+ * progress, entered at outer_sp: the stack grows down, so a nested call's frame is below. A
+ * call at or above it is a new call, and the one in progress never returned. */
+static __always_inline bool nested_call(__u64 outer_sp, __u64 sp)
+{
+	return sp < outer_sp;
 }
 
 #endif

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Shared between pipeprof.bpf.c and userspace: plain fixed-width types only. */
+/* Shared between pipeprof's BPF object (bpf/pipeprof/) and userspace: plain fixed-width types
+ * only. */
 #ifndef PIPEPROF_H
 #define PIPEPROF_H
 

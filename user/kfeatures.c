@@ -5,6 +5,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "kfeatures.h"
+#include "pipeprof.h"	/* the types the skeleton's globals use */
 #include "pipeprof.skel.h"
 
 /* Number of parameters of a tracepoint's BTF prototype, or -1 when it does not exist. */

@@ -15,6 +15,7 @@
 #include "elfsym.h"
 #include "gpu_apis.h"
 #include "kfeatures.h"
+#include "pipeprof.h"	/* the types the skeleton's globals use */
 #include "pipeprof.skel.h"
 #include "proctree.h"
 #include "tracer.h"

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Uprobes on the GPU libraries and libtorch: synchronising calls (GPU_WAIT), and for `hist`
+ * kernel launches, host/device copies and training steps. */
+#include "pipeprof.bpf.h"
+
+/* GPU API uprobes: the attach cookie is the API's id in userspace's table. */
+SEC("uprobe")
+int BPF_KPROBE(on_gpu_enter)
+{
+	__u32 api = bpf_get_attach_cookie(ctx);
+	__u64 now = bpf_ktime_get_ns();
+	struct task_struct *task;
+	struct pp_thread *t;
+
+	if (api == PP_SELFTEST_API) {
+		count(PP_CNT_SELFTEST_HITS);
+		return 0;
+	}
+	if (!accounting(now))
+		return 0;
+	task = (struct task_struct *)bpf_get_current_task_btf();
+	t = thread_of(task);
+	if (!t || t->phase == PP_PHASE_EXITED)
+		return 0;
+	count(PP_CNT_UPROBE_HITS);
+	if (t->gpu_depth && !nested_call(t->gpu_enter_sp, PT_REGS_SP(ctx))) {
+		/* The call in progress never returned (longjmp, or its return probe attached
+		 * after it began): its wait ended when this call began. */
+		count(PP_CNT_UNRETURNED_CALLS);
+		add_state(t, PP_GPU_WAIT, t->phase_start_ns, now);
+		t->phase_start_ns = now;
+		t->gpu_depth = 0;
+	}
+	if (t->gpu_depth == 0) {
+		account_oncpu(t, now);
+		t->phase = PP_PHASE_ONCPU;
+		t->phase_start_ns = now;
+		t->gpu_enter_ns = now;
+		t->gpu_enter_sp = PT_REGS_SP(ctx);
+		t->gpu_api = api;
+		t->gpu_calls++;
+	}
+	if (t->gpu_depth < PP_MAX_GPU_DEPTH)
+		t->gpu_depth++;
+	else
+		count(PP_CNT_GPU_DEPTH_OVERFLOW);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(on_gpu_return)
+{
+	__u32 api = bpf_get_attach_cookie(ctx);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns(), took;
+	struct pp_gpu_api_stats *stats;
+	struct pp_thread *t;
+
+	if (api == PP_SELFTEST_API) {
+		count(PP_CNT_SELFTEST_HITS);
+		return 0;
+	}
+	if (!accounting(now))
+		return 0;
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t || t->phase == PP_PHASE_EXITED)
+		return 0;
+	if (t->gpu_depth == 0) {
+		/* Attached while this call was already running. */
+		count(PP_CNT_URETPROBE_ORPHANS);
+		return 0;
+	}
+	if (--t->gpu_depth)
+		return 0;
+
+	add_state(t, PP_GPU_WAIT, t->phase_start_ns, now);
+	t->phase = PP_PHASE_ONCPU;
+	t->phase_start_ns = now;
+	/* A thread back from waiting on the GPU may relay that wait (stall model's chains). */
+	t->last_wait = PP_GPU_WAIT;
+	t->last_wait_depth = 0;
+	t->last_wait_end_ns = now;
+	t->ran_since_wait_ns = 0;
+
+	api = t->gpu_api;
+	took = now - t->gpu_enter_ns;
+	stats = bpf_map_lookup_elem(&gpu_api_stats, &api);
+	if (stats) {
+		__sync_fetch_and_add(&stats->calls, 1);
+		__sync_fetch_and_add(&stats->total_ns, took);
+		hist_add(stats->slots, took / 1000);
+	}
+	hist_time(PP_HK_GPU_SYNC, api, tid, t->tgid, took);
+	return 0;
+}
+
+/* The tracked thread making a probed call now, if the window is open. */
+static __always_inline struct pp_thread *caller_thread(__u64 now)
+{
+	struct pp_thread *t;
+
+	if (!accounting(now))
+		return NULL;
+	t = thread_of((struct task_struct *)bpf_get_current_task_btf());
+	return t && t->phase != PP_PHASE_EXITED ? t : NULL;
+}
+
+/* Kernel launches (hist launch): entry only, the gap since the thread's previous launch. */
+SEC("uprobe")
+int BPF_KPROBE(on_launch)
+{
+	__u32 api = PP_COOKIE_API(bpf_get_attach_cookie(ctx));
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns(), last;
+	struct pp_thread *t = caller_thread(now);
+
+	if (!t)
+		return 0;
+	last = t->last_launch_ns;
+	t->last_launch_ns = now;
+	hist_record(PP_HK_LAUNCH, api, tid, t->tgid, (now - last) / hist_time_div, last != 0,
+		    last ? now - last : 0, 0);
+	return 0;
+}
+
+/* cudaMemcpyKind -> enum pp_copy_dir; they agree, and anything else is unified addressing. */
+static __always_inline __u32 copy_dir_of_kind(__u64 kind)
+{
+	return kind < PP_NR_COPY_DIRS ? kind : PP_COPY_DEFAULT;
+}
+
+/* Host/device copies (hist memcpy): bytes at entry; a synchronous copy's return, below, gives
+ * its throughput. */
+SEC("uprobe")
+int BPF_KPROBE(on_copy, void *dst, const void *src, __u64 bytes, __u64 kind)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), now = bpf_ktime_get_ns();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), dir = PP_COOKIE_DIR(cookie);
+	struct pp_thread *t = caller_thread(now);
+
+	if (!t)
+		return 0;
+	dir = dir == PP_COPY_DIR_FROM_ARG ? copy_dir_of_kind(kind) : dir;
+	hist_record(PP_HK_COPY_BYTES, dir, tid, t->tgid, bytes, true, bytes, 0);
+	t->copy_enter_ns = now;
+	t->copy_bytes = bytes;
+	t->copy_dir = dir;
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(on_copy_return)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns(), took;
+	struct pp_thread *t = bpf_map_lookup_elem(&threads, &tid);
+
+	if (!t || !t->copy_enter_ns || !accounting(now))
+		return 0;
+	took = now - t->copy_enter_ns;
+	t->copy_enter_ns = 0;
+	if (!took)
+		return 0;
+	/* bytes per microsecond is MB/s */
+	hist_record(PP_HK_COPY_RATE, t->copy_dir, tid, t->tgid, t->copy_bytes * 1000 / took, true,
+		    t->copy_bytes, took);
+	return 0;
+}
+
+/* Training steps (hist step): one autograd backward pass per step; the time between the
+ * starts of consecutive outermost passes of a thread is its step time. */
+SEC("uprobe")
+int BPF_KPROBE(on_step)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns(), last;
+	struct pp_thread *t = caller_thread(now);
+
+	if (!t)
+		return 0;
+	if (t->step_depth && !nested_call(t->step_enter_sp, PT_REGS_SP(ctx))) {
+		count(PP_CNT_UNRETURNED_CALLS);
+		t->step_depth = 0;
+	}
+	if (t->step_depth++)
+		return 0;
+	t->step_enter_sp = PT_REGS_SP(ctx);
+	last = t->last_step_ns;
+	t->last_step_ns = now;
+	if (last)
+		hist_time(PP_HK_STEP, 0, tid, t->tgid, now - last);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(on_step_return)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct pp_thread *t = bpf_map_lookup_elem(&threads, &tid);
+
+	if (t && t->step_depth)
+		t->step_depth--;
+	return 0;
+}
+

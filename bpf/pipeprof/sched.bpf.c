@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Per-thread state accounting for a training job's process tree (../shared/stall-model.md).
+ *
+ * Each tracked thread carries a phase (on-CPU, runnable, off-CPU) and the time it entered it.
+ * Time is added to a state only when the thread leaves a phase, so every nanosecond of a
+ * thread's life in the window lands in exactly one state. An off-CPU episode's cause is known
+ * only at its wakeup, so it is accounted at switch-in from what the waker looked like.
+ */
+#include "pipeprof.bpf.h"
+
+/* The histograms of an off-CPU episode [since, woke) and the run-queue wait [queued, now)
+ * that followed it; a thread first seen asleep has no known start. */
+static __always_inline void hist_switch_in(struct pp_thread *t, __u32 tid, __u32 cause, __u64 since,
+					   __u64 woke, __u64 queued, __u64 now)
+{
+	if (t->phase == PP_PHASE_OFFCPU && woke > since) {
+		hist_time(PP_HK_OFFCPU, STATE_IDX(cause), tid, t->tgid, woke - since);
+		if (cause == PP_DATA_WAIT && hist_on(PP_HK_BATCH_WAIT) && in_root_process(t->tgid))
+			hist_time(PP_HK_BATCH_WAIT, 0, tid, t->tgid, woke - since);
+	}
+	if (queued && queued <= now)
+		hist_time(PP_HK_RUNQ, 0, tid, t->tgid, now - queued);
+}
+
+/* The wait of tid that ended after off_ns off-CPU was ended by the waker sched_waking saw. */
+static __noinline void record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 off_ns)
+{
+	struct pp_waker_key key = {
+		.wakee = tid, .waker = t->waker_tid, .waker_tgid = t->waker_tgid,
+		.ctx = t->wake_ctx, .cause = cause,
+	};
+	struct pp_waker_val *v, zero = {};
+
+	v = bpf_map_lookup_elem(&wakers, &key);
+	if (!v) {
+		bpf_map_update_elem(&wakers, &key, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&wakers, &key);
+		if (!v) {
+			count(PP_CNT_WAKERS_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->ns, off_ns);
+	__sync_fetch_and_add(&v->count, 1);
+}
+
+/* Close the off-CPU (or unknown) stretch that ends now with the thread getting a CPU. */
+static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
+{
+	__u64 since = t->phase_start_ns, runq_from;
+	__u32 cause;
+
+	if (t->phase == PP_PHASE_RUNNABLE) {
+		add_state(t, t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ, since, now);
+		if (hist_kinds)
+			hist_switch_in(t, tid, PP_RUNQ, since, since, since, now);
+		return;
+	}
+	if (t->phase != PP_PHASE_OFFCPU && t->phase != PP_PHASE_UNKNOWN)
+		return;
+
+	if (t->phase == PP_PHASE_OFFCPU && t->offcpu_iowait)
+		cause = PP_IO_WAIT;
+	else if (t->woken_ns >= t->oncpu_since_ns)
+		/* Woken during this sleep, or raced with its switch-out. */
+		cause = t->wake_cause;
+	else if (t->phase == PP_PHASE_UNKNOWN)
+		/* Runnable at attach (preempted before we looked). */
+		cause = PP_RUNQ;
+	else
+		cause = PP_OTHER;
+
+	/* RUNQ starts when the thread is on a run queue, as the kernel's run_delay does; a
+	 * remote wakeup is queued to the target CPU by IPI, and that latency (an idle CPU
+	 * waking up) is part of the wait, not CPU contention. */
+	runq_from = t->enqueued_ns >= t->woken_ns ? t->enqueued_ns : t->woken_ns;
+	if (t->gpu_depth) {
+		add_state(t, PP_GPU_WAIT, since, now);
+	} else if (cause != PP_RUNQ && t->woken_ns > since && runq_from <= now) {
+		add_state(t, cause, since, runq_from);
+		add_state(t, PP_RUNQ, runq_from, now);
+	} else {
+		add_state(t, cause, since, now);
+	}
+	if (hist_kinds) {
+		bool woken = t->woken_ns > since && runq_from <= now;
+
+		hist_switch_in(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, since,
+			       woken ? runq_from : now, woken ? runq_from : 0, now);
+	}
+	if (cause == PP_RUNQ)
+		return;
+	if (record_wakers && t->phase == PP_PHASE_OFFCPU && t->woken_ns >= t->oncpu_since_ns &&
+	    t->woken_ns > since)
+		record_waker(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, t->woken_ns - since);
+	/* A blocking GPU sync is a GPU wait whoever woke it; a relay passes that on too. */
+	t->last_wait = t->gpu_depth ? PP_GPU_WAIT : cause;
+	t->last_wait_depth = t->gpu_depth || cause != t->wake_cause ? 0 : t->wake_depth;
+	t->last_wait_end_ns = now;
+	t->ran_since_wait_ns = 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct pp_thread *t;
+	__s64 prev_state;
+
+	count(PP_CNT_SCHED_EVENTS);
+	if (!irq_from_preempt_count) {
+		/* No CPU switches tasks inside an interrupt: whatever nesting the fallback counted
+		 * here (an exit it never saw) is over. */
+		struct irq_ctx *irq = irq_ctx_here();
+
+		if (irq)
+			irq->hardirq_depth = irq->softirq_vec = 0;
+	}
+	if (!accounting(now))
+		return 0;
+
+	t = thread_of(prev);
+	if (t && t->phase != PP_PHASE_EXITED) {
+		if (sched_switch_has_prev_state)
+			prev_state = (__s64)ctx[3];
+		else
+			prev_state = task_state(prev);
+		if (t->phase == PP_PHASE_ONCPU)
+			t->ran_since_wait_ns += now - relay_run_from(t);
+		account_oncpu(t, now);
+		t->phase_start_ns = now;
+		if (preempt || prev_state == TASK_RUNNING) {
+			t->phase = PP_PHASE_RUNNABLE;
+		} else {
+			t->phase = PP_PHASE_OFFCPU;
+			t->offcpu_iowait = task_in_iowait(prev);
+		}
+	}
+
+	t = thread_of(next);
+	if (t && t->phase != PP_PHASE_EXITED) {
+		account_switch_in(t, next->pid, now);
+		t->phase = PP_PHASE_ONCPU;
+		t->phase_start_ns = now;
+		t->oncpu_since_ns = now;
+	}
+	return 0;
+}
+
+/* The trainer hands out work, not data: its wakeups never relay. Where --tid does not name it,
+ * its candidates (the main thread, any thread that calls the GPU) are taken for it. */
+static __always_inline bool may_relay(struct pp_thread *waker, __u32 waker_tid, __u32 waker_tgid)
+{
+	if (trainer_tid)
+		return waker_tid != trainer_tid;
+	return waker_tid != waker_tgid && !waker->gpu_calls;
+}
+
+/* Which stall an off-CPU wait ends as, judged in the waker's context (stall model), and who
+ * ended it. */
+static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_tid, __u64 now)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 waker_tid = (__u32)id, waker_tgid = id >> 32, ctx = wake_context(), relayed;
+	struct pp_proc *waker_proc;
+	struct pp_thread *waker;
+
+	wakee->wake_ctx = ctx;
+	wakee->wake_depth = 0;
+	wakee->waker_tid = wakee->waker_tgid = 0;
+	if (ctx != PP_WAKE_TASK) {
+		wakee->wake_cause = ctx == PP_WAKE_SOFTIRQ_NET ? PP_COMM_WAIT : PP_OTHER;
+		return;
+	}
+	wakee->waker_tid = waker_tid;
+	wakee->waker_tgid = waker_tgid;
+	wakee->wake_cause = PP_OTHER;
+	if (waker_tid == wakee_tid)
+		return;
+	waker_proc = bpf_map_lookup_elem(&tracked_procs, &waker_tgid);
+	if (!waker_proc)
+		return;
+	/* Any thread of a descendant process is a WORKER: a DataLoader worker delivering a
+	 * batch, or feeding its own loop. */
+	if (!waker_proc->is_root) {
+		wakee->wake_cause = PP_DATA_WAIT;
+		return;
+	}
+	wakee->wake_cause = PP_THREAD_WAIT;
+	if (waker_tgid != wakee->tgid)
+		return;	/* the job's process handing work to a worker */
+	waker = bpf_map_lookup_elem(&threads, &waker_tid);
+	if (!waker || !may_relay(waker, waker_tid, waker_tgid))
+		return;
+	relayed = pp_chain_cause(waker->last_wait, waker->last_wait_depth,
+				 waker->ran_since_wait_ns + (now - relay_run_from(waker)),
+				 now - waker->last_wait_end_ns);
+	if (relayed == PP_NO_CAUSE)
+		return;
+	wakee->wake_cause = relayed;
+	wakee->wake_depth = waker->last_wait_depth + 1;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_sched_waking, struct task_struct *p)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct pp_thread *t;
+
+	if (!accounting(now))
+		return 0;
+	t = thread_of(p);
+	if (!t || t->phase == PP_PHASE_EXITED)
+		return 0;
+	judge_wakeup(t, p->pid, now);
+	t->woken_ns = now;
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_sched_wakeup, struct task_struct *p)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid = p->pid;
+	struct pp_thread *t;
+
+	if (!accounting(now))
+		return 0;
+	/* Only threads sched_waking already saw: this may run on the target CPU in the
+	 * wakeup IPI, where nothing about the waker is known. */
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (t && t->phase != PP_PHASE_EXITED)
+		t->enqueued_ns = now;
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 parent_tgid = BPF_CORE_READ(parent, tgid);
+	__u32 tid = BPF_CORE_READ(child, pid), tgid = BPF_CORE_READ(child, tgid);
+	__u64 now = bpf_ktime_get_ns();
+	struct pp_thread fresh = {};
+	struct pp_proc proc = {};
+
+	if (!bpf_map_lookup_elem(&tracked_procs, &parent_tgid))
+		return 0;
+
+	if (tid == tgid) {
+		proc.parent_tgid = parent_tgid;
+		proc.fork_ns = now;
+		if (bpf_map_update_elem(&tracked_procs, &tgid, &proc, BPF_NOEXIST) &&
+		    !bpf_map_lookup_elem(&tracked_procs, &tgid)) {
+			count(PP_CNT_PROCS_FULL);
+			return 0;
+		}
+		count(PP_CNT_FORKS);
+	}
+	if (!accounting(now))
+		return 0;
+
+	/* New tasks start runnable: wake_up_new_task() follows. */
+	pp_thread_init(&fresh, tgid, PP_PHASE_RUNNABLE, now);
+	BPF_CORE_READ_STR_INTO(&fresh.comm, parent, comm);
+	if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_ANY))
+		count(PP_CNT_THREADS_FULL);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_sched_process_exec, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct pp_thread *t = bpf_map_lookup_elem(&threads, &tid);
+
+	if (t)
+		BPF_CORE_READ_STR_INTO(&t->comm, p, comm);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_sched_process_exit, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid), tgid = BPF_CORE_READ(p, tgid);
+	__u64 now = bpf_ktime_get_ns();
+	struct pp_thread *t;
+	struct pp_proc *proc;
+
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (t && t->phase != PP_PHASE_EXITED && accounting(now)) {
+		account_oncpu(t, now);
+		t->phase = PP_PHASE_EXITED;
+		t->phase_start_ns = now;
+		t->exit_ns = now;
+	}
+	if (!task_group_dead(p))
+		return 0;
+	proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
+	if (proc && !proc->exit_ns) {
+		proc->exit_ns = now;
+		count(PP_CNT_PROC_EXITS);
+	}
+	return 0;
+}
+

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The maps and globals every part of pipeprof's BPF object shares (pipeprof.bpf.h declares
+ * them for the others), and the licence. */
+#define PP_DEFINE_STATE
+#include "pipeprof.bpf.h"
+
+const volatile bool sched_switch_has_prev_state = true;
+const volatile bool has_block_io_start = true;
+/* --tid: the trainer, when the user named it; 0 lets the wake rules guess. */
+const volatile __u32 trainer_tid = 0;
+/* `pipeprof hist`: which histograms to keep (bit per enum pp_hist_kind), per what, and the
+ * time unit of their slots in ns (1000: usecs, 1000000: msecs, as BCC's -m). */
+const volatile __u32 hist_kinds = 0;
+const volatile __u32 hist_keying = PP_HKEY_NONE;
+const volatile __u64 hist_time_div = 1000;
+/* Record who ended each wait (the wakers map), for the report's "waited on". */
+const volatile bool record_wakers = false;
+/* Where this CPU's preempt count lies relative to its run queue (core_fixes.bpf.h); 0 when
+ * userspace could not find both in the kernel's BTF. */
+const volatile __s64 preempt_count_rq_delta = 0;
+
+/* 0 while pipeprof is still attaching: processes are followed but no time is accounted, so
+ * the window opens only once every probe is in place. Threads first seen later are taken to
+ * have existed since then. */
+__u64 window_start_ns = 0;
+/* Set when the report is taken: nothing after it is accounted while the maps are read (the
+ * probes themselves take seconds to detach), so every thread's states sum to the window. */
+__u64 window_end_ns = 0;
+/* Which half of the hists map events go to. Userspace flips it, waits for a grace period,
+ * then drains the other half, which no program can be writing any more. */
+__u32 hist_epoch = 0;
+/* Set by userspace once the start-up check proved the preempt count reads right; until then
+ * (and for good where it does not) interrupt context comes from the tracepoint nesting. */
+bool irq_from_preempt_count = false;
+
+struct pp_hist zero_hist;
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
