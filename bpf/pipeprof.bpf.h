@@ -71,6 +71,7 @@ extern __u32 hist_epoch;
 /* Set by userspace once the start-up check proved the preempt count reads right; until then
  * (and for good where it does not) interrupt context comes from the tracepoint nesting. */
 extern bool irq_from_preempt_count;
+extern __u64 naming_until_ns;
 
 
 /* Per CPU: the softirq vector being served, and the fallback's hardirq nesting. A wakeup
@@ -273,6 +274,15 @@ static __always_inline bool accounting(__u64 now)
 	return window_start_ns && (!window_end_ns || now <= window_end_ns);
 }
 
+/* A wait still open when the window closed is named by its wakeup, which may come after: the
+ * scheduler programs run on until naming_until_ns, and add_state() keeps every contribution
+ * inside the window, so only the part of such a wait before the close is counted, as the
+ * cause its wakeup reveals. */
+static __always_inline bool naming(__u64 now)
+{
+	return accounting(now) || (window_start_ns && now <= naming_until_ns);
+}
+
 static __always_inline void add_state(struct pp_thread *t, __u32 state, __u64 from, __u64 to)
 {
 	/* An event that read the clock just before the window closed. */
@@ -296,6 +306,9 @@ static __noinline struct pp_thread *thread_first_seen(struct task_struct *task, 
 	struct pp_thread fresh = {};
 
 	if (!bpf_map_lookup_elem(&tracked_procs, &tgid))
+		return NULL;
+	/* Born after the window closed: nothing of it is in the report. */
+	if (window_end_ns && bpf_ktime_get_ns() > window_end_ns)
 		return NULL;
 	pp_thread_init(&fresh, tgid, PP_PHASE_UNKNOWN, window_start_ns);
 	BPF_CORE_READ_STR_INTO(&fresh.comm, task, comm);

@@ -107,8 +107,11 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 		open_state = PP_NR_STATES;
 		break;
 	}
-	if (open_state < PP_NR_STATES && last > since)
+	if (open_state < PP_NR_STATES && last > since) {
 		out->ns[open_state] += last - since;
+		if (open_state == PP_OTHER && t->phase != PP_PHASE_ONCPU && t->phase != PP_PHASE_RUNNABLE)
+			out->open_wait_ns = last - since;
+	}
 
 	for (int s = 0; s < PP_NR_STATES; s++)
 		sum += out->ns[s];

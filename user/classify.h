@@ -35,6 +35,7 @@ struct thread_result {
 	__u64 wall_ns;			/* life inside the window */
 	__u64 ns[PP_NR_STATES];		/* sums to wall_ns */
 	__u64 gpu_calls;
+	__u64 open_wait_ns;		/* OTHER from a wait no wakeup named before the maps were read */
 };
 
 struct role_result {

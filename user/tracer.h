@@ -77,8 +77,10 @@ int tracer_drain_hists(struct tracer *t,
 		       void (*fn)(const struct pp_hist_key *key, const struct pp_hist *h, void *ctx),
 		       void *ctx);
 
-/* From end_ns on nothing more is accounted, while tracer_collect() reads the maps. */
-void tracer_close_window(struct tracer *t, __u64 end_ns);
+/* From end_ns on nothing more is accounted, while tracer_collect() reads the maps. Waits of
+ * thread `tid` (and of the root's GPU-calling threads) still open at end_ns are given up to
+ * naming_ms to end, so that their wakeups name them; only their part before end_ns counts. */
+void tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms);
 
 /* Summed over the programs: re-entries the kernel skipped (each a lost event) and, with
  * kernel.bpf_stats_enabled on, their run time and count. */

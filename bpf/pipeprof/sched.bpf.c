@@ -91,9 +91,13 @@ static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 	}
 	if (cause == PP_RUNQ)
 		return;
-	if (record_wakers && t->phase == PP_PHASE_OFFCPU && t->woken_ns >= t->oncpu_since_ns &&
-	    t->woken_ns > since)
-		record_waker(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, t->woken_ns - since);
+	if (record_wakers && t->phase == PP_PHASE_OFFCPU && t->woken_ns >= t->oncpu_since_ns) {
+		/* Only the part inside the window, as for the states. */
+		__u64 woke = window_end_ns && t->woken_ns > window_end_ns ? window_end_ns : t->woken_ns;
+
+		if (woke > since)
+			record_waker(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, woke - since);
+	}
 	/* A blocking GPU sync is a GPU wait whoever woke it; a relay passes that on too. */
 	t->last_wait = t->gpu_depth ? PP_GPU_WAIT : cause;
 	t->last_wait_depth = t->gpu_depth || cause != t->wake_cause ? 0 : t->wake_depth;
@@ -117,7 +121,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		if (irq)
 			irq->hardirq_depth = irq->softirq_vec = 0;
 	}
-	if (!accounting(now))
+	if (!naming(now))
 		return 0;
 
 	t = thread_of(prev);
@@ -208,7 +212,7 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	__u64 now = bpf_ktime_get_ns();
 	struct pp_thread *t;
 
-	if (!accounting(now))
+	if (!naming(now))
 		return 0;
 	t = thread_of(p);
 	if (!t || t->phase == PP_PHASE_EXITED)
@@ -225,7 +229,7 @@ int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 	__u32 tid = p->pid;
 	struct pp_thread *t;
 
-	if (!accounting(now))
+	if (!naming(now))
 		return 0;
 	/* Only threads sched_waking already saw: this may run on the target CPU in the
 	 * wakeup IPI, where nothing about the waker is known. */

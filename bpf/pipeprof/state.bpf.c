@@ -32,6 +32,8 @@ __u32 hist_epoch = 0;
 /* Set by userspace once the start-up check proved the preempt count reads right; until then
  * (and for good where it does not) interrupt context comes from the tracepoint nesting. */
 bool irq_from_preempt_count = false;
+/* Set with window_end_ns: until then, wakeups still name the waits open at the close. */
+__u64 naming_until_ns = 0;
 
 struct pp_hist zero_hist;
 

@@ -537,6 +537,27 @@ TEST(test_near_threshold)
 	CHECK_MSG(strstr(a.verdict_line, "; also THREAD_WAIT 12.0%;"), "%s", a.verdict_line);
 }
 
+/* A wait no wakeup named by the time the maps were read is OTHER, and said to be open. */
+TEST(test_close_open_wait)
+{
+	struct pp_thread t = { .tgid = 7, .phase = PP_PHASE_OFFCPU, .phase_start_ns = 900 * MS };
+	struct thread_result r;
+
+	t.ns[PP_DATA_WAIT] = 900 * MS;
+	thread_close(&t, 0, 1000 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 100 * MS);
+	CHECK_EQ_U64(r.open_wait_ns, 100 * MS);
+
+	/* Storage waits are known at switch-out: not open. Nor is a thread that runs. */
+	t.offcpu_iowait = 1;
+	thread_close(&t, 0, 1000 * MS, 0, &r);
+	CHECK_EQ_U64(r.open_wait_ns, 0);
+	t.offcpu_iowait = 0;
+	t.phase = PP_PHASE_ONCPU;
+	thread_close(&t, 0, 1000 * MS, 0, &r);
+	CHECK_EQ_U64(r.open_wait_ns, 0);
+}
+
 int main(void)
 {
 	RUN_TEST(test_names);
@@ -556,6 +577,7 @@ int main(void)
 	RUN_TEST(test_unknown_cpu_load);
 	RUN_TEST(test_no_dominant_stall_has_no_bound);
 	RUN_TEST(test_worker_main_thread_missing);
+	RUN_TEST(test_close_open_wait);
 	RUN_TEST(test_chain_rule);
 	RUN_TEST(test_waited_on);
 	RUN_TEST(test_thread_verdicts);
