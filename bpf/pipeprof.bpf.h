@@ -223,6 +223,22 @@ static __always_inline bool hist_on(__u32 kind)
 	return hist_kinds & (1u << kind);
 }
 
+/* The entry of key in a preallocated hash map, inserted as zero when new; NULL (counted as
+ * full) when the map has no room. Another CPU may insert the same key first: then its entry. */
+static __always_inline void *map_lookup_or_init(void *map, const void *key, const void *zero,
+						enum pp_counter full)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+
+	if (v)
+		return v;
+	bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
+	v = bpf_map_lookup_elem(map, key);
+	if (!v)
+		count(full);
+	return v;
+}
+
 /*
  * One event of histogram (kind, sub) for thread tid of process tgid: count it, add sum and aux,
  * and put sample in its log2 slot when slotted (a kernel launch with no previous one to
@@ -238,15 +254,9 @@ static __always_inline void hist_record(__u32 kind, __u32 sub, __u32 tid, __u32 
 		key.id = tid;	/* userspace picks the trainer's */
 	else if (hist_keying == PP_HKEY_PROCESS)
 		key.id = tgid;
-	h = bpf_map_lookup_elem(&hists, &key);
-	if (!h) {
-		bpf_map_update_elem(&hists, &key, &zero_hist, BPF_NOEXIST);
-		h = bpf_map_lookup_elem(&hists, &key);
-		if (!h) {
-			count(PP_CNT_HIST_FULL);
-			return;
-		}
-	}
+	h = map_lookup_or_init(&hists, &key, &zero_hist, PP_CNT_HIST_FULL);
+	if (!h)
+		return;
 	__sync_fetch_and_add(&h->count, 1);
 	if (sum)
 		__sync_fetch_and_add(&h->sum, sum);

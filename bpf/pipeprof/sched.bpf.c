@@ -32,15 +32,9 @@ static __noinline void record_waker(struct pp_thread *t, __u32 tid, __u32 cause,
 	};
 	struct pp_waker_val *v, zero = {};
 
-	v = bpf_map_lookup_elem(&wakers, &key);
-	if (!v) {
-		bpf_map_update_elem(&wakers, &key, &zero, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&wakers, &key);
-		if (!v) {
-			count(PP_CNT_WAKERS_FULL);
-			return;
-		}
-	}
+	v = map_lookup_or_init(&wakers, &key, &zero, PP_CNT_WAKERS_FULL);
+	if (!v)
+		return;
 	__sync_fetch_and_add(&v->ns, off_ns);
 	__sync_fetch_and_add(&v->count, 1);
 }
