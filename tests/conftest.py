@@ -197,26 +197,61 @@ def start_workload(procs, script, args, truth, duration=60):
     return w, int(m.group(1)), int(m.group(2))
 
 
-def run_pipeprof(pid, seconds=5, extra=(), timeout=120):
-    """Runs `pipeprof -p PID -d SECONDS -j`; returns the parsed report (fails the test otherwise)."""
+def attempt_pipeprof(pid, seconds=5, extra=(), timeout=120):
+    """Runs `pipeprof -p PID -d SECONDS -j`; returns (report, None), or (None, why) when it did
+    not finish, failed or printed no v1 report. For tests that attach many times and report
+    every attach, a failed one included."""
     argv = [PIPEPROF, "-p", str(pid), "-d", str(seconds), "-j"] + list(extra)
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     except subprocess.TimeoutExpired as e:
-        pytest.fail("%s did not finish in %d s\nstderr:\n%s" % (
-            " ".join(argv), timeout, e.stderr or ""), pytrace=False)
+        err = e.stderr or ""
+        if isinstance(err, bytes):
+            err = err.decode(errors="replace")
+        return None, "%s did not finish in %d s\nstderr:\n%s" % (" ".join(argv), timeout, err)
     if r.returncode != 0:
-        pytest.fail("%s exited %d\nstderr:\n%s\nstdout:\n%s" % (
-            " ".join(argv), r.returncode, r.stderr[-4000:], r.stdout[-2000:]), pytrace=False)
+        return None, "%s exited %d\nstderr:\n%s\nstdout:\n%s" % (
+            " ".join(argv), r.returncode, r.stderr[-4000:], r.stdout[-2000:])
     try:
         report = json.loads(r.stdout)
     except ValueError as e:
-        pytest.fail("pipeprof -j printed no JSON object (%s):\n%s\nstderr:\n%s" % (
-            e, r.stdout[-2000:], r.stderr[-2000:]), pytrace=False)
-    if report.get("schema") != "pipeprof.report/v1":
-        pytest.fail("unexpected report schema %r" % report.get("schema"), pytrace=False)
+        return None, "pipeprof -j printed no JSON object (%s):\n%s\nstderr:\n%s" % (
+            e, r.stdout[-2000:], r.stderr[-2000:])
+    if not isinstance(report, dict) or report.get("schema") != "pipeprof.report/v1":
+        return None, "unexpected report schema %r" % (
+            report.get("schema") if isinstance(report, dict) else report)
     report["_stderr"] = r.stderr
+    return report, None
+
+
+def run_pipeprof(pid, seconds=5, extra=(), timeout=120):
+    """Runs `pipeprof -p PID -d SECONDS -j`; returns the parsed report (fails the test otherwise)."""
+    report, why = attempt_pipeprof(pid, seconds, extra, timeout)
+    if report is None:
+        pytest.fail(why, pytrace=False)
     return report
+
+
+def attach_repeatedly(w, pid, attaches, seconds, extra=(), timeout=120):
+    """Attaches `pipeprof -p PID -d SECONDS -j` ATTACHES times in a row to the one running
+    workload w. Returns one dict per attach: report (None when that run failed), error (why),
+    stolen (conftest.steal_fraction over that attach) and wall_s. Fails the test at once if the
+    workload exits: without it there is no truth to compare any attach with."""
+    runs = []
+    for i in range(attaches):
+        if not w.alive():
+            pytest.fail("%s exited before attach %d of %d\n%s" % (
+                w.name, i + 1, attaches, w.output()), pytrace=False)
+        steal0 = cpu_steal_ticks()
+        t0 = time.monotonic()
+        report, why = attempt_pipeprof(pid, seconds, extra, timeout)
+        wall = time.monotonic() - t0
+        runs.append({"report": report, "error": why, "wall_s": wall,
+                     "stolen": steal_fraction(steal0, cpu_steal_ticks(), seconds)})
+    if not w.alive():
+        pytest.fail("%s exited before the last of %d attaches finished\n%s" % (
+            w.name, attaches, w.output()), pytrace=False)
+    return runs
 
 
 def finish_workload(w, truth, timeout=30):

@@ -15,8 +15,11 @@ of its wall time belongs to:
                                               hypervisor steal; with no run_delay
                                               column, all of wall - CPU is RUNQ)
     data      RUNNING    RUNQ        DATA_WAIT   (blocked in next(DataLoader iterator))
-    io        RUNNING    RUNQ        IO_WAIT     (synchronous uncached read)
+    io        RUNNING    RUNQ        IO_WAIT     (synchronous uncached read, major faults)
     other     RUNNING    RUNQ        OTHER       (sleep: woken by a timer)
+    thread    RUNNING    RUNQ        THREAD_WAIT (blocked on another thread of the process:
+                                                  a queue fed by a Python thread, a lock)
+    comm      RUNNING    RUNQ        COMM_WAIT   (in a collective: DDP's allreduce in backward)
     gpu       GPU_WAIT   GPU_WAIT    GPU_WAIT    (inside a synchronising CUDA call)
 
 Time between segments (loop overhead) counts as RUNNING, except its run_delay
@@ -48,6 +51,8 @@ WAIT_STATE = {
     "io": "IO_WAIT",
     "other": "OTHER",
     "gpu": "GPU_WAIT",
+    "thread": "THREAD_WAIT",
+    "comm": "COMM_WAIT",
 }
 
 _mono = time.monotonic_ns

@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""pipeprof against the four newer labelled workloads, checked as test_scenarios.py checks its
+own (its check_attaches and run_attach_scenario): each workload is started once and attached
+ATTACHES times; every attach must give the scenario's verdict and every state of the trainer
+within 5 points of the workload's truth (plus that attach's steal), and its evidence:
+
+- thread_loader.py: DATA-LOADING BOUND (thread loader); the thread waited on most
+  (waited_on[0]) and the verdict's waited_on are the producer thread (READY extra producer_tid),
+  a HELPER;
+- ddp_gloo.py (a launcher relaying rank 0's READY; pipeprof attaches to rank 0): COMMUNICATION
+  BOUND; the top waker's causes include COMM_WAIT; extra peer_pid names rank 1;
+- mmap_io.py: I/O BOUND; the verdict line names IO_WAIT;
+- lock_holder.py: WAITING ON A THREAD; the verdict's waited_on is the lock holder (extra
+  holder_tid).
+
+Every one also checks the verdict's contract: 'stalls' (each >= 10% of the trainer's time, the
+trainer's own fraction, largest first, the scenario's stall first), 'near_threshold' (a bool),
+'line' (the text verdict line) and 'waited_on', and the report's waited_on list
+(test_scenarios.waited_on_entries). A workload file that does not exist fails its test.
+"""
+import pytest
+
+from test_scenarios import (ATTACHES, STATES, describe_waker, run_attach_scenario,
+                            trainer_fractions, waited_on_entries)
+
+STALL_MIN = 0.10  # the verdict's stalls: every stall state >= 10% of the trainer's time
+
+
+def _extra(truth, key):
+    """The workload's READY extra info `key`, or None."""
+    return (truth.get("extra") or {}).get(key)
+
+
+def verdict_contract(stall):
+    """The verdict object's new fields, with `stall` the largest stall of the scenario."""
+
+    def check(report, truth, window):
+        v = report.get("verdict") or {}
+        problems = []
+        stalls = v.get("stalls")
+        got = trainer_fractions(report)
+        if not isinstance(stalls, list) or not stalls:
+            problems.append("verdict.stalls is %r, want a non-empty list" % (stalls,))
+        else:
+            fr = []
+            for st in stalls:
+                if not isinstance(st, dict) or st.get("state") not in STATES or \
+                        not isinstance(st.get("fraction"), (int, float)) or \
+                        not isinstance(st.get("near_threshold"), bool):
+                    problems.append("verdict.stalls entry %r is not {'state','fraction',"
+                                    "'near_threshold'}" % (st,))
+                    continue
+                fr.append(st["fraction"])
+                if st["fraction"] < STALL_MIN - 1e-9:
+                    problems.append("stall %s at %.3f < %.2f" % (st["state"], st["fraction"],
+                                                                 STALL_MIN))
+                if abs(st["fraction"] - got[st["state"]]) > 0.005:
+                    problems.append("stall %s at %.3f, but the trainer's %s is %.3f" % (
+                        st["state"], st["fraction"], st["state"], got[st["state"]]))
+            if fr != sorted(fr, reverse=True):
+                problems.append("verdict.stalls not largest first: %s" % fr)
+            if isinstance(stalls[0], dict) and stalls[0].get("state") != stall:
+                problems.append("largest stall %r, want %s" % (stalls[0].get("state"), stall))
+        if not isinstance(v.get("near_threshold"), bool):
+            problems.append("verdict.near_threshold is %r, want a bool" % (
+                v.get("near_threshold"),))
+        if not isinstance(v.get("line"), str) or not v.get("line"):
+            problems.append("verdict.line is %r, want the text verdict line" % (v.get("line"),))
+        if "waited_on" not in v:
+            problems.append("verdict has no 'waited_on' (null or {'tid','pid','comm'})")
+        _, why = waited_on_entries(report)
+        if why:
+            problems.append("waited_on: %s" % why)
+        if problems:
+            return False, "verdict contract: " + "; ".join(problems)
+        return True, "verdict contract: stalls %s, near_threshold %s, line %r" % (
+            ["%s %.3f" % (s["state"], s["fraction"]) for s in stalls], v["near_threshold"],
+            v["line"])
+
+    return check
+
+
+def verdict_waits_on(key):
+    """The verdict's waited_on names the thread of READY extra `key`."""
+
+    def check(report, truth, window):
+        want = _extra(truth, key)
+        if not isinstance(want, int):
+            return False, "the workload's truth has no %s in its extra info (%r)" % (
+                key, truth.get("extra"))
+        vw = (report.get("verdict") or {}).get("waited_on")
+        if not isinstance(vw, dict):
+            return False, "verdict.waited_on is %r, want the %s %d" % (vw, key, want)
+        return vw.get("tid") == want, "verdict.waited_on: tid %s pid %s comm %r (want tid %d, " \
+            "the %s)" % (vw.get("tid"), vw.get("pid"), vw.get("comm"), want, key)
+
+    return check
+
+
+def top_waker_is_producer(report, truth, window):
+    """waited_on[0] is the producer thread (READY extra producer_tid), role HELPER."""
+    want = _extra(truth, "producer_tid")
+    if not isinstance(want, int):
+        return False, "the workload's truth has no producer_tid in its extra info (%r)" % (
+            truth.get("extra"),)
+    wo, why = waited_on_entries(report)
+    if why:
+        return False, "waited_on: %s" % why
+    ok = wo[0]["tid"] == want and wo[0]["role"] == "HELPER"
+    return ok, "waited_on[0]: %s (want tid %d, the producer, role HELPER)" % (
+        describe_waker(wo[0]), want)
+
+
+def top_waker_ended_comm(report, truth, window):
+    """The top waker's causes include COMM_WAIT; the truth names rank 1 (peer_pid)."""
+    peer = _extra(truth, "peer_pid")
+    if not isinstance(peer, int) or peer == truth.get("pid"):
+        return False, "the workload's truth has no peer_pid (rank 1) in its extra info (%r)" % (
+            truth.get("extra"),)
+    wo, why = waited_on_entries(report)
+    if why:
+        return False, "waited_on: %s" % why
+    causes = wo[0].get("causes") or {}
+    return causes.get("COMM_WAIT", 0) > 0, "waited_on[0]: %s (want COMM_WAIT among its " \
+        "causes; rank 1 is pid %d)" % (describe_waker(wo[0]), peer)
+
+
+def line_names_io_wait(report, truth, window):
+    line = (report.get("verdict") or {}).get("line")
+    return isinstance(line, str) and "IO_WAIT" in line, \
+        "verdict.line %r (want it to name IO_WAIT)" % (line,)
+
+
+# id: (script, args, expected verdict, largest stall, evidence checks)
+NEW_SCENARIOS = {
+    "thread_loader": ("thread_loader.py", [], "DATA-LOADING BOUND (thread loader)",
+                      "THREAD_WAIT", [top_waker_is_producer, verdict_waits_on("producer_tid")]),
+    "ddp_gloo": ("ddp_gloo.py", [], "COMMUNICATION BOUND", "COMM_WAIT",
+                 [top_waker_ended_comm]),
+    "mmap_io": ("mmap_io.py", [], "I/O BOUND", "IO_WAIT", [line_names_io_wait]),
+    "lock_holder": ("lock_holder.py", [], "WAITING ON A THREAD", "THREAD_WAIT",
+                    [verdict_waits_on("holder_tid")]),
+}
+
+
+@pytest.mark.parametrize("name", list(NEW_SCENARIOS))
+def test_new_scenario(name, procs, pipeprof_bin, tmp_path):
+    """ATTACHES attaches to one running workload; each must be right."""
+    script, args, verdict, stall, evidence = NEW_SCENARIOS[name]
+    run_attach_scenario(name, procs, tmp_path, script, args, verdict,
+                        [verdict_contract(stall)] + evidence, attaches=ATTACHES)
