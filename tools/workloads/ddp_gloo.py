@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Communication-bound trainer: a two-rank torch.distributed DDP job (gloo backend, loopback)
 whose rank 1 is a straggler: before each step it burns --slow-ms of extra thread CPU time, so
-rank 0 spends ~45% of its time blocked in DDP's gradient allreduce inside loss.backward().
+rank 0 spends ~47% of its time blocked in DDP's gradient allreduce inside loss.backward().
 
 Process layout: this script is a launcher (no torch) that starts both ranks as its children
 (siblings: `python3 ddp_gloo.py --rank N`), relays rank 0's stdout (so READY names rank 0's pid and
@@ -19,8 +19,10 @@ Each rank: torch.set_num_threads(1), pinned to CPU <rank> (with 2+ CPUs; --no-pi
 256-512-512-10 (0.4 M parameters) on a fixed batch, SGD. Rank 0's ground truth: forward + loss
 and the optimizer step in 'compute' segments; loss.backward() (where DDP's allreduce runs and
 rank 0 waits for rank 1's gradients) and the stop-flag allreduce in 'comm' segments (CPU ->
-RUNNING, rest -> COMM_WAIT). Expected for rank 0: COMM_WAIT ~45%, RUNNING ~55%; verdict
-COMMUNICATION BOUND, the straggler being rank 1 (on-CPU). Extra info: peer_pid (rank 1's pid).
+RUNNING, rest -> COMM_WAIT). Measured for rank 0 on the idle 2-vCPU VM: COMM_WAIT 46-48%,
+RUNNING 50-52%, RUNQ ~2% (rank 0's gloo threads share its CPU); with --slow-ms 0 the ranks are
+even and COMM_WAIT is still ~20% (the allreduce itself). Expected verdict: COMMUNICATION BOUND,
+the straggler being rank 1 (on-CPU). Extra info: peer_pid (rank 1's pid).
 """
 import argparse
 import ctypes

@@ -12,20 +12,22 @@ Each step reads one byte from each of --pages consecutive pages of the next regi
 (a strided numpy copy), feeds them to a small MLP step of --step-ms thread CPU time, and then
 evicts the whole file again (madvise(MADV_DONTNEED) drops the mapping's PTEs, then
 posix_fadvise(POSIX_FADV_DONTNEED) the now unmapped page-cache folios; ~0.2 ms on-CPU), so every
-touch is cold. --pages 0 (the default) picks the page count in warm-up from the measured cost of
-a fault, so that the IO_WAIT share is about --io-share.
+touch is cold. --pages 0 (the default) picks the page count in warm-up: three rounds of 8 steps,
+each scaling it by the ratio of the share's odds aimed at (--io-share) to those measured.
 
 Fault size (--huge, the default): the mapping is also MADV_HUGEPAGE, so where the kernel and
 filesystem keep large page-cache folios (ext4 on this 6.x kernel, THP 'madvise' mode) a fault
 reads a whole 2 MiB folio (one major fault per 512 pages touched; --pages is rounded up to
-whole folios) and its wait is a 2 MiB transfer. With --no-huge each page is its own 4 KiB major
-fault; on this VM such a fault costs ~50 us of CPU (the virtio notify's VM exit, counted as the
-trainer's CPU) for ~35 us of wait, so the IO_WAIT share cannot pass ~35% however many pages.
+whole folios): ~0.5 ms, 85% of it off-CPU. With --no-huge each page is its own 4 KiB major
+fault: ~100 us here, half of it CPU (the virtio notify's VM exit counts as the trainer's CPU),
+so at most about half of the touch is IO_WAIT, at ~10k faults/s, and the shares vary more.
 
-Settings, measured on the 2-vCPU test VM (virtio disk vda): the default (--io-share 0.4) gives
-IO_WAIT ~40% (clear I/O BOUND); --io-share 0.2 gives ~20% (the borderline case at the default
-threshold). The extra info records the page count used, the major faults and the MiB the disk
-read per step (/proc/self/stat, /proc/diskstats), to show the I/O really reaches the device.
+Settings, measured on the 2-vCPU test VM (virtio disk vda, idle): the default (--io-share 0.4:
+~36-41 faults, 72-82 MiB per step, so ~2 GB/s from the disk) gives IO_WAIT 39-41% (clear I/O
+BOUND); --io-share 0.2, or the fixed --pages 6656 --step-ms 20 (13 faults per step), gives
+20-22% (the borderline case at the default threshold; --pages 6144 gives 18-20%). The extra info
+records the page count used, the major faults and the MiB the disk read per step
+(/proc/self/stat, /proc/diskstats), to show the I/O really reaches the device.
 
 Ground truth: the touch is an 'io' segment (CPU -> RUNNING, rest -> IO_WAIT), the training step
 and the eviction a 'compute' segment. Expected verdict: I/O BOUND.
@@ -95,7 +97,8 @@ def main(argv=None):
         with rec.seg("io"):
             vals = st["arr"][off:off + span:PAGE].copy()  # one byte a page: major faults
         with rec.seg("compute"):
-            st["x"][0, :FEATURES] = st["torch"].from_numpy(vals[:FEATURES]).float() / 255
+            n = min(len(vals), FEATURES)
+            st["x"][0, :n] = st["torch"].from_numpy(vals[:n]).float() / 255
             st["train"](st["x"], st["y"], args.step_ms)
             st["mm"].madvise(mmap.MADV_DONTNEED)  # the whole file, so every touch is cold
             os.posix_fadvise(st["fd"], 0, 0, os.POSIX_FADV_DONTNEED)

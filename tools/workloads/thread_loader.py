@@ -12,8 +12,10 @@ one MLP pass), so the ratio of the two holds when the vCPUs slow each other down
 the trainer is pinned to CPU 0 and the producer to CPU 1 (--no-pin to let them float).
 
 Ground truth: `with rec.seg('thread'): batch = q.get()` (CPU -> RUNNING, rest -> THREAD_WAIT)
-and the training step as a 'compute' segment. Expected on an idle machine: THREAD_WAIT ~70%,
-RUNNING ~28%; every wait is ended by the producer thread (a HELPER, on-CPU nearly all the time).
+and the training step as a 'compute' segment. Measured on the idle 2-vCPU VM: THREAD_WAIT
+70-71%, RUNNING 28-30%, and wall - CPU - run_delay of the 'compute' segments ~0.03 ms a step
+(0.4-0.6%: the GIL costs the step next to nothing); every wait is ended by the producer thread
+(a HELPER, on-CPU nearly all the time).
 Expected verdict: DATA-LOADING BOUND (thread loader).
 """
 import argparse
