@@ -182,6 +182,8 @@ enum pp_counter {
 	PP_CNT_PCOUNT_OK,		/* start-up check: preempt count read right in a known context */
 	PP_CNT_PCOUNT_BAD,		/* ... and read wrong: interrupt context falls back */
 	PP_CNT_UNRETURNED_CALLS,	/* probed calls left without a return (longjmp, attach) */
+	PP_CNT_WAITS_UNWOKEN,		/* off-CPU waits that ended with no wakeup seen: OTHER */
+	PP_CNT_SWITCH_IN_MISSED,	/* a thread left a CPU it was not seen to get: time lost */
 	PP_NR_COUNTERS,
 };
 

@@ -362,6 +362,8 @@ static const char *const counter_names[PP_NR_COUNTERS] = {
 	[PP_CNT_PCOUNT_OK] = "preempt_count_checks_ok",
 	[PP_CNT_PCOUNT_BAD] = "preempt_count_checks_bad",
 	[PP_CNT_UNRETURNED_CALLS] = "probed_calls_never_returned",
+	[PP_CNT_WAITS_UNWOKEN] = "waits_ended_without_wakeup",
+	[PP_CNT_SWITCH_IN_MISSED] = "switch_ins_missed",
 };
 
 int report_print_json(FILE *out, const struct report *r)

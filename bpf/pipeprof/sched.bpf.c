@@ -62,8 +62,10 @@ static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 	else if (t->phase == PP_PHASE_UNKNOWN)
 		/* Runnable at attach (preempted before we looked). */
 		cause = PP_RUNQ;
-	else
+	else {
 		cause = PP_OTHER;
+		count(PP_CNT_WAITS_UNWOKEN);
+	}
 
 	/* RUNQ starts when the thread is on a run queue, as the kernel's run_delay does; a
 	 * remote wakeup is queued to the target CPU by IPI, and that latency (an idle CPU
@@ -126,6 +128,10 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			prev_state = task_state(prev);
 		if (t->phase == PP_PHASE_ONCPU)
 			t->ran_since_wait_ns += now - relay_run_from(t);
+		else if (t->phase == PP_PHASE_RUNNABLE || t->phase == PP_PHASE_OFFCPU)
+			/* Its switch-in never reached us: when it got the CPU is unknown, and the
+			 * time since its last event goes unclaimed (OTHER), counted here. */
+			count(PP_CNT_SWITCH_IN_MISSED);
 		account_oncpu(t, now);
 		t->phase_start_ns = now;
 		if (preempt || prev_state == TASK_RUNNING) {

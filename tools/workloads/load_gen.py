@@ -124,6 +124,10 @@ def main(argv=None):
                    help="run under SCHED_IDLE: the load still takes every idle moment of both "
                    "CPUs (and its interrupts land there), but a woken task of the traced job "
                    "preempts it at once instead of queueing behind it")
+    p.add_argument("--tcp-cpu", type=int, default=None,
+                   help="pin the TCP pair to this CPU: the network softirqs then land there, "
+                   "and their kernel time (which SCHED_IDLE cannot preempt on a kernel built "
+                   "without full preemption) stays off the other CPUs")
     p.add_argument("--no-tcp", action="store_true", help="no loopback traffic")
     p.add_argument("--no-sleeper", action="store_true", help="no timer sleeper")
     args = p.parse_args(argv)
@@ -141,6 +145,8 @@ def main(argv=None):
     children = {}  # name -> (pid, read end of its report pipe)
     port = 0
     if not args.no_tcp:
+        if args.tcp_cpu is not None:
+            os.sched_setaffinity(0, {args.tcp_cpu})  # the TCP children inherit it
         lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         lsock.bind(("127.0.0.1", 0))
         lsock.listen(1)
@@ -153,6 +159,8 @@ def main(argv=None):
         ssock.close()
         csock.close()
     if not args.no_sleeper:
+        if args.tcp_cpu is not None:
+            os.sched_setaffinity(0, range(os.cpu_count()))  # the sleeper's timers on any CPU
         children["sleeper"] = _fork(_sleeper, args.sleep_us / 1e6)
 
     t0 = time.monotonic()
