@@ -661,7 +661,11 @@ def test_prometheus_scrapes_data_loading_verdict(daemons, procs, job_python, tmp
         "GPU traced: daemon %s, pipeprof -p %s (%s); daemon's libraries: %s" % (
             report["gpu"]["traced"], cli["gpu"]["traced"], cli["gpu"].get("why_not"),
             [l["path"] for l in report["gpu"]["libraries"]]))
-    assert report["not_traced"] == cli["not_traced"], (report["not_traced"], cli["not_traced"])
+    # The same gaps; counted losses (lines that start with their count) belong to each run.
+    def gaps(nt):
+        return [line for line in nt if not line[:1].isdigit()]
+    assert gaps(report["not_traced"]) == gaps(cli["not_traced"]), (
+        report["not_traced"], cli["not_traced"])
     assert set(report) == set(cli), set(report) ^ set(cli)
     for k, v in cli.items():
         if isinstance(v, dict):
