@@ -800,40 +800,6 @@ int tracer_drain_hists(struct tracer *t,
 	return 0;
 }
 
-/* Whether a thread the verdict may rest on is still in a wait that began before end_ns. */
-static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
-{
-	int fd = bpf_map__fd(t->skel->maps.threads);
-	__u32 key, next, *prev = NULL;
-	struct pp_thread th;
-
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &th) || th.tgid != (__u32)t->root)
-			continue;
-		if (key != (__u32)(tid ? tid : t->root) && !th.gpu_calls)
-			continue;
-		if ((th.phase == PP_PHASE_OFFCPU || th.phase == PP_PHASE_UNKNOWN) &&
-		    th.phase_start_ns < end_ns)
-			return true;
-	}
-	return false;
-}
-
-void tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms)
-{
-	__u64 deadline = end_ns + (__u64)naming_ms * 1000000;
-
-	t->skel->bss->naming_until_ns = deadline;
-	__atomic_store_n(&t->skel->bss->window_end_ns, end_ns, __ATOMIC_SEQ_CST);
-	while (monotonic_ns() < deadline && open_wait_pending(t, end_ns, tid))
-		usleep(5000);
-	/* Stop, and let any program still naming finish before the maps are read. */
-	__atomic_store_n(&t->skel->bss->naming_until_ns, end_ns, __ATOMIC_SEQ_CST);
-	tracer_wait_programs();
-}
-
 void tracer_stop(struct tracer *t)
 {
 	for (int i = 0; i < t->nr_attached; i++)
