@@ -18,9 +18,12 @@ static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &th) || th.tgid != (__u32)t->root)
+		if (bpf_map_lookup_elem(fd, &key, &th))
 			continue;
-		if (key != (__u32)(tid ? tid : t->root) && !th.gpu_calls)
+		/* The trainer candidates as analyse() picks them: --tid wherever it lives, else the
+		 * root's main thread and its GPU-calling threads. */
+		if (tid ? key != (__u32)tid :
+		    th.tgid != (__u32)t->root || (key != (__u32)t->root && !th.gpu_calls))
 			continue;
 		if ((th.phase == PP_PHASE_OFFCPU || th.phase == PP_PHASE_UNKNOWN) &&
 		    th.phase_start_ns < end_ns)
