@@ -25,6 +25,7 @@ static const struct {
 	[VERDICT_UNDETERMINED] = { "NO DOMINANT STALL", "undetermined" },
 	[VERDICT_DATA_LOADING_THREAD] = { "DATA-LOADING BOUND (thread loader)", "data_loading_thread" },
 	[VERDICT_WAITING_ON_THREAD] = { "WAITING ON A THREAD", "waiting_on_thread" },
+	[VERDICT_GPU_UNOBSERVED] = { "NO VERDICT: GPU NOT OBSERVED", "gpu_unobserved" },
 };
 
 /* Stalls that can carry a verdict, and the verdict each one carries. */
@@ -334,6 +335,12 @@ static void recommend(struct analysis *a, const struct analysis_input *in, const
 	case VERDICT_WAITING_ON_THREAD:
 		recommend_thread(a, threads, f);
 		break;
+	case VERDICT_GPU_UNOBSERVED:
+		REC(a, "probe_gpu", 0,
+		    "Make the GPU library readable to pipeprof (the \"Not traced\" section says why it is "
+		    "not probed) and trace again: until its synchronising calls are timed, GPU wait cannot "
+		    "be told from compute.");
+		break;
 	default:
 		REC(a, "undetermined", 0,
 		    "No stall reaches the threshold and the trainer is mostly off-CPU for reasons the model "
@@ -442,6 +449,10 @@ static void format_verdict_line(struct analysis *a, const struct thread_result *
 	if (a->verdict == VERDICT_CPU)
 		append(buf, size, ": the trainer computes on the CPU %.1f%% of the time",
 		       a->verdict_fraction * 100);
+	else if (a->verdict == VERDICT_GPU_UNOBSERVED)
+		append(buf, size, ": a GPU library is mapped but its calls are not timed, so the "
+		       "trainer's %.1f%% %s may be GPU wait", a->verdict_fraction * 100,
+		       state_name(a->verdict_state));
 	else if (a->verdict != VERDICT_UNDETERMINED)
 		append(buf, size, ": %s is %.1f%% of the trainer's time", state_name(a->verdict_state),
 		       a->verdict_fraction * 100);
@@ -468,7 +479,7 @@ static void format_verdict_line(struct analysis *a, const struct thread_result *
 	if (a->verdict == VERDICT_CPU)
 		append(buf, size, "; work taken off this thread speeds the loop up by at most %.2fx",
 		       a->speedup_bound);
-	else if (a->verdict != VERDICT_UNDETERMINED)
+	else if (a->verdict != VERDICT_UNDETERMINED && a->verdict != VERDICT_GPU_UNOBSERVED)
 		append(buf, size, "; removing it entirely would speed the loop up by at most %.2fx",
 		       a->speedup_bound);
 }
@@ -551,9 +562,18 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 	a->verdict_waited_on = -1;
 	if (a->verdict == VERDICT_WAITING_ON_THREAD)
 		judge_thread_wait(a, threads, in);
+	/* Time inside an unprobed GPU synchronise is RUNNING (spinning) or a wait the driver's own
+	 * thread ends: these verdicts may be GPU-BOUND in disguise, and a wrong verdict is worse
+	 * than none. Data, I/O and communication waits are not made of GPU time. */
+	if (in->gpu_unprobed && (a->verdict == VERDICT_CPU || a->verdict == VERDICT_UNDETERMINED ||
+				 a->verdict == VERDICT_WAITING_ON_THREAD)) {
+		a->verdict = VERDICT_GPU_UNOBSERVED;
+		a->verdict_waited_on = -1;
+	}
 	note_stalls(a, in, tr);
 	/* Unattributed sleep is no stall a fix is known for: no bound to promise. */
-	a->speedup_bound = a->verdict == VERDICT_UNDETERMINED ? 1.0 : speedup_bound(a->verdict_fraction);
+	a->speedup_bound = a->verdict == VERDICT_UNDETERMINED || a->verdict == VERDICT_GPU_UNOBSERVED ?
+			   1.0 : speedup_bound(a->verdict_fraction);
 	format_verdict_line(a, threads);
 	recommend(a, in, tr, threads);
 

@@ -22,6 +22,7 @@ enum verdict {
 	VERDICT_UNDETERMINED,	/* the trainer mostly sleeps for reasons the model does not name */
 	VERDICT_DATA_LOADING_THREAD,	/* THREAD_WAIT on a busy helper that feeds it */
 	VERDICT_WAITING_ON_THREAD,	/* THREAD_WAIT of any other pattern: locks, the GIL */
+	VERDICT_GPU_UNOBSERVED,	/* GPU libraries mapped but not probed: CPU-BOUND could be GPU wait */
 	NR_VERDICTS,
 };
 
@@ -96,6 +97,9 @@ struct analysis_input {
 	double gpu_sync_mean_us; /* mean duration of a synchronising call */
 	__u64 window_ns;
 	__u64 io_requests;
+	/* A GPU library is mapped and no synchronising call is timed: a spinning sync reads as
+	 * RUNNING, a blocking one as a wait on the driver's thread. */
+	bool gpu_unprobed;
 	const struct wake_record *wakes;	/* NULL when not recorded (the daemon) */
 	int nr_wakes;
 };

@@ -18,6 +18,7 @@
 #include "hist_fmt.h"
 #include "pipeprof.skel.h"
 #include "proctree.h"
+#include "target.h"
 #include "tracer.h"
 
 #define TICK_MS 100
@@ -304,8 +305,13 @@ static int drain_hists(struct tracer *t, struct hist_entry **out, int *nr)
 
 static const char *gpu_note(struct tracer *t)
 {
-	return tracer_probed(t, NULL) ? NULL :
-	       "no events: no libcudart or libcuda is mapped by the traced processes";
+	static char note[600];
+	char why[512];
+
+	if (tracer_probed(t, NULL))
+		return NULL;
+	snprintf(note, sizeof(note), "no events: %s", tracer_gpu_why_not(t, why, sizeof(why)));
+	return note;
 }
 
 static const char *step_note(struct tracer *t)
@@ -350,6 +356,9 @@ static int print_interval(struct tracer *t, const struct hist_opts *o, __u64 fro
 	else
 		hist_print_interval_text(stdout, &iv);
 	free(iv.entries);
+	/* Each interval reaches its reader when it ends, and a failed write stops the run. */
+	if (!err && (fflush(stdout) || ferror(stdout)))
+		err = errno ? -errno : -EIO;
 	return err;
 }
 
@@ -438,9 +447,10 @@ static int hist_run(const struct hist_opts *o)
 		now = monotonic_ns();
 		stop = exiting || target_gone;
 		if (stop || (deadline && now >= deadline)) {
+			errno = 0;
 			err = print_interval(&tracer, o, interval_start, now);
 			if (err) {
-				fprintf(stderr, "pipeprof: cannot print the histograms: %s\n", strerror(-err));
+				fprintf(stderr, "pipeprof: cannot write the histograms: %s\n", strerror(-err));
 				goto cleanup;
 			}
 			printed++;
@@ -462,6 +472,11 @@ static int hist_run(const struct hist_opts *o)
 	if (target_gone)
 		fprintf(stderr, "pipeprof: PID %d exited; the last interval ends there\n", o->pid);
 	report_losses(&tracer);
+	/* Out before the probes detach, which takes ~70 ms a uprobe. */
+	if (fclose(stdout)) {
+		fprintf(stderr, "pipeprof: cannot write the histograms: %s\n", strerror(errno));
+		goto cleanup;
+	}
 	status = 0;
 cleanup:
 	tracer_stop(&tracer);
@@ -473,6 +488,7 @@ cleanup:
 int hist_cmd_main(int argc, char **argv)
 {
 	struct hist_opts opts = {};
+	int err;
 	const struct argp argp = {
 		.options = hist_options,
 		.parser = hist_parse,
@@ -494,5 +510,8 @@ int hist_cmd_main(int argc, char **argv)
 	argp_err_exit_status = 2;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &opts))
 		return 2;
+	err = target_resolve(PROCFS, &opts.pid, &opts.tid);
+	if (err)
+		return err == -ESRCH || err == -EINVAL ? 2 : 1;
 	return hist_run(&opts);
 }

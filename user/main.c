@@ -11,10 +11,19 @@
 #include "report_cmd.h"
 
 const char *argp_program_version = "pipeprof 0.1";
-const char *argp_program_bug_address = "<pipeprof@localhost>";
 
 static const char report_doc[] =
-	"Attach to a running training job and say where its wall time goes.\v"
+	"Attach to a running training job and say where its wall time goes.\n"
+	"\n"
+	"COMMANDS:\n"
+	"  pipeprof -p PID             the report: a verdict on where the time goes\n"
+	"  pipeprof hist -p PID KIND   BCC-style histograms of one job\n"
+	"                              (see 'pipeprof hist --help' for the kinds)\n"
+	"  pipeprof daemon             trace every training job on the host and\n"
+	"                              serve Prometheus metrics (see 'pipeprof daemon\n"
+	"                              --help')\n"
+	"\n"
+	"Options of the report:\v"
 	"The trainer thread's time is split into the stall model's states (RUNNING,\n"
 	"RUNQ, GPU_WAIT, IO_WAIT, DATA_WAIT, THREAD_WAIT, COMM_WAIT, OTHER); the\n"
 	"verdict names the largest stall, with the DataLoader workers' and helper\n"
@@ -121,7 +130,8 @@ int main(int argc, char **argv)
 	const struct argp argp = {
 		.options = report_options,
 		.parser = report_parse,
-		.args_doc = "-p PID\n[-- COMMAND [ARGS...]]",
+		.args_doc = "-p PID\n[-- COMMAND [ARGS...]]\nhist -p PID KIND... [INTERVAL [COUNT]]\n"
+			    "daemon [OPTION...]",
 		.doc = report_doc,
 	};
 

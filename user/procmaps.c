@@ -154,6 +154,16 @@ const char *lib_kind_name(enum lib_kind kind)
 	return "unknown";
 }
 
+static bool strip_deleted(char *path)
+{
+	size_t len = strlen(path), sfx = strlen(DELETED_SUFFIX);
+
+	if (len <= sfx || strcmp(path + len - sfx, DELETED_SUFFIX))
+		return false;
+	path[len - sfx] = '\0';
+	return true;
+}
+
 int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib *libs, int max)
 {
 	struct maps_entry *e;
@@ -193,7 +203,10 @@ int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib 
 		libs[nr].inode = e->inode;
 		libs[nr].dev_major = e->dev_major;
 		libs[nr].dev_minor = e->dev_minor;
+		libs[nr].map_start = e->start;
+		libs[nr].map_end = e->end;
 		memcpy(libs[nr].path, e->path, sizeof(libs[nr].path));
+		libs[nr].deleted = strip_deleted(libs[nr].path);
 		nr++;
 	}
 

@@ -31,7 +31,11 @@ struct mapped_lib {
 	enum lib_kind kind;
 	uint64_t inode;
 	unsigned int dev_major, dev_minor;
-	char path[PATH_MAX];	/* as the process sees it (maps column 6) */
+	char path[PATH_MAX];	/* as the process sees it (maps column 6), less " (deleted)" */
+	bool deleted;		/* unlinked (upgraded, replaced) while mapped */
+	/* One mapping of it: /proc/PID/map_files/START-END opens that very file, whatever has
+	 * become of its path. */
+	uint64_t map_start, map_end;
 };
 
 /* Parse one line of /proc/PID/maps. Returns 0, or -EINVAL when the line is malformed. */

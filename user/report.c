@@ -312,6 +312,7 @@ static json_object *gpu_json(const struct report *r)
 		json_object_object_add(l, "pid", json_object_new_int(lib->pid));
 		json_object_object_add(l, "kind", json_object_new_string(lib_kind_name(lib->kind)));
 		json_object_object_add(l, "path", json_object_new_string(lib->path));
+		json_object_object_add(l, "deleted", json_object_new_boolean(lib->deleted));
 		for (int k = 0; k < lib->nr_probes; k++) {
 			const struct probe_result *p = &lib->probes[k];
 			json_object *po = json_object_new_object();
@@ -526,8 +527,9 @@ int report_print_json(FILE *out, const struct report *r)
 	json_object_object_add(root, "counters", o);
 
 	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+	errno = 0;
 	if (fprintf(out, "%s\n", text) < 0)
-		err = -EIO;
+		err = errno ? -errno : -EIO;
 	json_object_put(root);
 	return err;
 }

@@ -29,6 +29,7 @@ struct lib_result {
 	pid_t pid;
 	enum lib_kind kind;
 	char path[PATH_MAX];
+	bool deleted;		/* unlinked while mapped: probed through /proc/PID/map_files */
 	int nr_probes;
 	struct probe_result probes[MAX_LIB_PROBES];
 };
@@ -65,6 +66,7 @@ struct report {
 	struct analysis analysis;
 
 	bool gpu_traced;
+	bool gpu_libs_unprobed;	/* a GPU library is mapped, and no synchronising call is timed */
 	char gpu_why_not[512];
 	int nr_libs;
 	struct lib_result *libs;

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include "proctree.h"
 #include "report_cmd.h"
+#include "target.h"
 #include "tracer.h"
 
 #define TICK_MS 100
@@ -113,7 +114,7 @@ static void cpu_sample(struct cpu_window *w)
 		cpu_window_sample(w, running);
 }
 
-static void fill_input(struct report *r, const struct report_opts *o, const struct cpu_window *w)
+static void fill_input(struct report *r, pid_t tid, double threshold, const struct cpu_window *w)
 {
 	unsigned long long busy = 0, total = 0;
 	__u64 gpu_calls = 0, gpu_ns = 0;
@@ -121,8 +122,8 @@ static void fill_input(struct report *r, const struct report_opts *o, const stru
 	bool ok;
 
 	r->input.root_pid = r->root_pid;
-	r->input.tid_override = o->tid;
-	r->input.threshold = o->threshold;
+	r->input.tid_override = tid;
+	r->input.threshold = threshold;
 	r->input.ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	ok = !proc_cpu_times(PROCFS, &busy, &total, &running);
 	cpu_window_result(w, ok, busy, total, &r->input.cpu_busy, &r->input.runnable_avg);
@@ -133,6 +134,7 @@ static void fill_input(struct report *r, const struct report_opts *o, const stru
 	r->input.gpu_sync_mean_us = gpu_calls ? gpu_ns / 1e3 / gpu_calls : 0;
 	r->input.window_ns = r->end_ns - r->start_ns;
 	r->input.io_requests = r->io.count;
+	r->input.gpu_unprobed = r->gpu_libs_unprobed;
 	r->input.wakes = r->wakes;
 	r->input.nr_wakes = r->nr_wakes;
 }
@@ -177,7 +179,7 @@ int report_cmd_run(const struct report_opts *o)
 	int pidfd = -1, err = 0, status = 1;
 	bool launched = o->argv != NULL, child_reaped = false;
 	__u64 deadline = 0, end_ns;
-	pid_t pid = o->pid;
+	pid_t pid = o->pid, tid = o->tid;
 	int ticks = 0;
 
 	sigaction(SIGINT, &sa, NULL);
@@ -192,9 +194,15 @@ int report_cmd_run(const struct report_opts *o)
 			return 1;
 		}
 		pid = launch.pid;
+	} else {
+		err = target_resolve(PROCFS, &pid, &tid);
+		if (err) {
+			status = err == -ESRCH || err == -EINVAL ? 2 : 1;
+			goto cleanup;
+		}
 	}
 
-	err = tracer_start(&tracer, &(struct tracer_opts){ .root = pid, .trainer_tid = o->tid,
+	err = tracer_start(&tracer, &(struct tracer_opts){ .root = pid, .trainer_tid = tid,
 							   .verbose = o->verbose, .record_wakers = true });
 	if (err) {
 		status = err == -ESRCH ? 2 : 1;
@@ -246,7 +254,7 @@ int report_cmd_run(const struct report_opts *o)
 		}
 	}
 	end_ns = monotonic_ns();
-	tracer_close_window(&tracer, end_ns, o->tid, NAMING_GRACE_MS);
+	tracer_close_window(&tracer, end_ns, tid, NAMING_GRACE_MS);
 
 	report.root_pid = pid;
 	report.launched = launched;
@@ -254,8 +262,10 @@ int report_cmd_run(const struct report_opts *o)
 	proc_cmdline(PROCFS, pid, report.cmdline, sizeof(report.cmdline));
 	if (!report.cmdline[0] && launched)
 		snprintf(report.cmdline, sizeof(report.cmdline), "%s", o->argv[0]);
+	/* The probes stay attached until the report is out: each uprobe's detach waits out an
+	 * RCU grace period, one after another (~70 ms each here), and a user should not wait
+	 * seconds for figures already read. */
 	err = tracer_collect(&tracer, end_ns, &report);
-	tracer_stop(&tracer);
 	if (err) {
 		fprintf(stderr, "pipeprof: cannot read the results: %s\n", strerror(-err));
 		goto cleanup;
@@ -268,19 +278,26 @@ int report_cmd_run(const struct report_opts *o)
 	if (report.target_exited && !report.cmdline[0])
 		snprintf(report.cmdline, sizeof(report.cmdline), "exited");
 
-	fill_input(&report, o, &cpu);
+	fill_input(&report, tid, o->threshold, &cpu);
 	analyse(report.threads, report.nr_threads, &report.input, &report.analysis);
 	name_untraced_wakers(&report.analysis);
 	note_open_wait(&report);
-	if (o->tid && report.analysis.trainer_index < 0)
-		report_not_traced(&report, "--tid %d: no such thread in the traced processes", o->tid);
+	if (tid && report.analysis.trainer_index < 0)
+		report_not_traced(&report, "--tid %d: no such thread in the traced processes", tid);
 
 	if (o->json)
 		err = report_print_json(stdout, &report);
 	else
 		report_print_text(stdout, &report);
-	fflush(stdout);
-	status = err ? 1 : 0;
+	/* Closed, not only flushed: a reader of a pipe gets its EOF now rather than after the
+	 * detach, and a failed write (a full disk, a closed pipe) is an error, never exit 0. */
+	if (fclose(stdout) && !err)
+		err = -errno;
+	if (err) {
+		fprintf(stderr, "pipeprof: cannot write the report: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	status = 0;
 
 cleanup:
 	tracer_stop(&tracer);

@@ -18,6 +18,7 @@
 #include "pipeprof.h"	/* the types the skeleton's globals use */
 #include "pipeprof.skel.h"
 #include "proctree.h"
+#include "caps.h"
 #include "tracer.h"
 
 #define MAX_SEED_PIDS 4096
@@ -193,6 +194,11 @@ static int self_check(struct tracer *t)
 		goto cleanup;
 	}
 	check_preempt_count(t);
+	/* Kept until tracer_stop(): detaching now would wait out two RCU grace periods (~0.1 s
+	 * each) before tracing starts, and nothing calls the function again. */
+	t->selftest_links[0] = enter;
+	t->selftest_links[1] = ret;
+	return 0;
 cleanup:
 	bpf_link__destroy(enter);
 	bpf_link__destroy(ret);
@@ -247,6 +253,9 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		fprintf(stderr, "pipeprof: no such process: %d\n", root);
 		return -ESRCH;
 	}
+	err = caps_check(root);
+	if (err)
+		return err;
 
 	t->skel = pipeprof_bpf__open();
 	if (!t->skel) {
@@ -271,8 +280,9 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	err = pipeprof_bpf__load(t->skel);
 	if (err) {
 		if (errno_is_privilege(err))
-			fprintf(stderr, "pipeprof: permission denied loading BPF programs: run as root "
-				"(or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)\n");
+			fprintf(stderr, "pipeprof: permission denied loading BPF programs although "
+				"CAP_BPF and CAP_PERFMON are held (a security module or "
+				"kernel.unprivileged_bpf_disabled?): %s\n", strerror(-err));
 		else
 			fprintf(stderr, "pipeprof: cannot load the BPF programs: %s (-v shows the "
 				"verifier log)\n", strerror(-err));
@@ -391,6 +401,22 @@ static bool is_libtorch_cpu(const char *path)
 	return !strncmp(base ? base + 1 : path, "libtorch_cpu.", 13);
 }
 
+/*
+ * Where to open the very file the process maps. Through its own root, so libraries inside
+ * containers resolve; through map_files when that path no longer leads to the mapped inode: a
+ * library deleted or replaced on disk while mapped (an upgrade under a running job).
+ */
+static void lib_open_path(pid_t pid, const struct mapped_lib *lib, char *path, size_t size)
+{
+	struct stat st;
+
+	snprintf(path, size, PROCFS "/%d/root%s", pid, lib->path);
+	if (!lib->deleted && !stat(path, &st) && st.st_ino == lib->inode)
+		return;
+	snprintf(path, size, PROCFS "/%d/map_files/%llx-%llx", pid,
+		 (unsigned long long)lib->map_start, (unsigned long long)lib->map_end);
+}
+
 static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib, bool runtime_mapped)
 {
 	struct elf_func funcs[MAX_LIB_PROBES];
@@ -416,9 +442,9 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 	a->result.pid = pid;
 	a->result.kind = lib->kind;
 	snprintf(a->result.path, sizeof(a->result.path), "%s", lib->path);
+	a->result.deleted = lib->deleted;
 
-	/* Through the process's own root, so libraries inside containers resolve. */
-	snprintf(path, sizeof(path), PROCFS "/%d/root%s", pid, lib->path);
+	lib_open_path(pid, lib, path, sizeof(path));
 	for (int i = 0; i < gpu_api_count && n < MAX_LIB_PROBES; i++) {
 		if (!want_probe(t, &gpu_apis[i], lib->kind, runtime_mapped))
 			continue;
@@ -436,8 +462,10 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 	found = elf_resolve_funcs(path, funcs, n);
 	if (found < 0) {
 		t->libs_unreadable++;
-		snprintf(t->last_lib_error, sizeof(t->last_lib_error), "%s (pid %d): %s", lib->path, pid,
-			 strerror(-found));
+		snprintf(t->last_lib_error, sizeof(t->last_lib_error), "%.160s%s (pid %d, opened as %.80s): %s",
+			 lib->path, lib->deleted ? " (deleted)" : "", pid, path, strerror(-found));
+		if (t->verbose)
+			fprintf(stderr, "pipeprof: cannot read %s\n", t->last_lib_error);
 		return 0;
 	}
 	for (int i = 0; i < n; i++) {
@@ -518,6 +546,29 @@ int tracer_refresh(struct tracer *t)
 	return 0;
 }
 
+const char *tracer_gpu_why_not(struct tracer *t, char *buf, size_t size)
+{
+	int libs = 0;
+
+	for (int i = 0; i < t->nr_attached; i++)
+		libs += t->attached[i].result.kind == LIB_CUDART || t->attached[i].result.kind == LIB_CUDA;
+	/* An unreadable library is named first: it is the one a user can do something about. */
+	if (t->libs_unreadable)
+		snprintf(buf, size, "a GPU library is mapped but cannot be read, so it is not probed: %s",
+			 t->last_lib_error);
+	else if (libs && t->probe_attach_failures)
+		snprintf(buf, size, "libcudart/libcuda are mapped but none of their synchronising "
+			 "functions could be probed (%d attach failures; -v names them)",
+			 t->probe_attach_failures);
+	else if (libs)
+		snprintf(buf, size, "libcudart/libcuda are mapped but none of the synchronising "
+			 "functions pipeprof knows is in their symbol tables");
+	else
+		snprintf(buf, size, "no libcudart or libcuda is mapped by the traced processes (a "
+			 "CPU-only job, or CUDA not loaded yet)");
+	return buf;
+}
+
 static void collect_gpu(struct tracer *t, struct report *r)
 {
 	int fd = bpf_map__fd(t->skel->maps.gpu_api_stats);
@@ -546,19 +597,10 @@ static void collect_gpu(struct tracer *t, struct report *r)
 	}
 
 	r->gpu_traced = probes_ok > 0;
+	r->gpu_libs_unprobed = !r->gpu_traced && (r->nr_libs || t->libs_unreadable);
 	if (r->gpu_traced)
 		return;
-	if (r->nr_libs)
-		snprintf(r->gpu_why_not, sizeof(r->gpu_why_not),
-			 "libcudart/libcuda are mapped but none of their synchronising functions could be "
-			 "probed (%d attach failures)", t->probe_attach_failures);
-	else if (t->libs_unreadable)
-		snprintf(r->gpu_why_not, sizeof(r->gpu_why_not), "cannot read the GPU library %s",
-			 t->last_lib_error);
-	else
-		snprintf(r->gpu_why_not, sizeof(r->gpu_why_not),
-			 "no libcudart or libcuda is mapped by the traced processes (a CPU-only job, or "
-			 "CUDA not loaded yet)");
+	tracer_gpu_why_not(t, r->gpu_why_not, sizeof(r->gpu_why_not));
 	report_not_traced(r, "GPU_WAIT: %s; GPU_WAIT reads 0", r->gpu_why_not);
 }
 
@@ -805,6 +847,9 @@ void tracer_stop(struct tracer *t)
 	for (int i = 0; i < t->nr_attached; i++)
 		for (int k = 0; k < t->attached[i].nr_links; k++)
 			bpf_link__destroy(t->attached[i].links[k]);
+	bpf_link__destroy(t->selftest_links[0]);
+	bpf_link__destroy(t->selftest_links[1]);
+	t->selftest_links[0] = t->selftest_links[1] = NULL;
 	free(t->attached);
 	t->attached = NULL;
 	t->nr_attached = 0;

@@ -40,7 +40,8 @@ struct tracer {
 	int libs_unreadable;
 	int seed_failures;	/* threads seen at attach that did not fit the thread map */
 	bool seed_truncated;	/* a process or thread list at attach hit its bound */
-	char last_lib_error[256];
+	char last_lib_error[320];
+	struct bpf_link *selftest_links[2];
 	/* Interrupt context from the tracepoint nesting instead of the preempt count: why. */
 	char irq_fallback[160];
 };
@@ -52,6 +53,9 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o);
 
 /* Reads a global counter, summed over CPUs. */
 __u64 tracer_counter(struct tracer *t, enum pp_counter c);
+
+/* Why no GPU call is timed, the truth of it: no library, an unreadable one, failed attaches. */
+const char *tracer_gpu_why_not(struct tracer *t, char *buf, size_t size);
 
 /* Picks up processes and libraries that appeared since the last call. */
 int tracer_refresh(struct tracer *t);

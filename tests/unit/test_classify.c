@@ -277,6 +277,41 @@ TEST(test_verdict_threshold_and_cpu)
 	CHECK_EQ_INT(a.verdict, VERDICT_UNDETERMINED);
 }
 
+/* GPU libraries mapped but not probed: a spinning synchronise reads as compute, so neither
+ * CPU-BOUND nor "no dominant stall" may be claimed; a data wait is still a data wait. */
+TEST(test_gpu_unprobed)
+{
+	__u64 spin[PP_NR_STATES] = { [PP_RUNNING] = 950, [PP_OTHER] = 50 };
+	__u64 idle[PP_NR_STATES] = { [PP_RUNNING] = 100, [PP_OTHER] = 900 };
+	__u64 data[PP_NR_STATES] = { [PP_RUNNING] = 300, [PP_DATA_WAIT] = 700 };
+	struct thread_result th[1] = { mk(100, 100, spin, 0) };
+	struct analysis_input in = input();
+	struct analysis a;
+
+	in.gpu_unprobed = true;
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_GPU_UNOBSERVED);
+	CHECK_STR(verdict_id(a.verdict), "gpu_unobserved");
+	CHECK(near(a.speedup_bound, 1.0));
+	CHECK(has_rec(&a, "probe_gpu"));
+	CHECK(!has_rec(&a, "move_work_off_trainer"));
+	CHECK(strstr(a.verdict_line, "may be GPU wait"));
+	CHECK(!strstr(a.verdict_line, "at most"));
+
+	th[0] = mk(100, 100, idle, 0);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_GPU_UNOBSERVED);
+
+	th[0] = mk(100, 100, data, 0);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING);
+
+	in.gpu_unprobed = false;
+	th[0] = mk(100, 100, spin, 0);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_CPU);
+}
+
 TEST(test_secondary_stall)
 {
 	__u64 mixed[PP_NR_STATES] = { [PP_RUNNING] = 200, [PP_DATA_WAIT] = 450, [PP_IO_WAIT] = 350 };
@@ -578,6 +613,7 @@ int main(void)
 	RUN_TEST(test_no_dominant_stall_has_no_bound);
 	RUN_TEST(test_worker_main_thread_missing);
 	RUN_TEST(test_close_open_wait);
+	RUN_TEST(test_gpu_unprobed);
 	RUN_TEST(test_chain_rule);
 	RUN_TEST(test_waited_on);
 	RUN_TEST(test_thread_verdicts);

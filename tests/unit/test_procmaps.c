@@ -304,7 +304,7 @@ TEST(find_in_fixture)
 		{ LIB_CUDART, 3932090, 0x103, 2,
 		  "/opt/venv/lib/python3.11/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12" },
 		{ LIB_CUDA, 2490817, 0x103, 2,
-		  "/usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06 (deleted)" },
+		  "/usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06" },
 		{ LIB_TORCH, 3932600, 0x103, 2,
 		  "/opt/venv/lib/python3.11/site-packages/torch/lib/libtorch_python.so" },
 		{ LIB_TORCH, 3932598, 0x103, 2,
@@ -330,6 +330,10 @@ TEST(find_in_fixture)
 		CHECK_EQ_U64(libs[i].dev_major, want[i].major);
 		CHECK_EQ_U64(libs[i].dev_minor, want[i].minor);
 		CHECK_STR(libs[i].path, want[i].path);
+		/* Unlinked while mapped: the path is the file's old name, the flag says so, and a
+		 * mapping of it is kept to open it through map_files. */
+		CHECK_EQ_INT(libs[i].deleted, want[i].inode == 2490817);
+		CHECK(libs[i].map_end > libs[i].map_start);
 	}
 
 	/* Everything file-backed that is not an ML library: python, devices, memfd, cudnn, libc. */
@@ -341,7 +345,8 @@ TEST(find_in_fixture)
 	if (CHECK_EQ_INT(ret, 6)) {
 		CHECK_STR(libs[0].path, "/usr/bin/python3.11");
 		CHECK_STR(libs[1].path, "/dev/nvidiactl");
-		CHECK_STR(libs[2].path, "/memfd:cuda-ipc (deleted)");
+		CHECK_STR(libs[2].path, "/memfd:cuda-ipc");
+		CHECK(libs[2].deleted);
 		CHECK_STR(libs[3].path,
 			  "/opt/venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9");
 		CHECK_STR(libs[4].path, "/usr/lib/x86_64-linux-gnu/libc.so.6");

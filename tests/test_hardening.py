@@ -1,0 +1,187 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Odd targets, missing privileges, failed writes and libraries replaced under a running job:
+each gets one clear line and the right exit status, never a report about the wrong thing."""
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import PIPEPROF, PYTHON, ROOT, start_workload
+
+SLEEPER = [PYTHON, "-c", "import threading, time\n"
+           "threading.Thread(target=lambda: time.sleep(600), name='loader', daemon=True).start()\n"
+           "print('READY pid=0 tid=0', flush=True)\n"
+           "time.sleep(600)\n"]
+
+
+def run(argv, timeout=60, **kw):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT, **kw)
+
+
+def one_line(stderr):
+    lines = [l for l in stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, "expected one line on stderr, got:\n%s" % stderr
+    return lines[0]
+
+
+def test_thread_id_resolves_to_its_process(pipeprof_bin, procs):
+    w = procs(SLEEPER, name="sleeper")
+    assert w.wait_line(r"^READY", 30), w.output()
+    tids = sorted(int(t) for t in os.listdir("/proc/%d/task" % w.pid))
+    assert len(tids) >= 2, tids
+    thread = [t for t in tids if t != w.pid][0]
+
+    r = run([pipeprof_bin, "-p", str(thread), "-d", "0.5", "-j"])
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["pid"] == w.pid, "traced %s, not thread %d's process %d" % (
+        report["pid"], thread, w.pid)
+    assert report["trainer"]["tid"] == thread
+    assert "%d is a thread" % thread in r.stderr and "tracing process %d" % w.pid in r.stderr
+
+    r = run([pipeprof_bin, "hist", "-p", str(thread), "offcpu", "1", "1"])
+    assert r.returncode == 0, r.stderr
+    assert "tracing PID %d" % w.pid in r.stderr, r.stderr
+
+
+def test_zombie_is_refused(pipeprof_bin):
+    # A child that exits and is never reaped (until the test ends) stays a zombie.
+    child = subprocess.Popen(["/bin/true"])
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        with open("/proc/%d/stat" % child.pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.05)
+    try:
+        for argv in ([pipeprof_bin, "-p", str(child.pid), "-d", "1"],
+                     [pipeprof_bin, "-p", str(child.pid), "-d", "1", "-j"],
+                     [pipeprof_bin, "hist", "-p", str(child.pid), "offcpu", "1", "1"]):
+            started = time.monotonic()
+            r = run(argv)
+            took = time.monotonic() - started
+            assert r.returncode == 2, (argv, r.returncode, r.stderr)
+            assert "has exited" in one_line(r.stderr) and "zombie" in r.stderr, r.stderr
+            assert r.stdout == "", "a zombie got a report:\n" + r.stdout
+            # Refused before anything loads: no BPF object, no 1 s window.
+            assert took < 0.9, "refusing took %.2f s" % took
+    finally:
+        child.wait()
+
+
+def test_kernel_thread_and_init_are_refused(pipeprof_bin):
+    for argv in ([pipeprof_bin, "-p", "2", "-d", "1"],
+                 [pipeprof_bin, "hist", "-p", "2", "offcpu", "1", "1"]):
+        r = run(argv)
+        assert r.returncode == 2, (argv, r.stderr, r.stdout[:500])
+        assert "kernel thread" in one_line(r.stderr)
+        assert r.stdout == ""
+    r = run([pipeprof_bin, "-p", "1", "-d", "1"])
+    assert r.returncode == 2, (r.stderr, r.stdout[:500])
+    line = one_line(r.stderr)
+    assert "PID 1" in line and "init" in line and "every process" in line, line
+
+
+def test_failed_writes_are_errors(pipeprof_bin, procs):
+    w = procs(SLEEPER, name="sleeper")
+    assert w.wait_line(r"^READY", 30), w.output()
+    for argv in ([pipeprof_bin, "-p", str(w.pid), "-d", "0.3"],
+                 [pipeprof_bin, "-p", str(w.pid), "-d", "0.3", "-j"],
+                 [pipeprof_bin, "hist", "-p", str(w.pid), "offcpu", "1", "1"],
+                 [pipeprof_bin, "hist", "-p", str(w.pid), "-j", "offcpu", "1", "1"]):
+        with open("/dev/full", "w") as full:
+            r = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60,
+                               cwd=ROOT)
+        assert r.returncode == 1, (argv, r.returncode, r.stderr)
+        assert "cannot write" in r.stderr and "No space left on device" in r.stderr, r.stderr
+
+
+def test_report_is_out_before_the_probes_detach(pipeprof_bin, procs, fakecuda):
+    _, pid, _ = start_workload(procs, "gpu.py", [], truth="/dev/null")
+    p = subprocess.Popen([pipeprof_bin, "-p", str(pid), "-d", "0.5", "-j"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    out = p.stdout.read()          # returns at EOF: pipeprof closed its stdout
+    still_running = p.poll() is None
+    err = p.stderr.read()
+    assert p.wait(timeout=60) == 0, err
+    report = json.loads(out)
+    attached = sum(pr["attached"] for lib in report["gpu"]["libraries"] for pr in lib["probes"])
+    # Each uprobe detaches in ~70 ms, one after another: with this many, the report must be
+    # out while they still detach.
+    assert attached >= 8, report["gpu"]
+    assert still_running, "stdout reached EOF only when pipeprof exited: it detached first"
+    links = run(["bpftool", "link", "show"]).stdout
+    assert "uprobe" not in links or str(pid) not in links, "probes left attached:\n" + links
+
+
+def test_deleted_library_is_probed(pipeprof_bin, procs, fakecuda, tmp_path):
+    libdir = tmp_path / "cuda"
+    libdir.mkdir()
+    for name in ("libcudart.so.13", "libcuda.so.1"):
+        shutil.copy(os.path.join(os.path.dirname(fakecuda), name), libdir / name)
+    env = dict(os.environ, LD_LIBRARY_PATH=str(libdir))
+    argv = [PYTHON, os.path.join(ROOT, "tools", "workloads", "gpu.py"), "--duration", "60",
+            "--lib", str(libdir / "libcudart.so.13")]
+    w = procs(argv, name="gpu.py", env=env)
+    m = w.wait_line(r"^READY pid=(\d+)", 90)
+    assert m, w.output()
+    pid = int(m.group(1))
+    # An upgrade under a running job: the mapped files are unlinked.
+    for f in libdir.iterdir():
+        f.unlink()
+    with open("/proc/%d/maps" % pid) as f:
+        assert "libcudart.so.13 (deleted)" in f.read()
+
+    r = run([pipeprof_bin, "-p", str(pid), "-d", "1", "-j"])
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["gpu"]["traced"], report["gpu"].get("why_not")
+    libs = [l for l in report["gpu"]["libraries"] if l["kind"] == "cudart"]
+    assert libs and libs[0]["deleted"] and libs[0]["path"] == str(libdir / "libcudart.so.13")
+    assert report["verdict"]["id"] == "gpu_bound", report["verdict"]
+
+    r = run([pipeprof_bin, "hist", "-p", str(pid), "gpu-sync", "1", "1"])
+    assert r.returncode == 0, r.stderr
+    assert "no events" not in r.stdout and "count " in r.stdout, r.stdout
+
+
+def _setpriv():
+    path = shutil.which("setpriv")
+    if not path:
+        pytest.skip("setpriv (util-linux) is not installed")
+    return path
+
+
+def test_missing_capabilities_are_named(pipeprof_bin, procs, fakecuda):
+    setpriv = _setpriv()
+    _, pid, _ = start_workload(procs, "gpu.py", [], truth="/dev/null")
+    # What the README once promised: CAP_BPF + CAP_PERFMON. Uprobes need CAP_SYS_ADMIN.
+    r = run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+             "--inh-caps=+bpf,+perfmon", "--ambient-caps=+bpf,+perfmon",
+             pipeprof_bin, "-p", str(pid), "-d", "0.5"])
+    assert r.returncode == 1, r.stderr
+    line = one_line(r.stderr)
+    assert "missing CAP_SYS_ADMIN" in line and "uprobes" in line, line
+    # Root with every capability but CAP_SYS_PTRACE cannot open the libraries of a target that
+    # holds capabilities it lacks: said up front, not a report blind to the GPU.
+    r = run([setpriv, "--bounding-set=-all,+bpf,+perfmon,+sys_admin",
+             pipeprof_bin, "-p", str(pid), "-d", "0.5"])
+    assert r.returncode == 1, (r.stderr, r.stdout[:300])
+    assert "CAP_SYS_PTRACE" in one_line(r.stderr), r.stderr
+    # And with all four, the job is traced and its GPU seen.
+    r = run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+             "--inh-caps=+bpf,+perfmon,+sys_admin,+sys_ptrace",
+             "--ambient-caps=+bpf,+perfmon,+sys_admin,+sys_ptrace",
+             pipeprof_bin, "-p", str(pid), "-d", "0.5", "-j"])
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["gpu"]["traced"]
+
+
+def test_top_level_help_lists_the_commands(pipeprof_bin):
+    r = run([pipeprof_bin, "--help"])
+    assert r.returncode == 0
+    assert "pipeprof hist" in r.stdout and "pipeprof daemon" in r.stdout, r.stdout
+    assert "localhost" not in r.stdout and "Report bugs" not in r.stdout, r.stdout
