@@ -185,3 +185,21 @@ def test_top_level_help_lists_the_commands(pipeprof_bin):
     assert r.returncode == 0
     assert "pipeprof hist" in r.stdout and "pipeprof daemon" in r.stdout, r.stdout
     assert "localhost" not in r.stdout and "Report bugs" not in r.stdout, r.stdout
+
+
+def test_both_uprobe_paths_time_gpu_calls(pipeprof_bin, procs, fakecuda):
+    """Multi-uprobe links where the kernel has them (6.6+), one perf event per probe before:
+    the same calls timed either way, and the multi path detaches far fewer links."""
+    _, pid, _ = start_workload(procs, "gpu.py", [], truth="/dev/null")
+    seen = {}
+    for label, env in (("multi", {}), ("single", {"PIPEPROF_NO_UPROBE_MULTI": "1"})):
+        r = run([pipeprof_bin, "-p", str(pid), "-d", "1", "-j", "-v"],
+                env=dict(os.environ, **env))
+        assert r.returncode == 0, r.stderr
+        report = json.loads(r.stdout)
+        assert report["verdict"]["id"] == "gpu_bound", (label, report["verdict"])
+        assert report["counters"]["selftest_uprobe_hits"] == 2, (label, report["counters"])
+        calls = sum(a["calls"] for a in report["gpu"]["apis"])
+        assert calls >= 10, (label, report["gpu"]["apis"])
+        seen[label] = r.stderr.count("(multi link)")
+    assert seen["multi"] >= 8 and seen["single"] == 0, seen

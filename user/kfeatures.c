@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "kfeatures.h"
+#include "uprobe_multi.h"
 #include "pipeprof.h"	/* the types the skeleton's globals use */
 #include "pipeprof.skel.h"
 
@@ -29,7 +31,22 @@ static int tracepoint_nr_args(const struct btf *btf, const char *tp)
 	return btf_vlen(t) - 1;	/* the first is the tracepoint's void *__data */
 }
 
-int kfeatures_probe(struct pipeprof_bpf *skel)
+/* Every uprobe program of the object is made for multi-uprobe links: attach type is fixed at
+ * load, and one program cannot serve both kinds of attachment. */
+static void use_uprobe_multi(struct pipeprof_bpf *skel)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, skel->obj) {
+		const char *sec = bpf_program__section_name(prog);
+
+		if (!strncmp(sec, "uprobe", 6) || !strncmp(sec, "uretprobe", 9))
+			bpf_program__set_expected_attach_type(prog,
+				(enum bpf_attach_type)PP_BPF_TRACE_UPROBE_MULTI);
+	}
+}
+
+int kfeatures_probe(struct pipeprof_bpf *skel, bool *uprobe_multi)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
 
@@ -45,6 +62,9 @@ int kfeatures_probe(struct pipeprof_bpf *skel)
 	if (!skel->rodata->has_block_io_start)
 		bpf_program__set_autoload(skel->progs.on_block_io_start, false);
 	skel->rodata->preempt_count_rq_delta = preempt_count_rq_delta(btf);
+	*uprobe_multi = uprobe_multi_supported(btf) && !getenv("PIPEPROF_NO_UPROBE_MULTI");
+	if (*uprobe_multi)
+		use_uprobe_multi(skel);
 	btf__free(btf);
 	return 0;
 }

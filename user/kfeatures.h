@@ -9,9 +9,11 @@
 struct btf;
 struct pipeprof_bpf;
 
-/* Sets the skeleton's kernel-dependent rodata and autoload flags. Fails with a message and
+/* Sets the skeleton's kernel-dependent rodata and autoload flags, and says whether the uprobe
+ * programs load for multi-uprobe links (unless PIPEPROF_NO_UPROBE_MULTI is set, which keeps
+ * the older one-perf-event-per-probe path testable on new kernels). Fails with a message and
  * -errno when the kernel has no BTF. */
-int kfeatures_probe(struct pipeprof_bpf *skel);
+int kfeatures_probe(struct pipeprof_bpf *skel, bool *uprobe_multi);
 
 /* Offset of per-CPU variable var (plus its member, when not NULL) inside the per-CPU area, from
  * the .data..percpu DATASEC of btf; -1 when BTF does not describe it. */

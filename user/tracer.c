@@ -20,6 +20,7 @@
 #include "proctree.h"
 #include "caps.h"
 #include "tracer.h"
+#include "uprobe_multi.h"
 
 #define MAX_SEED_PIDS 4096
 #define MAX_SEED_TIDS 4096
@@ -31,6 +32,8 @@ struct tracer_lib_attach {
 	struct lib_result result;
 	struct bpf_link *links[2 * MAX_LIB_PROBES];
 	int nr_links;
+	int fds[2 * MAX_LIB_PROBES];	/* multi-uprobe links */
+	int nr_fds;
 };
 
 __u64 monotonic_ns(void)
@@ -176,12 +179,32 @@ static int self_check(struct tracer *t)
 		fprintf(stderr, "pipeprof: self-check failed: cannot find %s in /proc/self/exe\n", fn.name);
 		return -ENOENT;
 	}
-	enter = bpf_program__attach_uprobe_opts(t->skel->progs.on_gpu_enter, getpid(),
-						"/proc/self/exe", fn.offset, &opts);
-	opts.retprobe = true;
-	ret = enter ? bpf_program__attach_uprobe_opts(t->skel->progs.on_gpu_return, getpid(),
-						      "/proc/self/exe", fn.offset, &opts) : NULL;
-	if (!ret) {
+	if (t->uprobe_multi) {
+		uint64_t offset = fn.offset, cookie = PP_SELFTEST_API;
+
+		t->selftest_fds[1] = uprobe_multi_attach(t->skel->progs.on_gpu_return, getpid(),
+							 "/proc/self/exe", &offset, &cookie, 1, true);
+		if (t->selftest_fds[1] > 0)
+			t->selftest_fds[0] = uprobe_multi_attach(t->skel->progs.on_gpu_enter, getpid(),
+								 "/proc/self/exe", &offset, &cookie, 1,
+								 false);
+		err = t->selftest_fds[1] < 0 ? t->selftest_fds[1] :
+		      t->selftest_fds[0] < 0 ? t->selftest_fds[0] : 0;
+		if (err) {
+			t->selftest_fds[0] = t->selftest_fds[0] < 0 ? 0 : t->selftest_fds[0];
+			t->selftest_fds[1] = t->selftest_fds[1] < 0 ? 0 : t->selftest_fds[1];
+			fprintf(stderr, "pipeprof: self-check failed: cannot attach a multi-uprobe link: "
+				"%s\n", strerror(-err));
+			return err;
+		}
+	} else {
+		enter = bpf_program__attach_uprobe_opts(t->skel->progs.on_gpu_enter, getpid(),
+							"/proc/self/exe", fn.offset, &opts);
+		opts.retprobe = true;
+		ret = enter ? bpf_program__attach_uprobe_opts(t->skel->progs.on_gpu_return, getpid(),
+							      "/proc/self/exe", fn.offset, &opts) : NULL;
+	}
+	if (!t->uprobe_multi && !ret) {
 		err = -errno;
 		fprintf(stderr, "pipeprof: self-check failed: cannot attach a uprobe: %s\n",
 			strerror(-err));
@@ -263,7 +286,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		fprintf(stderr, "pipeprof: cannot open the BPF object: %s\n", strerror(-err));
 		return err;
 	}
-	err = kfeatures_probe(t->skel);
+	err = kfeatures_probe(t->skel, &t->uprobe_multi);
 	if (err)
 		return err;
 	t->skel->rodata->trainer_tid = o->trainer_tid;
@@ -417,8 +440,36 @@ static void lib_open_path(pid_t pid, const struct mapped_lib *lib, char *path, s
 		 (unsigned long long)lib->map_start, (unsigned long long)lib->map_end);
 }
 
+/* One perf-event uprobe per function and direction: kernels before multi-uprobe links (6.6). */
+static void attach_singly(struct tracer_lib_attach *a, struct uprobe_spec *specs, const char *path)
+{
+	for (int i = 0; i < a->result.nr_probes; i++) {
+		struct uprobe_spec *sp = &specs[i];
+		struct bpf_link *enter = NULL, *ret = NULL;
+
+		/* Return probe first: a return whose entry was missed is harmless, an entry whose
+		 * return is missed would leave the call open. */
+		if (sp->ret)
+			ret = attach_one((struct bpf_program *)sp->ret, a->pid, path, sp->offset,
+					 sp->cookie, true);
+		if (!sp->ret || ret)
+			enter = attach_one((struct bpf_program *)sp->enter, a->pid, path, sp->offset,
+					   sp->cookie, false);
+		if (!enter || (sp->ret && !ret)) {
+			sp->err = -errno;
+			bpf_link__destroy(ret);
+			continue;
+		}
+		sp->attached = true;
+		a->links[a->nr_links++] = enter;
+		if (ret)
+			a->links[a->nr_links++] = ret;
+	}
+}
+
 static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib, bool runtime_mapped)
 {
+	struct uprobe_spec specs[MAX_LIB_PROBES] = {};
 	struct elf_func funcs[MAX_LIB_PROBES];
 	int api_of[MAX_LIB_PROBES], n = 0, found;
 	struct tracer_lib_attach *a;
@@ -470,14 +521,13 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 	}
 	for (int i = 0; i < n; i++) {
 		struct bpf_program *enter_prog, *ret_prog;
-		struct bpf_link *enter = NULL, *ret = NULL;
 		struct probe_result *p;
 		__u64 cookie;
 
 		if (!funcs[i].found)
 			continue;
 		probe_programs(t, api_of[i], &enter_prog, &ret_prog, &cookie);
-		p = &a->result.probes[a->result.nr_probes++];
+		p = &a->result.probes[a->result.nr_probes];
 		p->api = api_of[i] == STEP_PROBE_ID ? TRACER_STEP_PROBE : funcs[i].name;
 		p->value = funcs[i].value;
 		p->offset = funcs[i].offset;
@@ -488,29 +538,30 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 			p->offset += 4;
 			p->skipped_endbr64 = true;
 		}
-		/* Return probe first: a return whose entry was missed is harmless, an entry whose
-		 * return is missed would leave the call open. */
-		if (ret_prog)
-			ret = attach_one(ret_prog, pid, path, p->offset, cookie, true);
-		if (!ret_prog || ret)
-			enter = attach_one(enter_prog, pid, path, p->offset, cookie, false);
-		if (!enter || (ret_prog && !ret)) {
-			p->err = -errno;
-			bpf_link__destroy(ret);
+		specs[a->result.nr_probes++] = (struct uprobe_spec){
+			.enter = enter_prog, .ret = ret_prog, .offset = p->offset, .cookie = cookie,
+		};
+	}
+	if (t->uprobe_multi)
+		a->nr_fds = uprobe_multi_attach_all(specs, a->result.nr_probes, pid, path, a->fds,
+						    sizeof(a->fds) / sizeof(a->fds[0]));
+	else
+		attach_singly(a, specs, path);
+	for (int i = 0; i < a->result.nr_probes; i++) {
+		struct probe_result *p = &a->result.probes[i];
+
+		p->attached = specs[i].attached;
+		p->err = specs[i].attached ? 0 : (specs[i].err ? specs[i].err : -EINVAL);
+		if (!p->attached)
 			t->probe_attach_failures++;
-			if (t->verbose)
-				fprintf(stderr, "pipeprof: cannot attach %s in %s (pid %d): %s\n", p->api,
-					lib->path, pid, strerror(-p->err));
-			continue;
-		}
-		p->attached = true;
-		a->links[a->nr_links++] = enter;
-		if (ret)
-			a->links[a->nr_links++] = ret;
-		if (t->verbose)
-			fprintf(stderr, "pipeprof: pid %d %s:%s value 0x%llx offset 0x%llx%s\n", pid,
+		if (t->verbose && !p->attached)
+			fprintf(stderr, "pipeprof: cannot attach %s in %s (pid %d): %s\n", p->api,
+				lib->path, pid, strerror(-p->err));
+		else if (t->verbose)
+			fprintf(stderr, "pipeprof: pid %d %s:%s value 0x%llx offset 0x%llx%s%s\n", pid,
 				lib->path, p->api, (unsigned long long)p->value,
-				(unsigned long long)p->offset, p->skipped_endbr64 ? " (after endbr64)" : "");
+				(unsigned long long)p->offset, p->skipped_endbr64 ? " (after endbr64)" : "",
+				t->uprobe_multi ? " (multi link)" : "");
 	}
 	return 0;
 }
@@ -580,7 +631,7 @@ static void collect_gpu(struct tracer *t, struct report *r)
 		if (t->attached[i].result.kind != LIB_CUDART && t->attached[i].result.kind != LIB_CUDA)
 			continue;
 		r->libs[r->nr_libs++] = t->attached[i].result;
-		probes_ok += t->attached[i].nr_links;
+		probes_ok += t->attached[i].nr_links + t->attached[i].nr_fds;
 	}
 	r->probe_attach_failures = t->probe_attach_failures;
 	r->nr_apis = gpu_sync_api_count;
@@ -844,9 +895,16 @@ int tracer_drain_hists(struct tracer *t,
 
 void tracer_stop(struct tracer *t)
 {
-	for (int i = 0; i < t->nr_attached; i++)
+	for (int i = 0; i < t->nr_attached; i++) {
 		for (int k = 0; k < t->attached[i].nr_links; k++)
 			bpf_link__destroy(t->attached[i].links[k]);
+		for (int k = 0; k < t->attached[i].nr_fds; k++)
+			close(t->attached[i].fds[k]);
+	}
+	for (int k = 0; k < 2; k++)
+		if (t->selftest_fds[k] > 0)
+			close(t->selftest_fds[k]);
+	t->selftest_fds[0] = t->selftest_fds[1] = 0;
 	bpf_link__destroy(t->selftest_links[0]);
 	bpf_link__destroy(t->selftest_links[1]);
 	t->selftest_links[0] = t->selftest_links[1] = NULL;

@@ -42,6 +42,8 @@ struct tracer {
 	bool seed_truncated;	/* a process or thread list at attach hit its bound */
 	char last_lib_error[320];
 	struct bpf_link *selftest_links[2];
+	int selftest_fds[2];	/* the same as multi-uprobe links; 0 when not */
+	bool uprobe_multi;	/* the kernel has multi-uprobe links and they are used */
 	/* Interrupt context from the tracepoint nesting instead of the preempt count: why. */
 	char irq_fallback[160];
 };
