@@ -18,6 +18,7 @@
 #include "pipeprof.h"	/* the types the skeleton's globals use */
 #include "pipeprof.skel.h"
 #include "proctree.h"
+#include "sanitize.h"
 #include "tracer.h"
 
 #define MAX_SEED_PIDS 4096
@@ -396,7 +397,8 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 	struct elf_func funcs[MAX_LIB_PROBES];
 	int api_of[MAX_LIB_PROBES], n = 0, found;
 	struct tracer_lib_attach *a;
-	char path[PATH_MAX + 64];
+	/* shown: the path as logged; its owner named it, and a terminal must not act on it */
+	char path[PATH_MAX + 64], shown[SAN_TEXT_SIZE(sizeof(lib->path))];
 
 	if (t->nr_attached == t->cap_attached) {
 		int cap = t->cap_attached ? t->cap_attached * 2 : 8;
@@ -472,7 +474,8 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 			t->probe_attach_failures++;
 			if (t->verbose)
 				fprintf(stderr, "pipeprof: cannot attach %s in %s (pid %d): %s\n", p->api,
-					lib->path, pid, strerror(-p->err));
+					san_text(shown, sizeof(shown), lib->path, sizeof(lib->path)), pid,
+					strerror(-p->err));
 			continue;
 		}
 		p->attached = true;
@@ -481,7 +484,8 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 			a->links[a->nr_links++] = ret;
 		if (t->verbose)
 			fprintf(stderr, "pipeprof: pid %d %s:%s value 0x%llx offset 0x%llx%s\n", pid,
-				lib->path, p->api, (unsigned long long)p->value,
+				san_text(shown, sizeof(shown), lib->path, sizeof(lib->path)), p->api,
+				(unsigned long long)p->value,
 				(unsigned long long)p->offset, p->skipped_endbr64 ? " (after endbr64)" : "");
 	}
 	return 0;
