@@ -433,7 +433,8 @@ void format_waker_name(char *buf, size_t size, const struct waited_on *w)
 	if (w->ctx != PP_WAKE_TASK)
 		snprintf(buf, size, "%s", wake_ctx_name(w->ctx));
 	else
-		snprintf(buf, size, "thread %u (%s)", w->tid, w->comm[0] ? w->comm : "?");
+		snprintf(buf, size, "thread %u (%.*s)", w->tid, (int)sizeof(w->comm),
+			 w->comm[0] ? w->comm : "?");
 }
 
 /* The verdict and every notable stall in one line, so that two attaches on either side of the

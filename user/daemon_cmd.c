@@ -37,6 +37,7 @@
 #include "prom.h"
 #include "proctree.h"
 #include "report.h"
+#include "sanitize.h"
 #include "step_baseline.h"
 #include "tracer.h"
 
@@ -421,6 +422,7 @@ static void attach_job(struct daemon *d, pid_t pid)
 		.hist_entries = STEP_HISTS_PER_JOB,
 	};
 	struct job *j = calloc(1, sizeof(*j));
+	char shown[SAN_TEXT_SIZE(sizeof(j->comm))];
 	int err;
 
 	if (!j)
@@ -447,7 +449,9 @@ static void attach_job(struct daemon *d, pid_t pid)
 	d->jobs = j;
 	d->nr_jobs++;
 	pthread_mutex_unlock(&d->lock);
-	fprintf(stderr, "pipeprof: attached PID %d (%s)\n", pid, j->comm);
+	/* Its owner chose the name: escaped, lest it drive the terminal of whoever reads the log. */
+	fprintf(stderr, "pipeprof: attached PID %d (%s)\n", pid,
+		san_text(shown, sizeof(shown), j->comm, sizeof(j->comm)));
 	log_event(d, event("attach", j));
 }
 

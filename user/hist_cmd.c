@@ -226,7 +226,8 @@ static void name_entry(struct tracer *t, __u32 keying, struct hist_entry *e)
 		return;
 	if (!bpf_map_lookup_elem(fd, &e->id, &th)) {
 		e->pid = by_tid ? (pid_t)th.tgid : (pid_t)e->id;
-		snprintf(e->comm, sizeof(e->comm), "%s", th.comm);
+		/* Bounded: nothing checks that a comm read from the map ends in a NUL. */
+		snprintf(e->comm, sizeof(e->comm), "%.*s", (int)sizeof(th.comm), th.comm);
 		return;
 	}
 	e->pid = by_tid ? 0 : (pid_t)e->id;

@@ -6,6 +6,7 @@
 #include <json-c/json.h>
 #include "hist.h"
 #include "hist_fmt.h"
+#include "sanitize.h"
 
 const struct hist_user_kind hist_user_kinds[] = {
 	{ "offcpu", 1u << PP_HK_OFFCPU, "off-CPU episodes by cause, switch-out to wakeup" },
@@ -105,20 +106,25 @@ static void print_whose(FILE *out, const struct hist_interval *iv, const struct 
 {
 	bool by_tid = iv->keying == PP_HKEY_THREAD || e->kind == PP_HK_BATCH_WAIT ||
 		      e->kind == PP_HK_STEP;
+	char comm[SAN_TEXT_SIZE(sizeof(e->comm))];
 
+	/* The thread's owner named it: escapes for a terminal are shown, not sent. */
 	if (by_tid)
-		fprintf(out, ", tid = %u %s (pid %d)", e->id, e->comm, e->pid);
+		fprintf(out, ", tid = %u %s (pid %d)", e->id,
+			san_text(comm, sizeof(comm), e->comm, sizeof(e->comm)), e->pid);
 	else if (iv->keying == PP_HKEY_PROCESS)
-		fprintf(out, ", pid = %u %s", e->id, e->comm);
+		fprintf(out, ", pid = %u %s", e->id,
+			san_text(comm, sizeof(comm), e->comm, sizeof(e->comm)));
 }
 
 static void print_header(FILE *out, const struct hist_interval *iv, const struct hist_entry *e)
 {
 	__u64 samples = hist_total(e->slots, PP_HIST_SLOTS);
+	char label[SAN_TEXT_SIZE(sizeof(e->label))];
 
 	fputs(user_kind_of(e->kind), out);
 	if (e->label[0])
-		fprintf(out, " %s", e->label);
+		fprintf(out, " %s", san_text(label, sizeof(label), e->label, sizeof(e->label)));
 	print_whose(out, iv, e);
 	switch (e->kind) {
 	case PP_HK_LAUNCH:
@@ -298,8 +304,8 @@ int hist_print_interval_json(FILE *out, const struct hist_interval *iv)
 	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (!text)
 		err = -ENOMEM;
-	else
-		fprintf(out, "%s\n", text);
+	else if (san_fputs_utf8(out, text) || fputc('\n', out) == EOF)	/* comms may not be UTF-8 */
+		err = -EIO;
 	fflush(out);
 	json_object_put(root);
 	return err;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "jsonl.h"
+#include "sanitize.h"
 
 static int fail(struct jsonl *j, int err, const char *what)
 {
@@ -134,8 +135,9 @@ static int write_all(struct jsonl *j, const char *buf, size_t len)
 int jsonl_write(struct jsonl *j, json_object *o)
 {
 	const char *text;
+	size_t len, need;
 	struct stat st;
-	size_t len;
+	bool valid;
 	int err;
 
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
@@ -143,16 +145,23 @@ int jsonl_write(struct jsonl *j, json_object *o)
 	if (!text)
 		return fail(j, -ENOMEM, "cannot format a line for");
 	len = strlen(text);
-	if (len + 1 > j->buf_cap) {
-		char *grown = realloc(j->buf, len + 1);
+	/* Room for a repair: json-c copies bytes that are not UTF-8 (a hostile comm) as they
+	 * are, and each may become U+FFFD's three. */
+	valid = san_utf8_valid(text, len);
+	need = (valid ? len : 3 * len) + 2;
+	if (need > j->buf_cap) {
+		char *grown = realloc(j->buf, need);
 
 		if (!grown)
 			return fail(j, -ENOMEM, "cannot format a line for");
 		j->buf = grown;
-		j->buf_cap = len + 1;
+		j->buf_cap = need;
 	}
 	/* One write(2) of line and newline: a reader never sees the line without its end. */
-	memcpy(j->buf, text, len);
+	if (valid)
+		memcpy(j->buf, text, len);
+	else
+		len = san_utf8_repair(j->buf, text, len);
 	j->buf[len] = '\n';
 
 	if (j->fd < 0) {

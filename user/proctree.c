@@ -40,11 +40,22 @@ static int read_line(const char *path, char *buf, size_t size)
 void proc_comm(const char *procfs, pid_t tgid, pid_t tid, char *buf, size_t size)
 {
 	char path[PATH_MAX];
+	size_t len = 0;
+	FILE *f;
 
+	if (!size)
+		return;
 	snprintf(path, sizeof(path), "%s/%d/task/%d/comm", procfs, tgid, tid);
-	if (read_line(path, buf, size))
-		buf[0] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
+	/* The kernel prints the name raw and then '\n'; a name may hold a '\n' of its own,
+	 * which the outputs escape, so only the last one goes. */
+	f = fopen(path, "re");
+	if (f) {
+		len = fread(buf, 1, size - 1, f);
+		fclose(f);
+	}
+	buf[len] = '\0';
+	if (len && buf[len - 1] == '\n')
+		buf[len - 1] = '\0';
 }
 
 static bool is_pid_name(const char *s)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "prom.h"
+#include "sanitize.h"
 
 static bool is_name_start(char c, bool colon)
 {
@@ -56,24 +57,33 @@ char *prom_format_value(char *buf, size_t size, double value)
 	return buf;
 }
 
+/*
+ * The format's three escapes, on text that must be UTF-8 (a parser rejects anything else, and
+ * with it the whole scrape): an ill-formed sequence becomes U+FFFD, as in the JSON outputs. So
+ * do the control characters the format has no escape for but a tab: raw, they would reach the
+ * terminal of whoever reads /metrics with curl.
+ */
 static void write_escaped(FILE *out, const char *s, bool quote)
 {
-	for (; *s; s++) {
-		switch (*s) {
-		case '\\':
+	size_t len = strlen(s);
+	uint32_t cp;
+	int n;
+
+	for (; len; s += n, len -= n) {
+		n = san_utf8_next(s, len, &cp);
+		if (n < 0) {
+			n = -n;
+			fputs(SAN_REPLACEMENT, out);
+		} else if (cp == '\\') {
 			fputs("\\\\", out);
-			break;
-		case '\n':
+		} else if (cp == '\n') {
 			fputs("\\n", out);
-			break;
-		case '"':
-			if (quote) {
-				fputs("\\\"", out);
-				break;
-			}
-			/* fallthrough */
-		default:
-			fputc(*s, out);
+		} else if (cp == '"' && quote) {
+			fputs("\\\"", out);
+		} else if (san_is_control(cp) && cp != '\t') {
+			fputs(SAN_REPLACEMENT, out);
+		} else {
+			fwrite(s, 1, n, out);
 		}
 	}
 }

@@ -33,7 +33,8 @@ bool prom_valid_label_name(const char *name);
  * same double, and "NaN", "+Inf", "-Inf". Returns buf. */
 char *prom_format_value(char *buf, size_t size, double value);
 
-/* Escapes for HELP text (\\ and \n) and for label values (\\, \" and \n). */
+/* Escapes for HELP text (\\ and \n) and for label values (\\, \" and \n). What the format
+ * cannot carry, bytes that are not UTF-8 and control characters other than tab, becomes U+FFFD. */
 void prom_write_help_escaped(FILE *out, const char *text);
 void prom_write_label_value_escaped(FILE *out, const char *value);
 

@@ -5,6 +5,7 @@
 #include <json-c/json.h>
 #include "hist.h"
 #include "report.h"
+#include "sanitize.h"
 
 void report_not_traced(struct report *r, const char *fmt, ...)
 {
@@ -113,7 +114,7 @@ static const char *waker_role(const struct report *r, const struct waited_on *w)
 static void print_waited_on(FILE *out, const struct report *r)
 {
 	const struct analysis *a = &r->analysis;
-	char who[64];
+	char who[64], shown_who[SAN_TEXT_SIZE(sizeof(who))];
 
 	if (!a->nr_waited_on)
 		return;
@@ -125,7 +126,8 @@ static void print_waited_on(FILE *out, const struct report *r)
 		int shown = 0;
 
 		format_waker_name(who, sizeof(who), w);
-		fprintf(out, "  %5.1f%%  %s", pct(w->ns, a->waited_total_ns), who);
+		fprintf(out, "  %5.1f%%  %s", pct(w->ns, a->waited_total_ns),
+			san_text(shown_who, sizeof(shown_who), who, sizeof(who)));
 		if (w->ctx == PP_WAKE_TASK)
 			fprintf(out, ", %s pid %u", waker_role(r, w), w->tgid);
 		fprintf(out, ", %llu wakeups:", (unsigned long long)w->wakeups);
@@ -145,24 +147,36 @@ static void print_waited_on(FILE *out, const struct report *r)
 	}
 }
 
+/*
+ * Every string here that holds a name, a command line or a path of the target's goes through
+ * san_text(): its owner chose those bytes, and a terminal would act on their escapes.
+ */
 void report_print_text(FILE *out, const struct report *r)
 {
 	const struct analysis *a = &r->analysis;
 	const struct thread_result *tr = trainer_of(r);
 	double secs = (r->end_ns - r->start_ns) / 1e9;
-	char label[64];
+	char label[64], shown[SAN_TEXT_SIZE(sizeof(r->cmdline))];
+
+	/* shown holds each string escaped whole: cmdline is the largest of them. */
+	_Static_assert(sizeof(a->verdict_line) <= sizeof(r->cmdline) &&
+		       sizeof(a->recs[0].text) <= sizeof(r->cmdline) &&
+		       sizeof(r->not_traced[0]) <= sizeof(r->cmdline), "shown is too small");
 
 	fprintf(out, "pipeprof: PID %d (%s) traced %.2f s: %d process%s, %d thread%s\n", r->root_pid,
-		r->cmdline[0] ? r->cmdline : "?", secs, r->nr_procs, r->nr_procs == 1 ? "" : "es",
+		r->cmdline[0] ? san_text(shown, sizeof(shown), r->cmdline, sizeof(r->cmdline)) : "?",
+		secs, r->nr_procs, r->nr_procs == 1 ? "" : "es",
 		r->nr_threads, r->nr_threads == 1 ? "" : "s");
 	if (r->target_exited)
 		fprintf(out, "note: the target exited %.2f s into the trace; the report covers what was "
 			"seen until then\n", (r->target_exit_ns - r->start_ns) / 1e9);
 
-	fprintf(out, "\nVerdict: %s\n", a->verdict_line);
+	fprintf(out, "\nVerdict: %s\n",
+		san_text(shown, sizeof(shown), a->verdict_line, sizeof(a->verdict_line)));
 
 	if (tr) {
-		fprintf(out, "\nTrainer thread %u (%s, chosen by %s), %.2f s:\n", tr->tid, tr->comm,
+		fprintf(out, "\nTrainer thread %u (%s, chosen by %s), %.2f s:\n", tr->tid,
+			san_text(shown, sizeof(shown), tr->comm, sizeof(tr->comm)),
 			trainer_choice_text(a->trainer_choice), tr->wall_ns / 1e9);
 		for (int s = 0; s < PP_NR_STATES; s++) {
 			double p = pct(tr->ns[s], tr->wall_ns);
@@ -202,7 +216,8 @@ void report_print_text(FILE *out, const struct report *r)
 	if (a->nr_recs) {
 		fprintf(out, "\nRecommendations:\n");
 		for (int i = 0; i < a->nr_recs; i++) {
-			fprintf(out, "  %d. %s", i + 1, a->recs[i].text);
+			fprintf(out, "  %d. %s", i + 1, san_text(shown, sizeof(shown), a->recs[i].text,
+								 sizeof(a->recs[i].text)));
 			if (a->recs[i].speedup_bound > 1.0)
 				fprintf(out, " [at most %.2fx]", a->recs[i].speedup_bound);
 			fputc('\n', out);
@@ -213,7 +228,8 @@ void report_print_text(FILE *out, const struct report *r)
 	if (!r->nr_not_traced)
 		fprintf(out, "  nothing: every probe attached, no events lost\n");
 	for (int i = 0; i < r->nr_not_traced; i++)
-		fprintf(out, "  - %s\n", r->not_traced[i]);
+		fprintf(out, "  - %s\n", san_text(shown, sizeof(shown), r->not_traced[i],
+						  sizeof(r->not_traced[i])));
 }
 
 static json_object *states_json(const __u64 *ns, uint64_t wall)
@@ -278,7 +294,7 @@ static json_object *waited_on_json(const struct report *r)
 		json_object_object_add(o, "tid", w->ctx == PP_WAKE_TASK ? json_object_new_int(w->tid) : NULL);
 		json_object_object_add(o, "pid", w->ctx == PP_WAKE_TASK ? json_object_new_int(w->tgid) : NULL);
 		if (w->ctx == PP_WAKE_TASK)
-			snprintf(who, sizeof(who), "%s", w->comm);
+			snprintf(who, sizeof(who), "%.*s", (int)sizeof(w->comm), w->comm);
 		else
 			snprintf(who, sizeof(who), "[%s]", wake_ctx_name(w->ctx));
 		json_object_object_add(o, "comm", json_object_new_string(who));
@@ -526,9 +542,13 @@ int report_print_json(FILE *out, const struct report *r)
 	json_object_object_add(o, "bpf_run_count", json_object_new_int64(r->bpf_run_count));
 	json_object_object_add(root, "counters", o);
 
+	/* json-c escapes quotes and control characters but copies other bytes as they are: the
+	 * names and paths in here may not be UTF-8, so the document is repaired as it goes out. */
 	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 	errno = 0;
-	if (fprintf(out, "%s\n", text) < 0)
+	if (!text)
+		err = -ENOMEM;
+	else if (san_fputs_utf8(out, text) || fputc('\n', out) == EOF)
 		err = errno ? -errno : -EIO;
 	json_object_put(root);
 	return err;

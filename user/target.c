@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "sanitize.h"
 #include "target.h"
 
 /* include/linux/sched.h: stable since 2.6 and the only sure sign, since a kernel thread's
@@ -184,22 +185,13 @@ int target_inspect(const char *procfs, pid_t pid, pid_t self, struct target_info
 	return 0;
 }
 
-/* Names come from the target: keep control bytes and non-ASCII out of the terminal. */
-static void safe_copy(char *dst, size_t size, const char *src)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < size && src[i]; i++)
-		dst[i] = (unsigned char)src[i] < 0x20 || (unsigned char)src[i] >= 0x7f ? '?' : src[i];
-	dst[i] = '\0';
-}
-
 char *target_describe(const struct target_info *info, char *buf, size_t size)
 {
-	char comm[64], pcomm[64];
+	/* Names come from the target: a terminal must not act on them. */
+	char comm[SAN_TEXT_SIZE(sizeof(info->comm))], pcomm[SAN_TEXT_SIZE(sizeof(info->comm))];
 
-	safe_copy(comm, sizeof(comm), info->comm);
-	safe_copy(pcomm, sizeof(pcomm), info->process_comm);
+	san_text(comm, sizeof(comm), info->comm, sizeof(info->comm));
+	san_text(pcomm, sizeof(pcomm), info->process_comm, sizeof(info->process_comm));
 	switch (info->kind) {
 	case TARGET_PROCESS:
 		snprintf(buf, size, "process %d (%s)", info->pid, comm);

@@ -19,6 +19,7 @@
 #include "pipeprof.skel.h"
 #include "proctree.h"
 #include "caps.h"
+#include "sanitize.h"
 #include "tracer.h"
 #include "uprobe_multi.h"
 
@@ -473,7 +474,8 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 	struct elf_func funcs[MAX_LIB_PROBES];
 	int api_of[MAX_LIB_PROBES], n = 0, found;
 	struct tracer_lib_attach *a;
-	char path[PATH_MAX + 64];
+	/* shown: the path as logged; its owner named it, and a terminal must not act on it */
+	char path[PATH_MAX + 64], shown[SAN_TEXT_SIZE(sizeof(lib->path))];
 
 	if (t->nr_attached == t->cap_attached) {
 		int cap = t->cap_attached ? t->cap_attached * 2 : 8;
@@ -516,7 +518,8 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 		snprintf(t->last_lib_error, sizeof(t->last_lib_error), "%.160s%s (pid %d, opened as %.80s): %s",
 			 lib->path, lib->deleted ? " (deleted)" : "", pid, path, strerror(-found));
 		if (t->verbose)
-			fprintf(stderr, "pipeprof: cannot read %s\n", t->last_lib_error);
+			fprintf(stderr, "pipeprof: cannot read %s\n",
+				san_text(shown, sizeof(shown), t->last_lib_error, sizeof(t->last_lib_error)));
 		return 0;
 	}
 	for (int i = 0; i < n; i++) {
@@ -556,11 +559,13 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 			t->probe_attach_failures++;
 		if (t->verbose && !p->attached)
 			fprintf(stderr, "pipeprof: cannot attach %s in %s (pid %d): %s\n", p->api,
-				lib->path, pid, strerror(-p->err));
+				san_text(shown, sizeof(shown), lib->path, sizeof(lib->path)), pid,
+				strerror(-p->err));
 		else if (t->verbose)
 			fprintf(stderr, "pipeprof: pid %d %s:%s value 0x%llx offset 0x%llx%s%s\n", pid,
-				lib->path, p->api, (unsigned long long)p->value,
-				(unsigned long long)p->offset, p->skipped_endbr64 ? " (after endbr64)" : "",
+				san_text(shown, sizeof(shown), lib->path, sizeof(lib->path)), p->api,
+				(unsigned long long)p->value, (unsigned long long)p->offset,
+				p->skipped_endbr64 ? " (after endbr64)" : "",
 				t->uprobe_multi ? " (multi link)" : "");
 	}
 	return 0;
