@@ -158,6 +158,12 @@ PP_STATE struct {
 	__type(value, struct irq_ctx);
 } irq_ctx SEC(".maps");
 
+/* Library notes to userspace: a few a second at most, so a small buffer holds them. */
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} notes SEC(".maps");
+
 /* One zeroed histogram to insert from: too large for the stack. */
 extern struct pp_hist zero_hist;
 
@@ -175,6 +181,22 @@ static __always_inline void count(enum pp_counter c)
 
 	if (v)
 		*v += 1;
+}
+
+/* Tell userspace to look at tgid's mappings; a lost note is counted, and userspace answers a
+ * count that grew with a full scan. */
+static __always_inline void send_note(__u32 tgid, __u32 kind)
+{
+	struct pp_note *n = bpf_ringbuf_reserve(&notes, sizeof(*n), 0);
+
+	if (!n) {
+		count(PP_CNT_NOTES_LOST);
+		return;
+	}
+	n->tgid = tgid;
+	n->kind = kind;
+	bpf_ringbuf_submit(n, 0);
+	count(PP_CNT_NOTES);
 }
 
 /* The interrupt state of this CPU as the CPU itself keeps it, or false when it cannot be read.

@@ -184,7 +184,23 @@ enum pp_counter {
 	PP_CNT_UNRETURNED_CALLS,	/* probed calls left without a return (longjmp, attach) */
 	PP_CNT_WAITS_UNWOKEN,		/* off-CPU waits that ended with no wakeup seen: OTHER */
 	PP_CNT_SWITCH_IN_MISSED,	/* a thread left a CPU it was not seen to get: time lost */
+	PP_CNT_NOTES_LOST,		/* library notes dropped: ring buffer full (a full scan follows) */
+	PP_CNT_NOTES,			/* library notes sent: forks, execs and loader events */
 	PP_NR_COUNTERS,
+};
+
+/* Why userspace should look at a tracked process's mappings now, rather than on a timer: it
+ * was forked (the parent's probes do not cover it), it exec'd, or its dynamic loader just
+ * changed its link map (dlopen/dlclose: glibc's and musl's _dl_debug_state). */
+enum pp_note_kind {
+	PP_NOTE_FORK = 1,
+	PP_NOTE_EXEC,
+	PP_NOTE_LOADER,
+};
+
+struct pp_note {
+	__u32 tgid;
+	__u32 kind;	/* enum pp_note_kind */
 };
 
 /* Per GPU API (attach cookie = api id): calls and a log2 latency histogram in usecs. */

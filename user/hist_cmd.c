@@ -22,7 +22,6 @@
 #include "tracer.h"
 
 #define TICK_MS 100
-#define REFRESH_EVERY_TICKS 5
 
 struct hist_opts {
 	pid_t pid;
@@ -411,7 +410,7 @@ static int hist_run(const struct hist_opts *o)
 	};
 	struct tracer tracer = {};
 	__u64 interval_start, deadline = 0;
-	int pidfd = -1, err, status = 1, ticks = 0;
+	int pidfd = -1, err, status = 1;
 	long printed = 0;
 	bool target_gone = false;
 	char kinds[128];
@@ -437,11 +436,15 @@ static int hist_run(const struct hist_opts *o)
 	if (o->interval)
 		deadline = interval_start + o->interval * 1000000000ULL;
 	for (;;) {
-		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
 		bool stop = false;
 		__u64 now;
 
-		if (!exiting && poll(&pfd, pidfd >= 0 ? 1 : 0, TICK_MS) > 0 && (pfd.revents & POLLIN))
+		err = exiting ? 0 : tracer_wait(&tracer, pidfd, TICK_MS);
+		if (err < 0) {
+			fprintf(stderr, "pipeprof: %s\n", strerror(-err));
+			goto cleanup;
+		}
+		if (err)
 			target_gone = true;
 		if (pidfd < 0 && kill(o->pid, 0) && errno == ESRCH)
 			target_gone = true;
@@ -461,13 +464,6 @@ static int hist_run(const struct hist_opts *o)
 			deadline += o->interval * 1000000000ULL;
 			if (deadline <= now)	/* stalled past a whole interval: realign */
 				deadline = now + o->interval * 1000000000ULL;
-		}
-		if (++ticks % REFRESH_EVERY_TICKS == 0) {
-			err = tracer_refresh(&tracer);
-			if (err) {
-				fprintf(stderr, "pipeprof: %s\n", strerror(-err));
-				goto cleanup;
-			}
 		}
 	}
 	if (target_gone)

@@ -134,6 +134,9 @@ enum lib_kind lib_kind_of_path(const char *path)
 	for (i = 0; i < sizeof(torch_stems) / sizeof(torch_stems[0]); i++)
 		if (is_soname_of(base, len, torch_stems[i]))
 			return LIB_TORCH;
+	/* The loader's name carries its ABI and version in ways that vary by libc and release. */
+	if (len > 3 && !strncmp(base, "ld-", 3) && memmem(base, len, ".so", 3))
+		return LIB_LOADER;
 	return LIB_NONE;
 }
 
@@ -150,6 +153,8 @@ const char *lib_kind_name(enum lib_kind kind)
 		return "torch";
 	case LIB_NCCL:
 		return "nccl";
+	case LIB_LOADER:
+		return "loader";
 	}
 	return "unknown";
 }

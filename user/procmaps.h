@@ -16,6 +16,7 @@ enum lib_kind {
 	LIB_CUDA,	/* the driver: libcuda.so, libcuda.so.1, libcuda.so.580.65.06 */
 	LIB_TORCH,	/* libtorch.so, libtorch_cpu.so, libtorch_cuda.so, libtorch_python.so */
 	LIB_NCCL,	/* libnccl.so, libnccl.so.2 */
+	LIB_LOADER,	/* the dynamic loader: ld-linux-x86-64.so.2, ld-musl-x86_64.so.1, ld-2.31.so */
 };
 
 struct maps_entry {

@@ -381,6 +381,8 @@ static const char *const counter_names[PP_NR_COUNTERS] = {
 	[PP_CNT_UNRETURNED_CALLS] = "probed_calls_never_returned",
 	[PP_CNT_WAITS_UNWOKEN] = "waits_ended_without_wakeup",
 	[PP_CNT_SWITCH_IN_MISSED] = "switch_ins_missed",
+	[PP_CNT_NOTES_LOST] = "library_notes_lost",
+	[PP_CNT_NOTES] = "library_notes",
 };
 
 int report_print_json(FILE *out, const struct report *r)

@@ -15,7 +15,6 @@
 #include "tracer.h"
 
 #define TICK_MS 100
-#define REFRESH_EVERY_TICKS 5
 /* How long past the window a wait open at its close may take to end and be named: a starved
  * DataLoader can keep the trainer waiting this long for one batch. */
 #define NAMING_GRACE_MS 500
@@ -180,7 +179,6 @@ int report_cmd_run(const struct report_opts *o)
 	bool launched = o->argv != NULL, child_reaped = false;
 	__u64 deadline = 0, end_ns;
 	pid_t pid = o->pid, tid = o->tid;
-	int ticks = 0;
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -230,10 +228,14 @@ int report_cmd_run(const struct report_opts *o)
 			o->duration > 0 ? "" : " Ctrl-C to stop and print the report");
 
 	while (!exiting) {
-		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
 		__u64 now;
 
-		if (poll(&pfd, pidfd >= 0 ? 1 : 0, TICK_MS) > 0 && (pfd.revents & POLLIN))
+		err = tracer_wait(&tracer, pidfd, TICK_MS);
+		if (err < 0) {
+			fprintf(stderr, "pipeprof: %s\n", strerror(-err));
+			goto cleanup;
+		}
+		if (err)
 			break;
 		if (pidfd < 0 && kill(pid, 0) && errno == ESRCH)
 			break;
@@ -245,13 +247,6 @@ int report_cmd_run(const struct report_opts *o)
 		if (deadline && now >= deadline)
 			break;
 		cpu_sample(&cpu);
-		if (++ticks % REFRESH_EVERY_TICKS == 0) {
-			err = tracer_refresh(&tracer);
-			if (err) {
-				fprintf(stderr, "pipeprof: %s\n", strerror(-err));
-				goto cleanup;
-			}
-		}
 	}
 	end_ns = monotonic_ns();
 	tracer_close_window(&tracer, end_ns, tid, NAMING_GRACE_MS);

@@ -321,6 +321,11 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		return err;
 	}
 
+	err = tracer_notes_open(t);
+	if (err) {
+		fprintf(stderr, "pipeprof: cannot read the library notes: %s\n", strerror(-err));
+		return err;
+	}
 	err = pipeprof_bpf__attach(t->skel);
 	if (err) {
 		fprintf(stderr, "pipeprof: cannot attach the scheduler tracepoints: %s\n", strerror(-err));
@@ -430,7 +435,7 @@ static bool is_libtorch_cpu(const char *path)
  * containers resolve; through map_files when that path no longer leads to the mapped inode: a
  * library deleted or replaced on disk while mapped (an upgrade under a running job).
  */
-static void lib_open_path(pid_t pid, const struct mapped_lib *lib, char *path, size_t size)
+void lib_open_path(pid_t pid, const struct mapped_lib *lib, char *path, size_t size)
 {
 	struct stat st;
 
@@ -571,33 +576,46 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 	return 0;
 }
 
-int tracer_refresh(struct tracer *t)
+int tracer_refresh_pid(struct tracer *t, pid_t pid)
 {
-	int fd = bpf_map__fd(t->skel->maps.tracked_procs), err = 0;
-	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA |
+	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA | 1u << LIB_LOADER |
 			    (t->hist_kinds & 1u << PP_HK_STEP ? 1u << LIB_TORCH : 0);
 	struct mapped_lib libs[16];
-	bool runtime_mapped;
+	bool runtime_mapped = false;
+	int n, err;
+
+	n = procmaps_find_libs(pid, mask, libs, 16);
+	for (int i = 0; i < n; i++)
+		runtime_mapped |= libs[i].kind == LIB_CUDART;
+	for (int i = 0; i < n; i++) {
+		if (libs[i].kind == LIB_LOADER) {
+			tracer_attach_loader(t, pid, &libs[i]);
+			continue;
+		}
+		if (find_attached(t, pid, &libs[i]))
+			continue;
+		err = attach_lib(t, pid, &libs[i], runtime_mapped);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int tracer_refresh(struct tracer *t)
+{
+	int fd = bpf_map__fd(t->skel->maps.tracked_procs), err;
 	__u32 key, next, *prev = NULL;
 	struct pp_proc proc;
 
+	t->full_scans++;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &proc) || proc.exit_ns)
 			continue;
-		int n = procmaps_find_libs(key, mask, libs, 16);
-
-		runtime_mapped = false;
-		for (int i = 0; i < n; i++)
-			runtime_mapped |= libs[i].kind == LIB_CUDART;
-		for (int i = 0; i < n; i++) {
-			if (find_attached(t, key, &libs[i]))
-				continue;
-			err = attach_lib(t, key, &libs[i], runtime_mapped);
-			if (err)
-				return err;
-		}
+		err = tracer_refresh_pid(t, key);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -906,6 +924,7 @@ void tracer_stop(struct tracer *t)
 		for (int k = 0; k < t->attached[i].nr_fds; k++)
 			close(t->attached[i].fds[k]);
 	}
+	tracer_notes_close(t);
 	for (int k = 0; k < 2; k++)
 		if (t->selftest_fds[k] > 0)
 			close(t->selftest_fds[k]);

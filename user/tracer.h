@@ -11,6 +11,9 @@
 struct pipeprof_bpf;
 
 struct tracer_lib_attach;
+struct tracer_loader;
+struct ring_buffer;
+struct mapped_lib;
 
 struct tracer_opts {
 	pid_t root;
@@ -44,6 +47,16 @@ struct tracer {
 	struct bpf_link *selftest_links[2];
 	int selftest_fds[2];	/* the same as multi-uprobe links; 0 when not */
 	bool uprobe_multi;	/* the kernel has multi-uprobe links and they are used */
+
+	/* The dynamic loaders probed (one probe per file serves every process that maps it). */
+	struct tracer_loader *loaders;
+	int nr_loaders;
+	struct ring_buffer *notes;
+	__u32 *noted;		/* processes named by notes since they were last handled */
+	int nr_noted, cap_noted;
+	__u64 notes_lost_seen;	/* PP_CNT_NOTES_LOST when last handled */
+	int full_scans, pid_scans;
+	__u64 last_scan_ns;
 	/* Interrupt context from the tracepoint nesting instead of the preempt count: why. */
 	char irq_fallback[160];
 };
@@ -59,7 +72,28 @@ __u64 tracer_counter(struct tracer *t, enum pp_counter c);
 /* Why no GPU call is timed, the truth of it: no library, an unreadable one, failed attaches. */
 const char *tracer_gpu_why_not(struct tracer *t, char *buf, size_t size);
 
-/* Picks up processes and libraries that appeared since the last call. */
+/* Where to open the very file pid maps as lib (its root, or map_files when that path no longer
+ * leads to the mapped inode). */
+void lib_open_path(pid_t pid, const struct mapped_lib *lib, char *path, size_t size);
+
+/* Looks at one process's mappings: probes the GPU libraries (and its loader) not yet probed. */
+int tracer_refresh_pid(struct tracer *t, pid_t pid);
+
+/* tracer_notes.c: the loader probe, and the notes that make periodic rescans unnecessary. */
+void tracer_attach_loader(struct tracer *t, pid_t pid, const struct mapped_lib *lib);
+int tracer_notes_open(struct tracer *t);
+/* A pollable fd that is readable when notes wait; -1 when there is none. */
+int tracer_notes_fd(const struct tracer *t);
+/* Handles the waiting notes: looks at each process named (a full scan when notes were lost). */
+int tracer_handle_notes(struct tracer *t);
+void tracer_notes_close(struct tracer *t);
+/* The front-ends' sleep: up to timeout_ms, handling notes as they come and scanning every
+ * tracked process now and then. Returns 1 when pidfd became readable (the target exited), 0,
+ * or -errno. */
+int tracer_wait(struct tracer *t, int pidfd, int timeout_ms);
+
+/* Picks up processes and libraries that appeared since the last call: a full scan of every
+ * tracked process's maps. */
 int tracer_refresh(struct tracer *t);
 
 /* Fills every measured part of r except the analysis. Call before tracer_stop(). */

@@ -260,6 +260,7 @@ int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_stru
 			return 0;
 		}
 		count(PP_CNT_FORKS);
+		send_note(tgid, PP_NOTE_FORK);
 	}
 	if (!accounting(now))
 		return 0;
@@ -275,11 +276,14 @@ int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_stru
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_sched_process_exec, struct task_struct *p)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
+	__u32 tid = BPF_CORE_READ(p, pid), tgid = BPF_CORE_READ(p, tgid);
 	struct pp_thread *t = bpf_map_lookup_elem(&threads, &tid);
 
 	if (t)
 		BPF_CORE_READ_STR_INTO(&t->comm, p, comm);
+	/* A new program: none of the old probes apply to its address space. */
+	if (bpf_map_lookup_elem(&tracked_procs, &tgid))
+		send_note(tgid, PP_NOTE_EXEC);
 	return 0;
 }
 
