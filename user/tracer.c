@@ -158,6 +158,17 @@ static void check_preempt_count(struct tracer *t)
 		return;
 	}
 	t->skel->bss->irq_from_preempt_count = true;
+	/* The preempt count now says hard interrupt or not, and whether a softirq is being served:
+	 * the nesting these programs kept is not read again, and they ran on every interrupt and
+	 * timer on the host. softirq_entry stays: only it names the vector (NET_RX). */
+	bpf_link__destroy(t->skel->links.on_irq_handler_entry);
+	bpf_link__destroy(t->skel->links.on_irq_handler_exit);
+	bpf_link__destroy(t->skel->links.on_hrtimer_expire_entry);
+	bpf_link__destroy(t->skel->links.on_hrtimer_expire_exit);
+	bpf_link__destroy(t->skel->links.on_softirq_exit);
+	t->skel->links.on_irq_handler_entry = t->skel->links.on_irq_handler_exit = NULL;
+	t->skel->links.on_hrtimer_expire_entry = t->skel->links.on_hrtimer_expire_exit = NULL;
+	t->skel->links.on_softirq_exit = NULL;
 }
 
 /* Prove the scheduler tracepoints and the uprobe path fire on this kernel before trusting

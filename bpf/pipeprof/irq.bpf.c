@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Interrupt tracepoints: the softirq vector being served, the fallback's hardirq nesting, and
- * the start-up check of the preempt count (pipeprof.bpf.h's wake_context() reads them). */
+ * the start-up check of the preempt count (pipeprof.bpf.h's wake_context() reads them). Once
+ * the check passes, userspace detaches all but softirq_entry (tracer.c). */
 #include "pipeprof.bpf.h"
 
 SEC("tp_btf/softirq_entry")
@@ -20,6 +21,8 @@ int BPF_PROG(on_softirq_entry, unsigned int vec_nr)
 	return 0;
 }
 
+/* Fallback only: once the preempt count is trusted, a vector is read only while the count says
+ * a softirq is being served, and softirqs do not nest, so the last entry's vector is right. */
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(on_softirq_exit, unsigned int vec_nr)
 {
