@@ -183,6 +183,13 @@ static error_t hist_parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* "-p" or "-t" on its own: the next argument is its value, and may well look negative. An
+ * empty argument ends at its first byte, so nothing past that may be read. */
+static bool takes_value(const char *arg)
+{
+	return arg[0] == '-' && (arg[1] == 'p' || arg[1] == 't') && !arg[2];
+}
+
 int hist_cmd_parse(int argc, char **argv, unsigned int flags, struct hist_opts *o)
 {
 	const struct argp argp = {
@@ -196,10 +203,8 @@ int hist_cmd_parse(int argc, char **argv, unsigned int flags, struct hist_opts *
 	*o = (struct hist_opts){};
 	/* A negative interval or count would otherwise read as an unknown option. */
 	for (int i = 1; i < argc; i++) {
-		bool option_value = i > 1 && strchr("pt", argv[i - 1][1] ? argv[i - 1][1] : ' ') &&
-				    argv[i - 1][0] == '-' && !argv[i - 1][2];
-
-		if (!option_value && argv[i][0] == '-' && argv[i][1] >= '0' && argv[i][1] <= '9') {
+		if (!(i > 1 && takes_value(argv[i - 1])) && argv[i][0] == '-' &&
+		    argv[i][1] >= '0' && argv[i][1] <= '9') {
 			fprintf(stderr, "pipeprof hist: invalid interval or count: %s (a whole number, "
 				"at least 1)\nTry 'pipeprof hist --help' for more information.\n", argv[i]);
 			return -EINVAL;
