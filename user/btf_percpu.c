@@ -1,9 +1,18 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Per-CPU variables' places, from the kernel's BTF (core_fixes.bpf.h says why the BPF side
  * needs them). Pure: reads a struct btf, whichever way it was loaded or built. */
+#include <stdbool.h>
 #include <string.h>
 #include <bpf/btf.h>
 #include "kfeatures.h"
+
+/* libbpf 1.1 loads BTF without checking its name offsets: one past the strings is NULL. */
+static bool name_is(const struct btf *btf, __u32 name_off, const char *name)
+{
+	const char *s = btf__name_by_offset(btf, name_off);
+
+	return s && !strcmp(s, name);
+}
 
 /* Byte offset of a named member of a struct, or -1. */
 static long long member_offset(const struct btf *btf, __u32 type_id, const char *member)
@@ -15,7 +24,7 @@ static long long member_offset(const struct btf *btf, __u32 type_id, const char 
 		return -1;
 	m = btf_members(t);
 	for (int i = 0; i < btf_vlen(t); i++, m++)
-		if (!strcmp(btf__name_by_offset(btf, m->name_off), member))
+		if (name_is(btf, m->name_off, member))
 			return btf_member_bit_offset(t, i) / 8;
 	return -1;
 }
@@ -34,7 +43,7 @@ long long btf_percpu_offset(const struct btf *btf, const char *var, const char *
 		const struct btf_type *v = btf__type_by_id(btf, vs->type);
 		long long off;
 
-		if (!v || !btf_is_var(v) || strcmp(btf__name_by_offset(btf, v->name_off), var))
+		if (!v || !btf_is_var(v) || !name_is(btf, v->name_off, var))
 			continue;
 		if (!member)
 			return vs->offset;

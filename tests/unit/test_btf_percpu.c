@@ -62,6 +62,26 @@ TEST(test_no_percpu_section)
 	btf__free(btf);
 }
 
+/* A name offset past the strings (libbpf 1.1 loads such BTF unchecked) names nothing. */
+TEST(test_name_out_of_range)
+{
+	struct btf *btf = percpu_btf(true);
+	struct btf_type *hot, *var;
+	int id;
+
+	CHECK(btf != NULL);
+	id = btf__find_by_name_kind(btf, "pcpu_hot", BTF_KIND_STRUCT);
+	hot = (struct btf_type *)btf__type_by_id(btf, id);
+	btf_members(hot)[1].name_off = 0xfffffff0;
+	CHECK_EQ_INT(btf_percpu_offset(btf, "pcpu_hot", "preempt_count"), -1);
+	id = btf__find_by_name_kind(btf, "runqueues", BTF_KIND_VAR);
+	var = (struct btf_type *)btf__type_by_id(btf, id);
+	var->name_off = 0xfffffff0;
+	CHECK_EQ_INT(btf_percpu_offset(btf, "runqueues", NULL), -1);
+	CHECK_EQ_INT(preempt_count_rq_delta(btf), 0);
+	btf__free(btf);
+}
+
 /* The running kernel's own BTF, where it has one: both variables are there. */
 TEST(test_running_kernel)
 {
@@ -81,6 +101,7 @@ int main(void)
 	RUN_TEST(test_preempt_count_var);
 	RUN_TEST(test_preempt_count_in_pcpu_hot);
 	RUN_TEST(test_no_percpu_section);
+	RUN_TEST(test_name_out_of_range);
 	RUN_TEST(test_running_kernel);
 	return unit_summary();
 }
