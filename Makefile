@@ -141,15 +141,15 @@ fuzzers: $(FUZZ_BINS)
 # Each target's corpus, then FUZZ_SECONDS of fuzzing each; what they find is kept under
 # $(SAN_OUTPUT)/fuzz-corpus, crashing inputs under $(SAN_OUTPUT)/fuzz-crashes.
 fuzz: $(FUZZ_BINS)
-	@$(SAN_ENV) tools/run-fuzzers.sh -t $(FUZZ_SECONDS) -k $(SAN_OUTPUT) $(FUZZ_BINS)
+	@$(SAN_ENV) tools/run-fuzzers.sh -t $(FUZZ_SECONDS) -o $(SAN_OUTPUT) -k $(FUZZ_BINS)
 
 fuzz-smoke: $(FUZZ_BINS)
-	@$(SAN_ENV) tools/run-fuzzers.sh -t $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
+	@$(SAN_ENV) tools/run-fuzzers.sh -t $(FUZZ_SMOKE_SECONDS) -o $(SAN_OUTPUT) $(FUZZ_BINS)
 
 # The unit tests under the sanitizers, and every fuzz target over its corpus.
 check-asan: $(SAN_UNIT_BINS) $(FUZZ_BINS)
 	@$(SAN_ENV) tools/run-unit-tests.sh $(SAN_UNIT_BINS)
-	@$(SAN_ENV) tools/run-fuzzers.sh -t 0 $(FUZZ_BINS)
+	@$(SAN_ENV) tools/run-fuzzers.sh -t 0 -o $(SAN_OUTPUT) $(FUZZ_BINS)
 
 test: pipeprof fixtures unit-test fixture-test check-asan fuzz-smoke scenario-test
 

@@ -151,12 +151,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The server may answer and close before it has read everything: that is its right. */
 	for (p = req; len; p += n, len -= n) {
 		n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR) {
+			n = 0;
+			continue;
+		}
 		if (n <= 0)
 			break;
 	}
 	free(req);
 	for (;;) {
 		n = recv(fd, reply + got, sizeof(reply) - 1 - got, 0);
+		/* libFuzzer's timeout timer fires every second, without SA_RESTART. */
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n > 0) {
 			got += n;
 			if (got == sizeof(reply) - 1)
