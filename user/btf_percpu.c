@@ -2,6 +2,7 @@
 /* Per-CPU variables' places, from the kernel's BTF (core_fixes.bpf.h says why the BPF side
  * needs them). Pure: reads a struct btf, whichever way it was loaded or built. */
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <bpf/btf.h>
 #include "kfeatures.h"
@@ -38,6 +39,13 @@ long long btf_percpu_offset(const struct btf *btf, const char *var, const char *
 	if (sec < 0)
 		return -1;
 	t = btf__type_by_id(btf, sec);
+	/*
+	 * libbpf 1.1 accepts a header length that leaves the type section unaligned, and reading
+	 * a type through btf.h's helpers is then undefined. Every type is a multiple of 4 bytes
+	 * long, so one aligned type means all are; the kernel's BTF always is.
+	 */
+	if ((uintptr_t)t % __alignof__(*t))
+		return -1;
 	vs = btf_var_secinfos(t);
 	for (int i = 0; i < btf_vlen(t); i++, vs++) {
 		const struct btf_type *v = btf__type_by_id(btf, vs->type);
