@@ -79,7 +79,7 @@ int daemon_config_set(struct daemon_config *c, const char *key, const char *valu
 	} else if (key_is(key, "match")) {
 		regex_t re;
 
-		if (copy_value(c->match, sizeof(c->match), value))
+		if (strlen(value) >= sizeof(c->match))
 			goto bad;
 		/* regcomp() itself would take seconds and gigabytes over some patterns. */
 		if (ere_cost(value, MATCH_MAX_COST) > MATCH_MAX_COST) {
@@ -92,6 +92,8 @@ int daemon_config_set(struct daemon_config *c, const char *key, const char *valu
 		}
 		if (*value)
 			regfree(&re);
+		/* Only once it compiles: a refused expression must not stay in c. */
+		copy_value(c->match, sizeof(c->match), value);
 	} else if (key_is(key, "match_cgroup")) {
 		if (copy_value(c->match_cgroup, sizeof(c->match_cgroup), value))
 			goto bad;

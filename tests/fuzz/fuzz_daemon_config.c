@@ -5,8 +5,23 @@
  * its first '=').
  */
 #include <errno.h>
+#include <regex.h>
 #include "daemon_config.h"
 #include "fuzz.h"
+
+/* The daemon matches every new process's name (15 characters at most) against it. */
+static void match_names(const char *match)
+{
+	static const char *const names[] = { "python3", "pt_data_worker0", "", "aaaaaaaaaaaaaaa" };
+	regex_t re;
+
+	if (!*match)
+		return;
+	FUZZ_CHECK(!regcomp(&re, match, REG_EXTENDED | REG_NOSUB));
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		regexec(&re, names[i], 0, NULL, 0);
+	regfree(&re);
+}
 
 /* What daemon_config_set() accepts is what the daemon may be run with. */
 static void check_config(const struct daemon_config *c)
@@ -20,6 +35,7 @@ static void check_config(const struct daemon_config *c)
 	FUZZ_CHECK(c->jsonl_keep >= 0 && c->jsonl_keep <= 1000);
 	FUZZ_CHECK(c->window_s >= 1 && c->window_s <= 86400);
 	FUZZ_CHECK(c->step_regression >= 0.01 && c->step_regression <= 10);
+	match_names(c->match);
 }
 
 static void parse_file(const uint8_t *data, size_t size)
@@ -50,16 +66,20 @@ static void parse_file(const uint8_t *data, size_t size)
 static void set_one(const uint8_t *data, size_t size)
 {
 	char *line = fuzz_strndup(data, size), *eq, err[256];
-	struct daemon_config c;
+	struct daemon_config c, before;
 
 	line[strcspn(line, "\n")] = '\0';
 	eq = strchr(line, '=');
 	if (eq) {
 		*eq = '\0';
 		daemon_config_defaults(&c);
+		before = c;
 		err[0] = '\0';
-		if (daemon_config_set(&c, line, eq + 1, err, sizeof(err)))
+		if (daemon_config_set(&c, line, eq + 1, err, sizeof(err))) {
 			FUZZ_CHECK(err[0] && FUZZ_TERMINATED(err));
+			/* A refused value changes nothing. */
+			FUZZ_CHECK(!memcmp(&c, &before, sizeof(c)));
+		}
 		check_config(&c);
 	}
 	free(line);

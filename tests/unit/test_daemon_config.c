@@ -93,6 +93,10 @@ TEST(test_set_names)
 	CHECK_STR(c.listen, "[::1]:9464");
 	CHECK_EQ_INT(daemon_config_set(&c, "window", "86401", err, sizeof(err)), -EINVAL);
 	CHECK_EQ_INT(daemon_config_set(&c, "jsonl_max_bytes", "100", err, sizeof(err)), -EINVAL);
+	/* A refused expression leaves the one in force. */
+	CHECK_EQ_INT(daemon_config_set(&c, "match", "^python", err, sizeof(err)), 0);
+	CHECK_EQ_INT(daemon_config_set(&c, "match", "(py", err, sizeof(err)), -EINVAL);
+	CHECK_STR(c.match, "^python");
 }
 
 /* glibc's regcomp() would spend seconds and gigabytes on these: refused before it runs. */
