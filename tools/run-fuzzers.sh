@@ -35,9 +35,10 @@ corpus_root=$(dirname "$0")/../tests/fuzz/corpus
 mkdir -p "$out/fuzz-logs" "$out/fuzz-crashes"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-# Timeouts and memory are bounded per input so that a hang or a blow-up is a finding, not a
-# stuck `make test`; 1 GiB leaves room on a shared machine.
-common=(-timeout=10 -rss_limit_mb=1024 -artifact_prefix="$out/fuzz-crashes/")
+# Time and memory are bounded per input so that a hang or a blow-up is a finding, not a stuck
+# `make test`. Inputs take milliseconds; 30 s leaves room for a machine shared with BPF-heavy
+# tests, where one munmap() was seen to take 54 s. 1 GiB leaves room for the others too.
+common=(-timeout=30 -rss_limit_mb=1024 -artifact_prefix="$out/fuzz-crashes/")
 
 passed=0
 failed=0
