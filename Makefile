@@ -174,4 +174,4 @@ clean:
 	rm -rf $(OUTPUT) pipeprof
 
 -include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/bpf/pipeprof/*.d \
-	$(SAN_OUTPUT)/user/*.d $(SAN_OUTPUT)/fuzz/*.d)
+	$(OUTPUT)/tests/*.d $(SAN_OUTPUT)/user/*.d $(SAN_OUTPUT)/tests/*.d $(SAN_OUTPUT)/fuzz/*.d)
