@@ -10,7 +10,9 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 
 CFLAGS ?= -g -O2
-CFLAGS += -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -MMD -MP
+# What every build of the C sources gets, the sanitized one included.
+BASE_CFLAGS := -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -MMD -MP
+CFLAGS += $(BASE_CFLAGS)
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuser
 LDLIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz -ljson-c -lmicrohttpd
 
@@ -26,7 +28,7 @@ SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS)) $(OUTPUT)/pipepr
 PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hist.c \
 	user/hist_fmt.c user/gpu_apis.c user/proctree.c user/prom.c user/jsonl.c \
 	user/daemon_config.c user/step_baseline.c user/http.c user/waited_on.c user/btf_percpu.c \
-	user/target.c user/caps.c user/sanitize.c
+	user/target.c user/caps.c user/sanitize.c user/ere_cost.c
 PLUMBING_SRCS := $(filter-out $(PURE_SRCS),$(wildcard user/*.c))
 PURE_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PURE_SRCS))
 PLUMBING_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PLUMBING_SRCS))
@@ -36,17 +38,40 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
 FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1 $(OUTPUT)/fakecuda/libcudart.so.13
 
+# The unit tests and the libFuzzer targets again, built by clang with AddressSanitizer and
+# UBSan into a tree of their own, so no sanitized object reaches pipeprof. Every object gets
+# libFuzzer's coverage hooks (fuzzer-no-link); the unit tests link without libFuzzer, whose
+# sanitizer runtime then leaves the hooks empty.
+SAN_OUTPUT := $(OUTPUT)/asan
+SAN_CC ?= clang
+SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all
+SAN_CFLAGS := -g -O1 -fno-omit-frame-pointer $(SANITIZE) -fsanitize=fuzzer-no-link $(BASE_CFLAGS)
+SAN_PURE_OBJS := $(patsubst user/%.c,$(SAN_OUTPUT)/user/%.o,$(PURE_SRCS))
+# The command-line target calls each subcommand's parser, which lives with its command.
+SAN_CLI_OBJS := $(patsubst user/%.c,$(SAN_OUTPUT)/user/%.o,$(filter-out user/main.c,$(PLUMBING_SRCS)))
+SAN_UNIT_BINS := $(patsubst tests/unit/%.c,$(SAN_OUTPUT)/tests/%,$(UNIT_SRCS))
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(SAN_OUTPUT)/fuzz/%,$(FUZZ_SRCS))
+# Seconds per target: `make fuzz` to look for bugs, `make fuzz-smoke` as part of `make test`.
+FUZZ_SECONDS ?= 300
+FUZZ_SMOKE_SECONDS ?= 5
+# A leak or an error in a sanitized binary fails it; UBSan's report says where it happened.
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
 .DELETE_ON_ERROR:
 # Skeletons and BPF objects are outputs worth keeping (bpftool inspects them), not intermediates.
 .SECONDARY: $(SKELS) $(patsubst %.skel.h,$(OUTPUT)/bpf/%.bpf.o,$(notdir $(SKELS)))
-.PHONY: all clean deps test unit-test fixture-test scenario-test fixtures demo install bench bench-daemon
+.PHONY: all clean deps test unit-test fixture-test scenario-test fixtures demo install bench bench-daemon \
+	fuzz fuzz-smoke fuzzers check-asan
 
 all: pipeprof fixtures
 
 pipeprof: $(PURE_OBJS) $(PLUMBING_OBJS)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/bpf/pipeprof $(OUTPUT)/tests $(OUTPUT)/fakecuda:
+$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/bpf/pipeprof $(OUTPUT)/tests $(OUTPUT)/fakecuda \
+		$(SAN_OUTPUT)/user $(SAN_OUTPUT)/tests $(SAN_OUTPUT)/fuzz:
 	mkdir -p $@
 
 BPF_CC = $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
@@ -70,6 +95,18 @@ $(OUTPUT)/user/%.o: user/%.c $(SKELS) | $(OUTPUT)/user
 
 $(OUTPUT)/tests/%: tests/unit/%.c tests/unit/unit.h $(PURE_OBJS) | $(OUTPUT)/tests
 	$(CC) $(CFLAGS) $(INCLUDES) -Itests/unit $< $(PURE_OBJS) $(LDLIBS) -o $@
+
+$(SAN_OUTPUT)/user/%.o: user/%.c $(SKELS) | $(SAN_OUTPUT)/user
+	$(SAN_CC) $(SAN_CFLAGS) $(INCLUDES) -c $< -o $@
+
+$(SAN_OUTPUT)/tests/%: tests/unit/%.c tests/unit/unit.h $(SAN_PURE_OBJS) | $(SAN_OUTPUT)/tests
+	$(SAN_CC) $(SAN_CFLAGS) $(INCLUDES) -Itests/unit $< $(SAN_PURE_OBJS) $(LDLIBS) -o $@
+
+$(SAN_OUTPUT)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(SAN_PURE_OBJS) | $(SAN_OUTPUT)/fuzz
+	$(SAN_CC) $(SAN_CFLAGS) -fsanitize=fuzzer $(INCLUDES) -Itests/fuzz $< $(filter %.o,$^) \
+		$(LDLIBS) -o $@
+
+$(SAN_OUTPUT)/fuzz/fuzz_cli: $(SAN_CLI_OBJS)
 
 # GPU fixtures: a fake driver and a runtime named, versioned and exported like CUDA's.
 $(OUTPUT)/fakecuda/libcuda.so.1: tools/fakecuda/fakecuda.c tools/fakecuda/fakegpu.h \
@@ -100,7 +137,22 @@ fixture-test: fixtures
 scenario-test: pipeprof fixtures
 	$(PYTHON) -m pytest -v -p no:cacheprovider tests/
 
-test: pipeprof fixtures unit-test fixture-test scenario-test
+fuzzers: $(FUZZ_BINS)
+
+# Each target's corpus, then FUZZ_SECONDS of fuzzing each; what they find is kept under
+# $(SAN_OUTPUT)/fuzz-corpus, crashing inputs under $(SAN_OUTPUT)/fuzz-crashes.
+fuzz: $(FUZZ_BINS)
+	@$(SAN_ENV) tools/run-fuzzers.sh -t $(FUZZ_SECONDS) -o $(SAN_OUTPUT) -k $(FUZZ_BINS)
+
+fuzz-smoke: $(FUZZ_BINS)
+	@$(SAN_ENV) tools/run-fuzzers.sh -t $(FUZZ_SMOKE_SECONDS) -o $(SAN_OUTPUT) $(FUZZ_BINS)
+
+# The unit tests under the sanitizers, and every fuzz target over its corpus.
+check-asan: $(SAN_UNIT_BINS) $(FUZZ_BINS)
+	@$(SAN_ENV) tools/run-unit-tests.sh $(SAN_UNIT_BINS)
+	@$(SAN_ENV) tools/run-fuzzers.sh -t 0 -o $(SAN_OUTPUT) $(FUZZ_BINS)
+
+test: pipeprof fixtures unit-test fixture-test check-asan fuzz-smoke scenario-test
 
 demo: pipeprof
 	tools/demo.sh
@@ -121,4 +173,5 @@ install: pipeprof
 clean:
 	rm -rf $(OUTPUT) pipeprof
 
--include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/bpf/pipeprof/*.d)
+-include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/bpf/pipeprof/*.d \
+	$(OUTPUT)/tests/*.d $(SAN_OUTPUT)/user/*.d $(SAN_OUTPUT)/tests/*.d $(SAN_OUTPUT)/fuzz/*.d)

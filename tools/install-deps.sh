@@ -10,6 +10,8 @@ packages=(
 	binutils python3 python3-pytest python3-torch python3-torchvision util-linux procps
 	# tests: BCC's own tools to cross-check `pipeprof hist`, promtool for the exposition format
 	libbpf-tools prometheus
+	# tests: clang's sanitizer and libFuzzer runtimes (make check-asan, make fuzz)
+	libclang-rt-dev
 )
 
 missing=()

@@ -163,6 +163,7 @@ static const struct argp_option daemon_options[] = {
 	{},
 };
 
+/* With ARGP_NO_EXIT (the fuzzer's), argp_error() returns: stop here all the same. */
 static error_t daemon_parse(int key, char *arg, struct argp_state *state)
 {
 	struct daemon *d = state->input;
@@ -177,12 +178,14 @@ static error_t daemon_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument: %s", arg);
-		break;
+		return EINVAL;
 	default:
 		if (key < OPT_LISTEN || key > OPT_STEP_REGRESSION)
 			return ARGP_ERR_UNKNOWN;
-		if (daemon_config_set(&d->cli, opt_keys[key - OPT_LISTEN], arg, err, sizeof(err)))
+		if (daemon_config_set(&d->cli, opt_keys[key - OPT_LISTEN], arg, err, sizeof(err))) {
 			argp_error(state, "%s", err);
+			return EINVAL;
+		}
 		d->cli_set[key - OPT_LISTEN] = true;
 		break;
 	}
@@ -276,21 +279,18 @@ static int apply_config(struct daemon *d, const struct daemon_config *c)
 /* Parent and start time (clock ticks after boot) from /proc/PID/stat; -ENOENT when gone. */
 static int proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start_ticks)
 {
-	char path[64], buf[1024], *p;
-	int parent = 0, ret = -ENOENT;
+	char path[64], buf[1024];
 	unsigned long long start = 0;
+	int ret = -ENOENT;
+	pid_t parent = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), PROCFS "/%d/stat", pid);
 	f = fopen(path, "r");
 	if (!f)
 		return -ENOENT;
-	if (fgets(buf, sizeof(buf), f)) {
-		p = strrchr(buf, ')');	/* comm may hold spaces and parentheses */
-		if (p && sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-				"%*d %*d %*d %*d %llu", &parent, &start) == 2)
-			ret = 0;
-	}
+	if (fgets(buf, sizeof(buf), f) && !proc_parse_stat_start(buf, &parent, &start))
+		ret = 0;
 	fclose(f);
 	if (ppid)
 		*ppid = parent;
@@ -1272,20 +1272,43 @@ cleanup:
 	return status;
 }
 
-int daemon_cmd_main(int argc, char **argv)
+static int parse_args(struct daemon *d, int argc, char **argv, unsigned int flags)
 {
-	static struct daemon d;
 	const struct argp argp = {
 		.options = daemon_options,
 		.parser = daemon_parse,
 		.args_doc = "",
 		.doc = daemon_doc,
 	};
+	error_t err;
 
-	daemon_config_defaults(&d.cli);
-	pthread_mutex_init(&d.lock, NULL);
+	daemon_config_defaults(&d->cli);
 	argp_err_exit_status = 2;
-	if (argp_parse(&argp, argc, argv, 0, NULL, &d))
+	err = argp_parse(&argp, argc, argv, flags, NULL, d);
+	return err ? -err : 0;
+}
+
+int daemon_cmd_parse(int argc, char **argv, unsigned int flags, struct daemon_config *cli)
+{
+	/* Too big for a stack: it holds the candidate table. */
+	struct daemon *d = calloc(1, sizeof(*d));
+	int err;
+
+	if (!d)
+		return -ENOMEM;
+	err = parse_args(d, argc, argv, flags);
+	if (!err)
+		*cli = d->cli;
+	free(d);
+	return err;
+}
+
+int daemon_cmd_main(int argc, char **argv)
+{
+	static struct daemon d;
+
+	pthread_mutex_init(&d.lock, NULL);
+	if (parse_args(&d, argc, argv, 0))
 		return 2;
 	return daemon_run(&d);
 }

@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "daemon_config.h"
+#include "ere_cost.h"
+
+/* Ample for a command name of 15 characters; glibc takes a few MB to compile this much. */
+#define MATCH_MAX_COST 10000
 
 void daemon_config_defaults(struct daemon_config *c)
 {
@@ -75,14 +79,21 @@ int daemon_config_set(struct daemon_config *c, const char *key, const char *valu
 	} else if (key_is(key, "match")) {
 		regex_t re;
 
-		if (copy_value(c->match, sizeof(c->match), value))
+		if (strlen(value) >= sizeof(c->match))
 			goto bad;
+		/* regcomp() itself would take seconds and gigabytes over some patterns. */
+		if (ere_cost(value, MATCH_MAX_COST) > MATCH_MAX_COST) {
+			snprintf(err, errlen, "regular expression for match too complex: %s", value);
+			return -EINVAL;
+		}
 		if (*value && regcomp(&re, value, REG_EXTENDED | REG_NOSUB)) {
 			snprintf(err, errlen, "invalid regular expression for match: %s", value);
 			return -EINVAL;
 		}
 		if (*value)
 			regfree(&re);
+		/* Only once it compiles: a refused expression must not stay in c. */
+		copy_value(c->match, sizeof(c->match), value);
 	} else if (key_is(key, "match_cgroup")) {
 		if (copy_value(c->match_cgroup, sizeof(c->match_cgroup), value))
 			goto bad;

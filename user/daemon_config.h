@@ -24,7 +24,7 @@ struct daemon_config {
 void daemon_config_defaults(struct daemon_config *c);
 
 /* Sets one setting by its name (the long option without dashes, '-' or '_' alike). Returns 0,
- * or -EINVAL with why in err. */
+ * or -EINVAL with why in err; c is then left as it was. */
 int daemon_config_set(struct daemon_config *c, const char *key, const char *value, char *err,
 		      size_t errlen);
 

@@ -23,17 +23,6 @@
 
 #define TICK_MS 100
 
-struct hist_opts {
-	pid_t pid;
-	pid_t tid;
-	bool msecs, timestamps, json, verbose;
-	__u32 keying;
-	__u32 kinds;
-	long interval;	/* seconds; 0: one histogram at the end */
-	long count;	/* intervals; 0: until Ctrl-C or exit */
-	int nr_numbers;
-};
-
 static volatile sig_atomic_t exiting;
 
 static void on_signal(int sig)
@@ -102,6 +91,10 @@ static bool looks_numeric(const char *arg)
 	return *arg >= '0' && *arg <= '9';
 }
 
+/*
+ * argp_error() exits, unless the caller passed ARGP_NO_EXIT (the fuzzer does): then the
+ * parser must stop by itself, or it would go on with a value it never parsed.
+ */
 static error_t hist_parse(int key, char *arg, struct argp_state *state)
 {
 	struct hist_opts *o = state->input;
@@ -110,13 +103,17 @@ static error_t hist_parse(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'p':
-		if (parse_positive(arg, &v))
+		if (parse_positive(arg, &v)) {
 			argp_error(state, "invalid PID: %s", arg);
+			return EINVAL;
+		}
 		o->pid = v;
 		break;
 	case 't':
-		if (parse_positive(arg, &v))
+		if (parse_positive(arg, &v)) {
 			argp_error(state, "invalid TID: %s", arg);
+			return EINVAL;
+		}
 		o->tid = v;
 		break;
 	case 'm':
@@ -130,8 +127,10 @@ static error_t hist_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_PER_THREAD:
 	case OPT_PER_PROCESS:
-		if (o->keying)
+		if (o->keying) {
 			argp_error(state, "give --per-thread or --per-process, not both");
+			return EINVAL;
+		}
 		o->keying = key == OPT_PER_THREAD ? PP_HKEY_THREAD : PP_HKEY_PROCESS;
 		break;
 	case 'v':
@@ -139,37 +138,81 @@ static error_t hist_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_ARG:
 		if (looks_numeric(arg)) {
-			if (parse_positive(arg, &v))
+			if (parse_positive(arg, &v)) {
 				argp_error(state, "invalid %s: %s (a whole number of %s, at least 1)",
 					   o->nr_numbers ? "count" : "interval", arg,
 					   o->nr_numbers ? "intervals" : "seconds");
-			if (o->nr_numbers == 2)
+				return EINVAL;
+			}
+			if (o->nr_numbers == 2) {
 				argp_error(state, "unexpected argument: %s", arg);
+				return EINVAL;
+			}
 			if (o->nr_numbers++)
 				o->count = v;
 			else
 				o->interval = v;
 			break;
 		}
-		if (o->nr_numbers)
+		if (o->nr_numbers) {
 			argp_error(state, "kinds come before [interval [count]]: %s", arg);
+			return EINVAL;
+		}
 		mask = hist_kind_parse(arg);
-		if (!mask)
+		if (!mask) {
 			argp_error(state, "unknown kind: %s (offcpu, runq, io, gpu-sync, launch, memcpy, "
 				   "batch-wait, step)", arg);
+			return EINVAL;
+		}
 		o->kinds |= mask;
 		break;
 	case ARGP_KEY_END:
-		if (!o->pid)
+		if (!o->pid) {
 			argp_error(state, "nothing to trace: give -p PID");
-		if (!o->kinds)
+			return EINVAL;
+		}
+		if (!o->kinds) {
 			argp_error(state, "no kind given: offcpu, runq, io, gpu-sync, launch, memcpy, "
 				   "batch-wait or step");
+			return EINVAL;
+		}
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
+}
+
+/* "-p" or "-t" on its own: the next argument is its value, and may well look negative. An
+ * empty argument ends at its first byte, so nothing past that may be read. */
+static bool takes_value(const char *arg)
+{
+	return arg[0] == '-' && (arg[1] == 'p' || arg[1] == 't') && !arg[2];
+}
+
+int hist_cmd_parse(int argc, char **argv, unsigned int flags, struct hist_opts *o)
+{
+	const struct argp argp = {
+		.options = hist_options,
+		.parser = hist_parse,
+		.args_doc = "-p PID KIND [KIND...] [INTERVAL [COUNT]]",
+		.doc = hist_doc,
+	};
+	error_t err;
+
+	*o = (struct hist_opts){};
+	/* A negative interval or count would otherwise read as an unknown option. */
+	for (int i = 1; i < argc; i++) {
+		if (!(i > 1 && takes_value(argv[i - 1])) && argv[i][0] == '-' &&
+		    argv[i][1] >= '0' && argv[i][1] <= '9') {
+			fprintf(stderr, "pipeprof hist: invalid interval or count: %s (a whole number, "
+				"at least 1)\nTry 'pipeprof hist --help' for more information.\n", argv[i]);
+			return -EINVAL;
+		}
+	}
+	argp_err_exit_status = 2;
+	err = argp_parse(&argp, argc, argv, flags, NULL, o);
+	return err ? -err : 0;
 }
 
 /* "/sys/dev/block/MAJ:MIN" links to the disk's directory, whose name is the disk's. */
@@ -484,28 +527,10 @@ cleanup:
 
 int hist_cmd_main(int argc, char **argv)
 {
-	struct hist_opts opts = {};
+	struct hist_opts opts;
 	int err;
-	const struct argp argp = {
-		.options = hist_options,
-		.parser = hist_parse,
-		.args_doc = "-p PID KIND [KIND...] [INTERVAL [COUNT]]",
-		.doc = hist_doc,
-	};
 
-	/* A negative interval or count would otherwise read as an unknown option. */
-	for (int i = 1; i < argc; i++) {
-		bool option_value = i > 1 && strchr("pt", argv[i - 1][1] ? argv[i - 1][1] : ' ') &&
-				    argv[i - 1][0] == '-' && !argv[i - 1][2];
-
-		if (!option_value && argv[i][0] == '-' && argv[i][1] >= '0' && argv[i][1] <= '9') {
-			fprintf(stderr, "pipeprof hist: invalid interval or count: %s (a whole number, "
-				"at least 1)\nTry 'pipeprof hist --help' for more information.\n", argv[i]);
-			return 2;
-		}
-	}
-	argp_err_exit_status = 2;
-	if (argp_parse(&argp, argc, argv, 0, NULL, &opts))
+	if (hist_cmd_parse(argc, argv, 0, &opts))
 		return 2;
 	err = target_resolve(PROCFS, &opts.pid, &opts.tid);
 	if (err)

@@ -24,6 +24,24 @@ int proc_parse_stat(const char *line, pid_t *ppid, char *state)
 	return 0;
 }
 
+int proc_parse_stat_start(const char *line, pid_t *ppid, unsigned long long *start_ticks)
+{
+	const char *p = strrchr(line, ')');
+	unsigned long long start;
+	int pp;
+
+	/* state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
+	 * cutime cstime priority nice num_threads itrealvalue starttime */
+	if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &pp, &start) != 2)
+		return -EINVAL;
+	if (ppid)
+		*ppid = pp;
+	if (start_ticks)
+		*start_ticks = start;
+	return 0;
+}
+
 static int read_line(const char *path, char *buf, size_t size)
 {
 	FILE *f = fopen(path, "re");

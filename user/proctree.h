@@ -14,6 +14,10 @@
  * Returns 0 or -EINVAL. */
 int proc_parse_stat(const char *line, pid_t *ppid, char *state);
 
+/* The ppid and the start time (clock ticks after boot) out of the same line. Returns 0 or
+ * -EINVAL. */
+int proc_parse_stat_start(const char *line, pid_t *ppid, unsigned long long *start_ticks);
+
 /* Every process whose parent chain reaches root (root excluded), parents before children,
  * with each one's parent in out_ppid when that is not NULL. Returns the count (at most max)
  * or -errno. */

@@ -15,6 +15,13 @@ struct report_opts {
 	double threshold;	/* fraction */
 };
 
+/*
+ * `pipeprof [-p PID] [-- COMMAND...]`'s options into *o, defaults first. flags are added to
+ * argp_parse()'s: without ARGP_NO_EXIT a usage error or --help exits as the command does.
+ * Returns 0 or -errno (-EINVAL for a usage error).
+ */
+int report_cmd_parse(int argc, char **argv, unsigned int flags, struct report_opts *o);
+
 /* `pipeprof -p PID`: trace, then print the report. Returns the process exit status. */
 int report_cmd_run(const struct report_opts *opts);
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdlib.h>
 #include <bpf/btf.h>
 #include "kfeatures.h"
 #include "unit.h"
@@ -62,6 +63,53 @@ TEST(test_no_percpu_section)
 	btf__free(btf);
 }
 
+/* A name offset past the strings (libbpf 1.1 loads such BTF unchecked) names nothing. */
+TEST(test_name_out_of_range)
+{
+	struct btf *btf = percpu_btf(true);
+	struct btf_type *hot, *var;
+	int id;
+
+	CHECK(btf != NULL);
+	id = btf__find_by_name_kind(btf, "pcpu_hot", BTF_KIND_STRUCT);
+	hot = (struct btf_type *)btf__type_by_id(btf, id);
+	btf_members(hot)[1].name_off = 0xfffffff0;
+	CHECK_EQ_INT(btf_percpu_offset(btf, "pcpu_hot", "preempt_count"), -1);
+	id = btf__find_by_name_kind(btf, "runqueues", BTF_KIND_VAR);
+	var = (struct btf_type *)btf__type_by_id(btf, id);
+	var->name_off = 0xfffffff0;
+	CHECK_EQ_INT(btf_percpu_offset(btf, "runqueues", NULL), -1);
+	CHECK_EQ_INT(preempt_count_rq_delta(btf), 0);
+	btf__free(btf);
+}
+
+/* A header one byte longer than its struct leaves every type unaligned: no answer, no UB. */
+TEST(test_types_unaligned)
+{
+	struct btf *good = percpu_btf(false), *btf;
+	const size_t hdr = sizeof(struct btf_header);
+	const char *raw;
+	__u32 size;
+	char *buf;
+
+	CHECK(good != NULL);
+	raw = btf__raw_data(good, &size);
+	buf = calloc(1, size + 1);
+	memcpy(buf, raw, hdr);
+	memcpy(buf + hdr + 1, raw + hdr, size - hdr);
+	((struct btf_header *)buf)->hdr_len = hdr + 1;
+	btf = btf__new(buf, size + 1);
+	if (btf) {
+		CHECK_EQ_INT(btf_percpu_offset(btf, "runqueues", NULL), -1);
+		CHECK_EQ_INT(preempt_count_rq_delta(btf), 0);
+	} else {
+		SKIP("this libbpf refuses the unaligned header");
+	}
+	btf__free(btf);
+	btf__free(good);
+	free(buf);
+}
+
 /* The running kernel's own BTF, where it has one: both variables are there. */
 TEST(test_running_kernel)
 {
@@ -81,6 +129,8 @@ int main(void)
 	RUN_TEST(test_preempt_count_var);
 	RUN_TEST(test_preempt_count_in_pcpu_hot);
 	RUN_TEST(test_no_percpu_section);
+	RUN_TEST(test_name_out_of_range);
+	RUN_TEST(test_types_unaligned);
 	RUN_TEST(test_running_kernel);
 	return unit_summary();
 }

@@ -93,6 +93,34 @@ TEST(test_set_names)
 	CHECK_STR(c.listen, "[::1]:9464");
 	CHECK_EQ_INT(daemon_config_set(&c, "window", "86401", err, sizeof(err)), -EINVAL);
 	CHECK_EQ_INT(daemon_config_set(&c, "jsonl_max_bytes", "100", err, sizeof(err)), -EINVAL);
+	/* A refused expression leaves the one in force. */
+	CHECK_EQ_INT(daemon_config_set(&c, "match", "^python", err, sizeof(err)), 0);
+	CHECK_EQ_INT(daemon_config_set(&c, "match", "(py", err, sizeof(err)), -EINVAL);
+	CHECK_STR(c.match, "^python");
+}
+
+/* glibc's regcomp() would spend seconds and gigabytes on these: refused before it runs. */
+TEST(test_match_cost)
+{
+	static const char *const fine[] = {
+		"^python", "^(python[0-9.]*|torchrun|pt_main_thread)$", "[a-z_]{1,15}",
+		"^[[:alpha:]]+[0-9]*$", "a++", "((a|b)+c?)*", "[]a-z{]+x{3}",
+	};
+	static const char *const costly[] = {
+		"a++++++++++++++++++++++++", "((a{1,100}){1,100}){1,10}",
+		"((((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+)+", "x{32767}",
+	};
+	struct daemon_config c;
+	char err[256];
+
+	daemon_config_defaults(&c);
+	for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++)
+		CHECK_MSG(!daemon_config_set(&c, "match", fine[i], err, sizeof(err)), "%s: %s",
+			  fine[i], err);
+	for (size_t i = 0; i < sizeof(costly) / sizeof(costly[0]); i++) {
+		CHECK_EQ_INT(daemon_config_set(&c, "match", costly[i], err, sizeof(err)), -EINVAL);
+		CHECK(strstr(err, "too complex") != NULL);
+	}
 }
 
 /* The file `make install` puts in /etc/pipeprof must be one the daemon accepts. */
@@ -118,6 +146,7 @@ int main(void)
 	RUN_TEST(test_file);
 	RUN_TEST(test_errors_leave_settings_alone);
 	RUN_TEST(test_set_names);
+	RUN_TEST(test_match_cost);
 	RUN_TEST(test_shipped_config);
 	return unit_summary();
 }

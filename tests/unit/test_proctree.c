@@ -58,6 +58,25 @@ TEST(test_parse_stat)
 	CHECK_EQ_INT(proc_parse_stat("44 (x)", &ppid, &state), -EINVAL);
 }
 
+/* The daemon's age test reads the start time, field 22, past a comm that may hold ") ". */
+TEST(test_parse_stat_start)
+{
+	unsigned long long start = 0;
+	pid_t ppid = 0;
+
+	CHECK_EQ_INT(proc_parse_stat_start("4242 (pt ) x) S 7 4242 4242 0 -1 4194560 1 0 0 0 5 3 "
+					   "0 0 20 0 1 0 123456 1000 20 18446744073709551615",
+					   &ppid, &start), 0);
+	CHECK_EQ_INT(ppid, 7);
+	CHECK_EQ_U64(start, 123456);
+	/* Cut before the start time: no parent either, not half a result. */
+	ppid = 0;
+	CHECK_EQ_INT(proc_parse_stat_start("42 (x) S 7 42 42 0 -1 4194560 1 0 0 0 5 3", &ppid,
+					   &start), -EINVAL);
+	CHECK_EQ_INT(ppid, 0);
+	CHECK_EQ_INT(proc_parse_stat_start("no parenthesis", &ppid, &start), -EINVAL);
+}
+
 TEST(test_descendants)
 {
 	pid_t out[16], ppid[16];
@@ -172,6 +191,7 @@ int main(void)
 		return 1;
 	}
 	RUN_TEST(test_parse_stat);
+	RUN_TEST(test_parse_stat_start);
 	RUN_TEST(test_descendants);
 	RUN_TEST(test_threads_and_state);
 	RUN_TEST(test_cmdline_and_cpu);

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pipeprof's command line: the input is argv[1..], NUL-separated, dispatched as main() does
+ * ("hist" and "daemon" pick their subcommand, anything else is the report's). Each argument
+ * is an allocation of its own, so a read past one is caught rather than landing in the next.
+ * ARGP_NO_EXIT keeps a usage error or --help from exiting; the parsers then return the error.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include "daemon_cmd.h"
+#include "fuzz.h"
+#include "hist_cmd.h"
+#include "pipeprof.h"
+#include "report_cmd.h"
+
+#define MAX_ARGS 24
+
+/* main.c's, which is not linked here: --version must print something. */
+const char *argp_program_version = "pipeprof fuzz";
+
+static void check_report(const struct report_opts *o)
+{
+	FUZZ_CHECK(!o->pid != !o->argv);
+	FUZZ_CHECK(o->pid >= 0 && o->tid >= 0);
+	FUZZ_CHECK(o->duration == 0 || (o->duration >= 0.001 && o->duration <= 1e7));
+	FUZZ_CHECK(o->threshold >= 0.01 && o->threshold <= 1);
+}
+
+static void check_hist(const struct hist_opts *o)
+{
+	FUZZ_CHECK(o->pid > 0 && o->tid >= 0 && o->kinds);
+	FUZZ_CHECK(!o->keying || o->keying == PP_HKEY_THREAD || o->keying == PP_HKEY_PROCESS);
+	FUZZ_CHECK(o->interval >= 0 && o->interval <= INT_MAX);
+	FUZZ_CHECK(o->count >= 0 && o->count <= INT_MAX);
+	FUZZ_CHECK(o->nr_numbers >= 0 && o->nr_numbers <= 2);
+}
+
+static void check_daemon(const struct daemon_config *c)
+{
+	FUZZ_CHECK(FUZZ_TERMINATED(c->listen) && c->listen[0]);
+	FUZZ_CHECK(FUZZ_TERMINATED(c->config) && FUZZ_TERMINATED(c->match));
+	FUZZ_CHECK(c->window_s >= 1 && c->window_s <= 86400);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *args[MAX_ARGS + 2], *argv[MAX_ARGS + 2];
+	const uint8_t *p = data, *end = data + size, *nul;
+	struct daemon_config cli;
+	struct report_opts ropts;
+	struct hist_opts hopts;
+	struct fuzz_quiet q;
+	int argc = 1, ret;
+
+	args[0] = fuzz_strndup((const uint8_t *)"pipeprof", 8);
+	while (p < end && argc <= MAX_ARGS) {
+		nul = memchr(p, '\0', end - p);
+		args[argc++] = fuzz_strndup(p, (nul ? nul : end) - p);
+		p = nul ? nul + 1 : end;
+		/*
+		 * argp's own hidden --HANG[=SECS] (any abbreviation: "--H") sleeps an hour, on
+		 * purpose, and --program-name points glibc's program_invocation_name into argv,
+		 * which is freed below: leave both to glibc.
+		 */
+		if (!strncmp(args[argc - 1], "--H", 3) || !strncmp(args[argc - 1], "--pr", 4)) {
+			for (int i = 0; i < argc; i++)
+				free(args[i]);
+			return 0;
+		}
+	}
+	args[argc] = NULL;
+	/* argp permutes argv: keep the pointers to free. */
+	memcpy(argv, args, sizeof(args[0]) * (argc + 1));
+
+	fuzz_quiet_begin(&q);
+	if (argc > 1 && !strcmp(argv[1], "hist")) {
+		ret = hist_cmd_parse(argc - 1, argv + 1, ARGP_NO_EXIT, &hopts);
+		fuzz_quiet_end(&q);
+		if (!ret)
+			check_hist(&hopts);
+	} else if (argc > 1 && !strcmp(argv[1], "daemon")) {
+		ret = daemon_cmd_parse(argc - 1, argv + 1, ARGP_NO_EXIT, &cli);
+		fuzz_quiet_end(&q);
+		if (!ret)
+			check_daemon(&cli);
+	} else {
+		ret = report_cmd_parse(argc, argv, ARGP_NO_EXIT, &ropts);
+		fuzz_quiet_end(&q);
+		if (!ret)
+			check_report(&ropts);
+	}
+	FUZZ_CHECK(ret <= 0);
+
+	for (int i = 0; i < argc; i++)
+		free(args[i]);
+	return 0;
+}

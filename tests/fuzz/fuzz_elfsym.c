@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * ELF shared objects as the tracer reads them before attaching uprobes: symbol tables, symbol
+ * versions and program headers, of any file a process maps, truncated or hostile. elfsym takes
+ * paths, so the input is written to a memfd and opened as /proc/self/fd/N.
+ */
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "elfsym.h"
+#include "fuzz.h"
+#include "gpu_apis.h"
+
+/* Every API the tracer probes, and the prefix forms (C++ names) a caller may ask for. */
+#define NR_EXTRA 5
+static const char *const extra[NR_EXTRA] = { "cuda*", "_Z*", "*", "main", "" };
+
+static struct elf_func *funcs;
+static int nr_funcs;
+static char path[64];
+static int fd = -1;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	fd = memfd_create("fuzz-elf", MFD_CLOEXEC);
+	if (fd < 0)
+		abort();
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	nr_funcs = gpu_api_count + NR_EXTRA;
+	funcs = calloc(nr_funcs, sizeof(*funcs));
+	if (!funcs)
+		abort();
+	for (int i = 0; i < gpu_api_count; i++)
+		funcs[i].name = gpu_apis[i].name;
+	for (int i = 0; i < NR_EXTRA; i++)
+		funcs[gpu_api_count + i].name = extra[i];
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint64_t vaddr = 0, offset;
+	int n, found = 0;
+
+	if (ftruncate(fd, 0) || pwrite(fd, data, size, 0) != (ssize_t)size)
+		abort();
+
+	n = elf_resolve_funcs(path, funcs, nr_funcs);
+	FUZZ_CHECK(n <= nr_funcs);
+	for (int i = 0; i < nr_funcs; i++) {
+		if (!funcs[i].found) {
+			FUZZ_CHECK(!funcs[i].value && !funcs[i].offset);
+			continue;
+		}
+		found++;
+		/* Both entry points map addresses through the same program headers. */
+		FUZZ_CHECK(!elf_vaddr_to_offset(path, funcs[i].value, &offset));
+		FUZZ_CHECK(offset == funcs[i].offset);
+	}
+	FUZZ_CHECK(n < 0 || n == found);
+
+	/* An address out of the input itself, as a uprobe's offset lookup would get it. */
+	if (size >= sizeof(vaddr))
+		memcpy(&vaddr, data + size - sizeof(vaddr), sizeof(vaddr));
+	elf_vaddr_to_offset(path, vaddr, &offset);
+	return 0;
+}
