@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!procmaps_parse_line(line, &e))
 		check_entry(&e);
 	kind = lib_kind_of_path(line);
-	FUZZ_CHECK(kind >= LIB_NONE && kind <= LIB_NCCL);
+	FUZZ_CHECK(kind >= LIB_NONE && kind <= LIB_LOADER);
 	FUZZ_CHECK(lib_kind_name(kind) != NULL);
 	free(line);
 

@@ -133,7 +133,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	put("1/task/1/comm", rec[2], len[2]);
 	proc_comm(root, 1, 1, tiny, sizeof(tiny));
-	FUZZ_CHECK(FUZZ_TERMINATED(tiny) && !strchr(tiny, '\n'));
+	/* Only the kernel's trailing newline goes: a name may hold others (prctl allows it), and
+	 * every output escapes them. */
+	FUZZ_CHECK(FUZZ_TERMINATED(tiny));
 
 	for (int pid = 1; pid <= MAX_PIDS; pid++) {
 		long n = len[2 + pid];
