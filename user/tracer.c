@@ -53,7 +53,7 @@ static int track_process(struct tracer *t, pid_t pid, pid_t parent, bool root)
 
 	if (bpf_map_update_elem(fd, &pid, &proc, BPF_NOEXIST) && errno != EEXIST)
 		return -errno;
-	return 0;
+	return tracer_mark_pid(t, pid, true);
 }
 
 /* Threads that sleep through the whole window leave no events; seed them so they show. */
@@ -268,6 +268,9 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	/* Preallocated, so sized to what is asked: one entry when no histogram is kept. */
 	bpf_map__set_max_entries(t->skel->maps.hists, !o->hist_kinds ? 1 :
 				 2 * (o->hist_entries ? o->hist_entries : PP_MAX_HISTS));
+	err = tracer_size_maps(t);
+	if (err)
+		return err;
 	err = pipeprof_bpf__load(t->skel);
 	if (err) {
 		if (errno_is_privilege(err))
@@ -808,6 +811,7 @@ void tracer_stop(struct tracer *t)
 	free(t->attached);
 	t->attached = NULL;
 	t->nr_attached = 0;
+	tracer_unmap_pids(t);
 	pipeprof_bpf__destroy(t->skel);
 	t->skel = NULL;
 }

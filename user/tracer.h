@@ -9,6 +9,7 @@
 #include "report.h"
 
 struct pipeprof_bpf;
+struct pp_pid_block;
 
 struct tracer_lib_attach;
 
@@ -40,6 +41,9 @@ struct tracer {
 	int libs_unreadable;
 	int seed_failures;	/* threads seen at attach that did not fit the thread map */
 	bool seed_truncated;	/* a process or thread list at attach hit its bound */
+	/* The pid filter (tracked_pids), shared with the programs. */
+	struct pp_pid_block *pids_mem;
+	size_t pids_len;
 	char last_lib_error[256];
 	/* Interrupt context from the tracepoint nesting instead of the preempt count: why. */
 	char irq_fallback[160];
@@ -89,6 +93,12 @@ void tracer_prog_stats(struct tracer *t, uint64_t *recursion_misses, uint64_t *r
 /* Whether a probe on api (a GPU API name or TRACER_STEP_PROBE; NULL: any) is attached. */
 #define TRACER_STEP_PROBE "torch::autograd::Engine::execute"
 bool tracer_probed(struct tracer *t, const char *api);
+
+/* tracer_maps.c: sizes the maps before load (the pid filter to pid_max). */
+int tracer_size_maps(struct tracer *t);
+/* Marks pid a live process the programs follow, or not. 0 or -errno (the map's mapping). */
+int tracer_mark_pid(struct tracer *t, pid_t pid, bool live);
+void tracer_unmap_pids(struct tracer *t);
 
 /* Detaches and frees everything; safe on a partly started tracer. */
 void tracer_stop(struct tracer *t);
