@@ -37,6 +37,8 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
 FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1 $(OUTPUT)/fakecuda/libcudart.so.13
+# Load and fork-storm helpers of the scale tests and benchmarks (tools/workloads/*.c).
+WORKLOAD_BINS := $(patsubst tools/workloads/%.c,$(OUTPUT)/workloads/%,$(wildcard tools/workloads/*.c))
 
 # The unit tests and the libFuzzer targets again, built by clang with AddressSanitizer and
 # UBSan into a tree of their own, so no sanitized object reaches pipeprof. Every object gets
@@ -71,7 +73,8 @@ pipeprof: $(PURE_OBJS) $(PLUMBING_OBJS)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
 $(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/bpf/pipeprof $(OUTPUT)/tests $(OUTPUT)/fakecuda \
-		$(SAN_OUTPUT)/user $(SAN_OUTPUT)/tests $(SAN_OUTPUT)/fuzz:
+		$(SAN_OUTPUT)/user $(SAN_OUTPUT)/tests $(SAN_OUTPUT)/fuzz \
+		$(OUTPUT)/workloads:
 	mkdir -p $@
 
 BPF_CC = $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
@@ -122,7 +125,10 @@ $(OUTPUT)/fakecuda/libcudart.so.13: tools/fakecuda/fakecudart.c tools/fakecuda/f
 		$< -o $@ -L$(OUTPUT)/fakecuda -lcuda -lpthread
 	ln -sf libcudart.so.13 $(OUTPUT)/fakecuda/libcudart.so
 
-fixtures: $(FAKECUDA)
+$(OUTPUT)/workloads/%: tools/workloads/%.c | $(OUTPUT)/workloads
+	$(CC) -O2 -g -Wall -Wextra $< -o $@ -lpthread
+
+fixtures: $(FAKECUDA) $(WORKLOAD_BINS)
 
 # Installs every build and test dependency from Debian's packages.
 deps:

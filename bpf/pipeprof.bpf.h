@@ -94,6 +94,15 @@ PP_STATE struct {
 	__type(value, struct pp_proc);
 } tracked_procs SEC(".maps");
 
+/* Sized to pid_max by userspace before load (pipeprof.h says why it exists). */
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_pid_block);
+} tracked_pids SEC(".maps");
+
 PP_STATE struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, PP_MAX_THREADS);
@@ -329,16 +338,45 @@ static __always_inline __u32 oncpu_state(struct pp_thread *t)
 	return t->gpu_depth ? PP_GPU_WAIT : PP_RUNNING;
 }
 
+/* The record of a live process pipeprof follows, or NULL. An exited one's pid may have been
+ * reused by a process that has nothing to do with the job. */
+static __always_inline struct pp_proc *live_proc(__u32 tgid)
+{
+	struct pp_proc *proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
+
+	return proc && !proc->exit_ns ? proc : NULL;
+}
+
+/* Whether tgid is a live process pipeprof follows: one array load (the verifier inlines the
+ * lookup) for the common answer, no. */
+static __always_inline bool pid_tracked(__u32 tgid)
+{
+	__u32 key = tgid / PP_PIDS_PER_BLOCK;
+	struct pp_pid_block *b = bpf_map_lookup_elem(&tracked_pids, &key);
+
+	if (b)
+		return b->live[tgid % PP_PIDS_PER_BLOCK];
+	/* Beyond the pid_max the map was sized for: pid_max was raised since. */
+	return live_proc(tgid);
+}
+
+static __always_inline void pid_set_tracked(__u32 tgid, bool live)
+{
+	__u32 key = tgid / PP_PIDS_PER_BLOCK;
+	struct pp_pid_block *b = bpf_map_lookup_elem(&tracked_pids, &key);
+
+	if (b)
+		b->live[tgid % PP_PIDS_PER_BLOCK] = live;
+}
+
 /* First sighting of a thread of a tracked process that predates the attach: its phase until
  * this first event is unknown. Out of line, so the zeroed record is built only here and not
  * on every switch of every task on the machine. */
-static __noinline struct pp_thread *thread_first_seen(struct task_struct *task, __u32 tid)
+static __noinline struct pp_thread *thread_first_seen(struct task_struct *task, __u32 tid,
+						      __u32 tgid)
 {
-	__u32 tgid = BPF_CORE_READ(task, tgid);
 	struct pp_thread fresh = {};
 
-	if (!bpf_map_lookup_elem(&tracked_procs, &tgid))
-		return NULL;
 	/* Born after the window closed: nothing of it is in the report. */
 	if (window_end_ns && bpf_ktime_get_ns() > window_end_ns)
 		return NULL;
@@ -352,15 +390,21 @@ static __noinline struct pp_thread *thread_first_seen(struct task_struct *task, 
 	return bpf_map_lookup_elem(&threads, &tid);
 }
 
+/*
+ * The record of a thread of the traced job, or NULL for any other task: most events on a busy
+ * machine are other tasks', so they leave after one byte read by process, with no hash lookup,
+ * no helper call to read the clock (costly under some hypervisors) and no probed read.
+ */
 static __always_inline struct pp_thread *thread_of(struct task_struct *task)
 {
-	__u32 tid = task->pid;	/* a trusted BTF pointer: a plain load, no helper call */
+	/* Trusted BTF pointer: plain loads, no helper call. */
+	__u32 tid = task->pid, tgid = task->tgid;
 	struct pp_thread *t;
 
-	if (!tid)	/* the idle task: a large share of all switches */
+	if (!tid || !pid_tracked(tgid))	/* tid 0: the idle task, a large share of all switches */
 		return NULL;
 	t = bpf_map_lookup_elem(&threads, &tid);
-	return t ? t : thread_first_seen(task, tid);
+	return t ? t : thread_first_seen(task, tid, tgid);
 }
 
 /* On-CPU time counts towards a relay's budget from its switch-in or the end of its wait,

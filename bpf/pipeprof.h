@@ -93,6 +93,18 @@ struct pp_waker_val {
 
 #define PP_MAX_WAKERS	16384
 
+/*
+ * tracked_pids: whether each pid is a live process pipeprof follows, one byte per pid (a byte
+ * store needs no atomics and races with no neighbour), PP_PIDS_PER_BLOCK pids to an entry.
+ * It is what every scheduler event of an unrelated task is turned away by, without a hash
+ * lookup; tracked_procs holds the records. Userspace sizes it to pid_max and writes its bytes
+ * through a shared mapping of the map.
+ */
+#define PP_PIDS_PER_BLOCK 64
+struct pp_pid_block {
+	__u8 live[PP_PIDS_PER_BLOCK];
+};
+
 /* tracked_procs value */
 struct pp_proc {
 	__u32 parent_tgid;	/* tracked parent, 0 for a root */

@@ -11,8 +11,13 @@ void report_not_traced(struct report *r, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (r->nr_not_traced >= MAX_NOT_TRACED)
+	if (r->nr_not_traced >= MAX_NOT_TRACED) {
+		/* The last line says how many more there were rather than hiding them. */
+		r->not_traced_dropped++;
+		snprintf(r->not_traced[MAX_NOT_TRACED - 1], sizeof(r->not_traced[0]),
+			 "%d more lines not shown", r->not_traced_dropped + 1);
 		return;
+	}
 	va_start(ap, fmt);
 	vsnprintf(r->not_traced[r->nr_not_traced++], sizeof(r->not_traced[0]), fmt, ap);
 	va_end(ap);
@@ -170,6 +175,9 @@ void report_print_text(FILE *out, const struct report *r)
 	if (r->target_exited)
 		fprintf(out, "note: the target exited %.2f s into the trace; the report covers what was "
 			"seen until then\n", (r->target_exit_ns - r->start_ns) / 1e9);
+	if (r->partial)
+		fprintf(out, "note: the figures are partial: %s (see Not traced / lost)\n",
+			r->partial_why);
 
 	fprintf(out, "\nVerdict: %s\n",
 		san_text(shown, sizeof(shown), a->verdict_line, sizeof(a->verdict_line)));
@@ -410,6 +418,9 @@ int report_print_json(FILE *out, const struct report *r)
 	if (r->target_exited)
 		json_object_object_add(root, "target_exit_ns", json_object_new_int64(r->target_exit_ns));
 	json_object_object_add(root, "interrupted", json_object_new_boolean(r->interrupted));
+	json_object_object_add(root, "partial", json_object_new_boolean(r->partial));
+	json_object_object_add(root, "partial_why", r->partial ?
+			       json_object_new_string(r->partial_why) : NULL);
 
 	o = json_object_new_object();
 	json_object_object_add(o, "name", json_object_new_string(verdict_name(a->verdict)));
@@ -538,6 +549,8 @@ int report_print_json(FILE *out, const struct report *r)
 	for (int c = 0; c < PP_NR_COUNTERS; c++)
 		if (counter_names[c])	/* a counter added without a name must not crash the report */
 			json_object_object_add(o, counter_names[c], json_object_new_int64(r->counters[c]));
+	json_object_object_add(o, "threads_not_traced", json_object_new_int(r->threads_missed));
+	json_object_object_add(o, "processes_not_traced", json_object_new_int(r->procs_missed));
 	json_object_object_add(o, "probe_attach_failures", json_object_new_int(r->probe_attach_failures));
 	json_object_object_add(o, "bpf_recursion_misses", json_object_new_int64(r->bpf_recursion_misses));
 	json_object_object_add(o, "bpf_run_ns", json_object_new_int64(r->bpf_run_ns));

@@ -13,7 +13,7 @@
 #include "procmaps.h"
 
 #define REPORT_SCHEMA "pipeprof.report/v1"
-#define MAX_NOT_TRACED 16
+#define MAX_NOT_TRACED 24
 #define MAX_LIB_PROBES 48
 
 struct probe_result {
@@ -84,6 +84,14 @@ struct report {
 	uint64_t bpf_run_ns, bpf_run_count;
 	int nr_not_traced;
 	char not_traced[MAX_NOT_TRACED][256];
+	int not_traced_dropped;		/* lines beyond MAX_NOT_TRACED */
+	/* What full maps cost, counted in /proc at the end: live threads of the job with no
+	 * record (those of unfollowed processes included), live processes of its tree not
+	 * followed. */
+	int threads_missed, procs_missed;
+	/* The figures lack threads, processes or events (partial_why says which). */
+	bool partial;
+	char partial_why[512];
 };
 
 void report_not_traced(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

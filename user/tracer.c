@@ -23,8 +23,8 @@
 #include "tracer.h"
 #include "uprobe_multi.h"
 
-#define MAX_SEED_PIDS 4096
-#define MAX_SEED_TIDS 4096
+#define MAX_SEED_PIDS TRACER_MAX_SEED
+#define MAX_SEED_TIDS TRACER_MAX_SEED
 
 struct tracer_lib_attach {
 	pid_t pid;
@@ -58,7 +58,7 @@ static int track_process(struct tracer *t, pid_t pid, pid_t parent, bool root)
 
 	if (bpf_map_update_elem(fd, &pid, &proc, BPF_NOEXIST) && errno != EEXIST)
 		return -errno;
-	return 0;
+	return tracer_mark_pid(t, pid, true);
 }
 
 /* Threads that sleep through the whole window leave no events; seed them so they show. */
@@ -100,6 +100,11 @@ static int seed_descendants(struct tracer *t)
 		t->seed_truncated = true;
 	for (int i = 0; i < n; i++) {
 		err = track_process(t, pids[i], ppids[i], false);
+		/* A full process map is reported with what it cost, not fatal. */
+		if (err == -E2BIG || err == -ENOMEM) {
+			t->seed_proc_failures++;
+			err = 0;
+		}
 		if (err)
 			goto cleanup;
 	}
@@ -259,10 +264,13 @@ static int open_window(struct tracer *t)
 
 	t->start_ns = monotonic_ns();
 	t->skel->bss->window_start_ns = t->start_ns;
+	/* The job's own process first: a thread map too small for the job still holds the trainer. */
+	seed_threads(t, t->root);
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		seed_threads(t, key);
+		if (key != (__u32)t->root)
+			seed_threads(t, key);
 	}
 	return 0;
 }
@@ -312,6 +320,9 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	/* Preallocated, so sized to what is asked: one entry when no histogram is kept. */
 	bpf_map__set_max_entries(t->skel->maps.hists, !o->hist_kinds ? 1 :
 				 2 * (o->hist_entries ? o->hist_entries : PP_MAX_HISTS));
+	err = tracer_size_maps(t);
+	if (err)
+		return err;
 	err = pipeprof_bpf__load(t->skel);
 	if (err) {
 		if (errno_is_privilege(err))
@@ -836,23 +847,10 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 		report_not_traced(r, "%llu probed calls never returned (longjmp or an exception through "
 				  "them): their time ends at the next call",
 				  (unsigned long long)r->counters[PP_CNT_UNRETURNED_CALLS]);
-
-	if (r->counters[PP_CNT_THREADS_FULL])
-		report_not_traced(r, "%llu events of threads beyond the thread map's %d entries dropped",
-				  (unsigned long long)r->counters[PP_CNT_THREADS_FULL], PP_MAX_THREADS);
-	if (t->seed_failures)
-		report_not_traced(r, "%d threads seen at attach did not fit the thread map",
-				  t->seed_failures);
-	if (t->seed_truncated)
-		report_not_traced(r, "more than %d processes or threads at attach: the rest were found "
-				  "only when they ran", MAX_SEED_PIDS);
 	if (r->counters[PP_CNT_GPU_DEPTH_OVERFLOW])
 		report_not_traced(r, "%llu GPU calls nested deeper than %d: their GPU_WAIT may end early",
 				  (unsigned long long)r->counters[PP_CNT_GPU_DEPTH_OVERFLOW],
 				  PP_MAX_GPU_DEPTH);
-	if (r->counters[PP_CNT_PROCS_FULL])
-		report_not_traced(r, "%llu processes not followed: process map full (%d entries)",
-				  (unsigned long long)r->counters[PP_CNT_PROCS_FULL], PP_MAX_PROCS);
 	if (r->counters[PP_CNT_RQ_FULL])
 		report_not_traced(r, "%llu block requests not timed: in-flight map full",
 				  (unsigned long long)r->counters[PP_CNT_RQ_FULL]);
@@ -860,9 +858,7 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 		report_not_traced(r, "%llu GPU calls were already running at attach and were not timed",
 				  (unsigned long long)r->counters[PP_CNT_URETPROBE_ORPHANS]);
 	tracer_prog_stats(t, &r->bpf_recursion_misses, &r->bpf_run_ns, &r->bpf_run_count);
-	if (r->bpf_recursion_misses)
-		report_not_traced(r, "%llu events lost: a BPF program was re-entered on the same CPU",
-				  (unsigned long long)r->bpf_recursion_misses);
+	tracer_note_limits(t, end_ns, r);
 	if (t->probe_attach_failures)
 		report_not_traced(r, "%d GPU probes could not be attached (-v lists them)",
 				  t->probe_attach_failures);
@@ -946,6 +942,7 @@ void tracer_stop(struct tracer *t)
 	free(t->attached);
 	t->attached = NULL;
 	t->nr_attached = 0;
+	tracer_unmap_pids(t);
 	pipeprof_bpf__destroy(t->skel);
 	t->skel = NULL;
 }

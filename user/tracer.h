@@ -9,6 +9,7 @@
 #include "report.h"
 
 struct pipeprof_bpf;
+struct pp_pid_block;
 
 struct tracer_lib_attach;
 struct tracer_loader;
@@ -42,7 +43,11 @@ struct tracer {
 	int probe_attach_failures;
 	int libs_unreadable;
 	int seed_failures;	/* threads seen at attach that did not fit the thread map */
+	int seed_proc_failures;	/* processes seen at attach that did not fit the process map */
 	bool seed_truncated;	/* a process or thread list at attach hit its bound */
+	/* The pid filter (tracked_pids), shared with the programs. */
+	struct pp_pid_block *pids_mem;
+	size_t pids_len;
 	char last_lib_error[320];
 	struct bpf_link *selftest_links[2];
 	int selftest_fds[2];	/* the same as multi-uprobe links; 0 when not */
@@ -60,6 +65,9 @@ struct tracer {
 	/* Interrupt context from the tracepoint nesting instead of the preempt count: why. */
 	char irq_fallback[160];
 };
+
+/* Processes, and threads per process, that the /proc walks at attach take. */
+#define TRACER_MAX_SEED 4096
 
 __u64 monotonic_ns(void);
 
@@ -129,6 +137,19 @@ void tracer_prog_stats(struct tracer *t, uint64_t *recursion_misses, uint64_t *r
 /* Whether a probe on api (a GPU API name or TRACER_STEP_PROBE; NULL: any) is attached. */
 #define TRACER_STEP_PROBE "torch::autograd::Engine::execute"
 bool tracer_probed(struct tracer *t, const char *api);
+
+/* tracer_maps.c: sizes the maps before load (the pid filter to pid_max; the test hook
+ * PIPEPROF_TEST_MAP_ENTRIES="threads=N,procs=M" shrinks those two). -EINVAL for a bad hook. */
+int tracer_size_maps(struct tracer *t);
+/* Marks pid a live process the programs follow, or not. 0 or -errno (the map's mapping). */
+int tracer_mark_pid(struct tracer *t, pid_t pid, bool live);
+void tracer_unmap_pids(struct tracer *t);
+/* The "Not traced" lines of full thread and process maps, with how many of the job's threads and
+ * processes alive at end_ns they cost (a census of /proc), of lost events, and r->partial. Needs
+ * r's counters, processes and program stats. */
+void tracer_note_limits(struct tracer *t, __u64 end_ns, struct report *r);
+/* Says the report's figures lack something, and what (appended to r->partial_why). */
+void tracer_mark_partial(struct report *r, const char *why);
 
 /* Detaches and frees everything; safe on a partly started tracer. */
 void tracer_stop(struct tracer *t);

@@ -6,7 +6,7 @@ static __always_inline bool current_tracked(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	return bpf_map_lookup_elem(&tracked_procs, &tgid);
+	return pid_tracked(tgid);
 }
 
 static __always_inline void rq_mark(struct request *rq, __u64 ts)

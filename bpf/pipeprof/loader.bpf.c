@@ -12,7 +12,7 @@ int BPF_KPROBE(on_loader_change)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
 	/* Every dlopen on the host lands here: untracked processes leave at once. */
-	if (bpf_map_lookup_elem(&tracked_procs, &tgid))
+	if (pid_tracked(tgid))
 		send_note(tgid, PP_NOTE_LOADER);
 	return 0;
 }

@@ -104,9 +104,9 @@ static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u64 now = bpf_ktime_get_ns();
 	struct pp_thread *t;
 	__s64 prev_state;
+	__u64 now = 0;
 
 	count(PP_CNT_SCHED_EVENTS);
 	if (!irq_from_preempt_count) {
@@ -117,11 +117,15 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		if (irq)
 			irq->hardirq_depth = irq->softirq_vec = 0;
 	}
-	if (!naming(now))
+	if (!window_start_ns)
 		return 0;
 
+	/* The clock is read only once either task is the job's. */
 	t = thread_of(prev);
 	if (t && t->phase != PP_PHASE_EXITED) {
+		now = bpf_ktime_get_ns();
+		if (!naming(now))
+			return 0;
 		if (sched_switch_has_prev_state)
 			prev_state = (__s64)ctx[3];
 		else
@@ -144,6 +148,11 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 	t = thread_of(next);
 	if (t && t->phase != PP_PHASE_EXITED) {
+		if (!now) {
+			now = bpf_ktime_get_ns();
+			if (!naming(now))
+				return 0;
+		}
 		account_switch_in(t, next->pid, now);
 		t->phase = PP_PHASE_ONCPU;
 		t->phase_start_ns = now;
@@ -182,6 +191,8 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 	wakee->wake_cause = PP_OTHER;
 	if (waker_tid == wakee_tid)
 		return;
+	if (!pid_tracked(waker_tgid))
+		return;
 	waker_proc = bpf_map_lookup_elem(&tracked_procs, &waker_tgid);
 	if (!waker_proc)
 		return;
@@ -209,13 +220,16 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 SEC("tp_btf/sched_waking")
 int BPF_PROG(on_sched_waking, struct task_struct *p)
 {
-	__u64 now = bpf_ktime_get_ns();
 	struct pp_thread *t;
+	__u64 now;
 
-	if (!naming(now))
+	if (!window_start_ns)
 		return 0;
 	t = thread_of(p);
 	if (!t || t->phase == PP_PHASE_EXITED)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (!naming(now))
 		return 0;
 	judge_wakeup(t, p->pid, now);
 	t->woken_ns = now;
@@ -225,16 +239,19 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u32 tid = p->pid;
 	struct pp_thread *t;
+	__u64 now;
 
-	if (!naming(now))
+	if (!window_start_ns || !pid_tracked(p->tgid))
 		return 0;
 	/* Only threads sched_waking already saw: this may run on the target CPU in the
 	 * wakeup IPI, where nothing about the waker is known. */
 	t = bpf_map_lookup_elem(&threads, &tid);
-	if (t && t->phase != PP_PHASE_EXITED)
+	if (!t || t->phase == PP_PHASE_EXITED)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (naming(now))
 		t->enqueued_ns = now;
 	return 0;
 }
@@ -244,21 +261,30 @@ int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_stru
 {
 	__u32 parent_tgid = BPF_CORE_READ(parent, tgid);
 	__u32 tid = BPF_CORE_READ(child, pid), tgid = BPF_CORE_READ(child, tgid);
-	__u64 now = bpf_ktime_get_ns();
 	struct pp_thread fresh = {};
-	struct pp_proc proc = {};
+	struct pp_proc proc = {}, *old;
+	__u64 now;
 
-	if (!bpf_map_lookup_elem(&tracked_procs, &parent_tgid))
+	if (!pid_tracked(parent_tgid))
 		return 0;
+	now = bpf_ktime_get_ns();
 
 	if (tid == tgid) {
 		proc.parent_tgid = parent_tgid;
 		proc.fork_ns = now;
-		if (bpf_map_update_elem(&tracked_procs, &tgid, &proc, BPF_NOEXIST) &&
-		    !bpf_map_lookup_elem(&tracked_procs, &tgid)) {
+		old = bpf_map_lookup_elem(&tracked_procs, &tgid);
+		if (old && !old->exit_ns) {
+			/* Userspace's /proc walk at attach saw the child before this event. */
+			if (!old->fork_ns)
+				old->fork_ns = now;
+		} else if (bpf_map_update_elem(&tracked_procs, &tgid, &proc, BPF_ANY)) {
+			/* An exited process's record under this pid is replaced: the pid was
+			 * reused. */
 			count(PP_CNT_PROCS_FULL);
 			return 0;
 		}
+		/* Before the child can run: wake_up_new_task() follows this event. */
+		pid_set_tracked(tgid, true);
 		count(PP_CNT_FORKS);
 		send_note(tgid, PP_NOTE_FORK);
 	}
@@ -282,7 +308,7 @@ int BPF_PROG(on_sched_process_exec, struct task_struct *p)
 	if (t)
 		BPF_CORE_READ_STR_INTO(&t->comm, p, comm);
 	/* A new program: none of the old probes apply to its address space. */
-	if (bpf_map_lookup_elem(&tracked_procs, &tgid))
+	if (pid_tracked(tgid))
 		send_note(tgid, PP_NOTE_EXEC);
 	return 0;
 }
@@ -307,6 +333,8 @@ int BPF_PROG(on_sched_process_exit, struct task_struct *p)
 	proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
 	if (proc && !proc->exit_ns) {
 		proc->exit_ns = now;
+		/* Its pid may go to a process that is none of the job's. */
+		pid_set_tracked(tgid, false);
 		count(PP_CNT_PROC_EXITS);
 	}
 	return 0;

@@ -205,9 +205,56 @@ TEST(test_text_layout)
 	free(buf);
 }
 
+/* A report whose maps overflowed says so in both renderings; one with too many "not traced"
+ * lines says how many it could not show. */
+TEST(test_partial_and_overflow)
+{
+	char *buf = NULL, line[64];
+	size_t len = 0;
+	struct report r;
+	json_object *o, *v;
+	FILE *f;
+
+	fill(&r);
+	o = render_json(&r);
+	if (!o)
+		return;
+	CHECK(!json_object_get_boolean(at(o, "partial")));
+	CHECK(json_object_object_get_ex(o, "partial_why", &v) && v == NULL);
+	CHECK_EQ_INT(json_object_get_int(at(o, "counters.threads_not_traced")), 0);
+	json_object_put(o);
+
+	r.partial = true;
+	snprintf(r.partial_why, sizeof(r.partial_why), "400 threads did not fit the thread map");
+	r.threads_missed = 400;
+	r.procs_missed = 3;
+	o = render_json(&r);
+	if (!o)
+		return;
+	CHECK(json_object_get_boolean(at(o, "partial")));
+	CHECK_STR(json_object_get_string(at(o, "partial_why")), "400 threads did not fit the thread map");
+	CHECK_EQ_INT(json_object_get_int(at(o, "counters.threads_not_traced")), 400);
+	CHECK_EQ_INT(json_object_get_int(at(o, "counters.processes_not_traced")), 3);
+	json_object_put(o);
+	f = open_memstream(&buf, &len);
+	report_print_text(f, &r);
+	fclose(f);
+	CHECK_MSG(strstr(buf, "\nnote: the figures are partial: 400 threads did not fit the thread "
+			  "map (see Not traced / lost)\n"), "%s", buf);
+	free(buf);
+
+	for (int i = 0; i < MAX_NOT_TRACED + 3; i++)
+		report_not_traced(&r, "loss %d", i);
+	CHECK_EQ_INT(r.nr_not_traced, MAX_NOT_TRACED);
+	CHECK_STR(r.not_traced[MAX_NOT_TRACED - 2], "loss 22");
+	snprintf(line, sizeof(line), "%d more lines not shown", 4);
+	CHECK_STR(r.not_traced[MAX_NOT_TRACED - 1], line);
+}
+
 int main(void)
 {
 	RUN_TEST(test_json_schema);
 	RUN_TEST(test_text_layout);
+	RUN_TEST(test_partial_and_overflow);
 	return unit_summary();
 }
