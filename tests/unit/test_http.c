@@ -604,33 +604,112 @@ cleanup:
 		close(partial);
 }
 
-TEST(test_connection_cap)
+/* Still open: nothing to read and no end of stream. */
+static bool still_open(int fd)
 {
-	enum { N = 48 };
-	int fds[N], open_ = 0, closed = 0;
-	struct reply r;
 	char c;
 
-	/* Idle connections from one address: past the cap they are closed at once, not queued. */
-	for (int i = 0; i < N; i++)
-		fds[i] = dial(AF_INET, port);
-	usleep(200 * 1000);
-	for (int i = 0; i < N; i++) {
-		if (fds[i] < 0)
-			continue;
-		if (recv(fds[i], &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN)
-			open_++;
-		else
-			closed++;
+	return recv(fd, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
+/* Closed by the server: the end of the stream (or a reset) within timeout_ms. */
+static bool closed_within(int fd, int timeout_ms)
+{
+	for (int i = 0; i < timeout_ms / 10; i++) {
+		char c;
+		ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN))
+			return true;
+		usleep(10 * 1000);
 	}
-	CHECK_MSG(open_ > 0 && open_ < N && open_ + closed == N, "%d kept, %d closed", open_,
-		  closed);
-	for (int i = 0; i < N; i++)
+	return false;
+}
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
-	/* Their slots come back as soon as they hang up. */
+}
+
+TEST(test_idle_eviction)
+{
+	enum { N = HTTP_EVICT_AT + 16, K = 10 };
+	unsigned long ev0 = http_evictions(srv);
+	int fds[N], kept = 0, closed = 0, base;
+	struct reply r;
+
+	base = stable_fds();
+	/* Idle connections from one address, as many as a local user cares to open. */
+	for (int i = 0; i < N; i++)
+		fds[i] = dial(AF_INET, port);
 	usleep(100 * 1000);
+	for (int i = 0; i < N; i++)
+		kept += fds[i] >= 0 && still_open(fds[i]);
+	/* None has waited long enough to make room: all are kept, and a request is served. */
+	CHECK_MSG(kept == N, "%d of %d idle connections kept", kept, N);
 	CHECK_EQ_INT(get("/healthz", &r), 200);
+	CHECK_EQ_INT(http_evictions(srv) - ev0, 0);
+
+	/* Once they have waited, each newcomer shuts down the one that has waited longest. */
+	usleep((HTTP_EVICT_MIN_WAIT_MS + 100) * 1000);
+	for (int i = 0; i < K; i++)
+		CHECK_EQ_INT(get("/metrics", &r), 200);
+	CHECK_EQ_INT(http_evictions(srv) - ev0, K);
+	for (int i = 0; i < N; i++) {
+		if (i < K)
+			closed += closed_within(fds[i], 1000);
+		else
+			kept += still_open(fds[i]);
+	}
+	CHECK_MSG(closed == K, "%d of the %d longest waiting closed", closed, K);
+	CHECK_MSG(kept == 2 * N - K, "%d of the %d others kept", kept - N, N - K);
+	close_all(fds, N);
+	CHECK_EQ_INT(settle_fds(base), base);
+}
+
+TEST(test_eviction_when_nearly_full)
+{
+	enum { N = HTTP_EVICT_ANY_AT };
+	unsigned long ev0 = http_evictions(srv);
+	int fds[N], base;
+	struct reply r;
+	double t0;
+
+	base = stable_fds();
+	/* As many as the last tier, opened at once: none has waited, yet one must go. */
+	t0 = now_s();
+	for (int i = 0; i < N; i++)
+		fds[i] = dial(AF_INET, port);
+	usleep(100 * 1000);
+	CHECK_MSG(now_s() - t0 < HTTP_EVICT_MIN_WAIT_MS / 1000.0 / 2, "opening took %.2f s",
+		  now_s() - t0);
+	CHECK_EQ_INT(get("/healthz", &r), 200);
+	CHECK_EQ_INT(http_evictions(srv) - ev0, 1);
+	CHECK(closed_within(fds[0], 1000));
+	CHECK(still_open(fds[1]) && still_open(fds[N - 1]));
+	close_all(fds, N);
+	CHECK_EQ_INT(settle_fds(base), base);
+}
+
+TEST(test_request_timeout)
+{
+	int idle = dial(AF_INET, port), partial = dial(AF_INET, port);
+	double t0 = now_s();
+
+	if (!CHECK(idle >= 0 && partial >= 0))
+		goto cleanup;
+	/* Slow to say anything, or to finish: closed after HTTP_TIMEOUT_S, not kept. */
+	CHECK(send(partial, "GET /metrics HTTP/1.1\r\n", 23, MSG_NOSIGNAL) == 23);
+	CHECK(closed_within(idle, (HTTP_TIMEOUT_S + 2) * 1000));
+	CHECK(closed_within(partial, 1000));
+	CHECK_MSG(now_s() - t0 >= HTTP_TIMEOUT_S - 0.5, "closed after %.2f s", now_s() - t0);
+cleanup:
+	if (idle >= 0)
+		close(idle);
+	if (partial >= 0)
+		close(partial);
 }
 
 TEST(test_keep_alive)
@@ -708,7 +787,9 @@ int main(void)
 	RUN_TEST(test_oversized_requests);
 	RUN_TEST(test_silent_clients);
 	RUN_TEST(test_keep_alive);
-	RUN_TEST(test_connection_cap);
+	RUN_TEST(test_idle_eviction);
+	RUN_TEST(test_eviction_when_nearly_full);
+	RUN_TEST(test_request_timeout);
 	RUN_TEST(test_sequential_no_fd_leak);
 	RUN_TEST(test_ipv6);
 
