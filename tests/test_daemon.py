@@ -99,7 +99,8 @@ def other_pipeprofs(mine=()):
         if not d.isdigit() or int(d) in mine:
             continue
         try:
-            with open("/proc/%s/comm" % d) as f:
+            # errors="replace": another run's processes may have any bytes in their names
+            with open("/proc/%s/comm" % d, errors="replace") as f:
                 if f.read().strip() == "pipeprof":
                     found.append(int(d))
         except OSError:
