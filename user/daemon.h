@@ -78,6 +78,7 @@ struct daemon {
 	int stats_fd;			/* kernel BPF run-time stats, on while held */
 
 	pthread_mutex_t lock;		/* guards what the HTTP thread reads below */
+	enum serve_mode serve;		/* cfg.serve, for the HTTP thread */
 	char *metrics;
 	__u64 windows, attach_failures, events_lost_exited, candidates_dropped;
 	double bpf_run_s_exited;

@@ -17,8 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "cgroup.h"
 #include "daemon.h"
 #include "daemon_cmd.h"
 #include "discover.skel.h"
@@ -39,7 +41,7 @@ static void on_signal(int sig)
 
 enum {
 	OPT_LISTEN = 1000, OPT_JSONL, OPT_JSONL_MAX, OPT_JSONL_KEEP, OPT_WINDOW, OPT_MATCH,
-	OPT_MATCH_CGROUP, OPT_STEP_REGRESSION, OPT_CONFIG,
+	OPT_MATCH_CGROUP, OPT_STEP_REGRESSION, OPT_SERVE, OPT_CONFIG,
 };
 
 static const char *const opt_keys[] = {
@@ -47,7 +49,7 @@ static const char *const opt_keys[] = {
 	[OPT_JSONL_MAX - OPT_LISTEN] = "jsonl_max_bytes", [OPT_JSONL_KEEP - OPT_LISTEN] = "jsonl_keep",
 	[OPT_WINDOW - OPT_LISTEN] = "window", [OPT_MATCH - OPT_LISTEN] = "match",
 	[OPT_MATCH_CGROUP - OPT_LISTEN] = "match_cgroup",
-	[OPT_STEP_REGRESSION - OPT_LISTEN] = "step_regression",
+	[OPT_STEP_REGRESSION - OPT_LISTEN] = "step_regression", [OPT_SERVE - OPT_LISTEN] = "serve",
 };
 
 static const char daemon_doc[] =
@@ -59,6 +61,11 @@ static const char daemon_doc[] =
 	"\n"
 	"HTTP (loopback by default): /metrics (Prometheus text), /healthz,\n"
 	"/api/v1/report?pid=N (the job's last window as pipeprof -p N -j prints it).\n"
+	"No authentication: whoever can connect reads each traced job's full command\n"
+	"line (it may hold secrets) in its report, its pid and name in the metrics.\n"
+	"On an address other than loopback the daemon warns at start. --serve\n"
+	"no-cmdline names jobs in reports by command name only; --serve metrics\n"
+	"serves /metrics and /healthz and no reports.\n"
 	"\n"
 	"SIGHUP re-reads --config (key = value, the long options' names) and reopens the\n"
 	"JSON lines file; options given on the command line win over the file.\n"
@@ -78,6 +85,7 @@ static const struct argp_option daemon_options[] = {
 	{ "match", OPT_MATCH, "REGEX", 0, "Only jobs whose command name matches", 0 },
 	{ "match-cgroup", OPT_MATCH_CGROUP, "PATH", 0, "Only jobs in this cgroup or below", 0 },
 	{ "step-regression", OPT_STEP_REGRESSION, "PCT", 0, "Flag a median step time this much over its trailing baseline (default 20)", 0 },
+	{ "serve", OPT_SERVE, "WHAT", 0, "What HTTP gives away: all (default), no-cmdline (reports without command lines), metrics (/metrics and /healthz only)", 0 },
 	{ "config", OPT_CONFIG, "FILE", 0, "Settings file, re-read on SIGHUP", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose: libbpf logs, every probe, every discovery", 0 },
 	{},
@@ -99,14 +107,39 @@ static error_t daemon_parse(int key, char *arg, struct argp_state *state)
 		argp_error(state, "unexpected argument: %s", arg);
 		break;
 	default:
-		if (key < OPT_LISTEN || key > OPT_STEP_REGRESSION)
+		if (key < OPT_LISTEN || key > OPT_SERVE)
 			return ARGP_ERR_UNKNOWN;
-		if (daemon_config_set(&d->cli, opt_keys[key - OPT_LISTEN], arg, err, sizeof(err)))
-			argp_error(state, "%s", err);
+		/* One line that says what is wrong: argp_error() would add a second. */
+		if (daemon_config_set(&d->cli, opt_keys[key - OPT_LISTEN], arg, err, sizeof(err))) {
+			fprintf(stderr, "%s: %s\n", state->name, err);
+			return EINVAL;
+		}
 		d->cli_set[key - OPT_LISTEN] = true;
 		break;
 	}
 	return 0;
+}
+
+/* A cgroup path that names nothing would match no job, ever, and say nothing. */
+static int check_cgroup(const char *path, const char *name)
+{
+	char where[PATH_MAX];
+	int ret;
+
+	if (!path[0])
+		return 0;
+	ret = cgroup_find(CGROUP_MOUNTINFO, path, where, sizeof(where));
+	if (ret == 1)
+		return 0;
+	if (ret < 0)
+		fprintf(stderr, "pipeprof: %s %s: cannot read %s: %s\n", name, path,
+			CGROUP_MOUNTINFO, strerror(-ret));
+	else if (!where[0])
+		fprintf(stderr, "pipeprof: %s %s: no cgroup file system is mounted\n", name, path);
+	else
+		fprintf(stderr, "pipeprof: %s %s: no such cgroup (not under %s)\n", name, path,
+			where);
+	return ret < 0 ? ret : -ENOENT;
 }
 
 /* The file's settings, then the command line's on top. */
@@ -114,23 +147,33 @@ static int load_config(struct daemon *d, struct daemon_config *out)
 {
 	struct daemon_config c;
 	char err[512], why[256];
+	struct stat st;
 	FILE *f;
+	int ret;
 
 	daemon_config_defaults(&c);
 	if (d->cli.config[0]) {
 		f = fopen(d->cli.config, "r");
 		if (!f) {
-			fprintf(stderr, "pipeprof: cannot read %s: %s\n", d->cli.config, strerror(errno));
-			return -errno;
+			ret = -errno;
+			fprintf(stderr, "pipeprof: cannot read %s: %s\n", d->cli.config, strerror(-ret));
+			return ret;
 		}
-		if (daemon_config_parse(f, &c, err, sizeof(err))) {
-			fprintf(stderr, "pipeprof: %s: %s\n", d->cli.config, err);
+		/* A directory opens for reading; only reading it fails, and less clearly. */
+		if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "pipeprof: cannot read %s: is a directory, not a settings file\n",
+				d->cli.config);
 			fclose(f);
-			return -EINVAL;
+			return -EISDIR;
 		}
+		ret = daemon_config_parse(f, &c, err, sizeof(err));
 		fclose(f);
+		if (ret) {
+			fprintf(stderr, "pipeprof: %s: %s\n", d->cli.config, err);
+			return ret;
+		}
 	}
-	for (int i = 0; i <= OPT_STEP_REGRESSION - OPT_LISTEN; i++) {
+	for (int i = 0; i <= OPT_SERVE - OPT_LISTEN; i++) {
 		char value[PATH_MAX];
 
 		if (!d->cli_set[i])
@@ -146,12 +189,17 @@ static int load_config(struct daemon *d, struct daemon_config *out)
 		case OPT_STEP_REGRESSION:
 			snprintf(value, sizeof(value), "%.17g", d->cli.step_regression * 100);
 			break;
+		case OPT_SERVE: snprintf(value, sizeof(value), "%s", daemon_serve_name(d->cli.serve)); break;
 		}
 		if (daemon_config_set(&c, opt_keys[i], value, why, sizeof(why))) {
 			fprintf(stderr, "pipeprof: %s\n", why);
 			return -EINVAL;
 		}
 	}
+	ret = check_cgroup(c.match_cgroup, d->cli_set[OPT_MATCH_CGROUP - OPT_LISTEN] ?
+			   "--match-cgroup" : "match_cgroup");
+	if (ret)
+		return ret;
 	snprintf(c.config, sizeof(c.config), "%s", d->cli.config);
 	c.verbose = d->cli.verbose;
 	*out = c;
@@ -187,11 +235,34 @@ static int apply_config(struct daemon *d, const struct daemon_config *c)
 		d->jsonl.keep = c->jsonl_keep;
 		jsonl_reopen(&d->jsonl);	/* after logrotate moved it away */
 	}
+	pthread_mutex_lock(&d->lock);
+	/* Reports kept from before a SIGHUP may show what is no longer to be shown. */
+	if (c->serve != d->serve)
+		for (struct job *j = d->jobs; j; j = j->next) {
+			free(j->report_json);
+			j->report_json = NULL;
+		}
+	d->serve = c->serve;
+	pthread_mutex_unlock(&d->lock);
 	d->cfg = *c;
 	return 0;
 }
 
 /* ---- main loop ---- */
+
+/* Nothing is authenticated: say so when more than this host can connect. */
+static void warn_exposed(const struct daemon_config *c)
+{
+	static const char *const what[] = {
+		[SERVE_ALL] = "every traced job's full command line and report (see --serve)",
+		[SERVE_NO_CMDLINE] = "every traced job's report (command lines left out)",
+		[SERVE_METRICS] = "the metrics: the traced jobs' pids and command names",
+	};
+
+	if (http_listen_is_loopback(c->listen) == 0)
+		fprintf(stderr, "pipeprof: warning: %s is not loopback: anyone who can connect "
+			"reads %s, unauthenticated\n", c->listen, what[c->serve]);
+}
 
 static void do_reload(struct daemon *d)
 {
@@ -206,6 +277,8 @@ static void do_reload(struct daemon *d)
 			c.listen, d->cfg.listen);
 		snprintf(c.listen, sizeof(c.listen), "%s", d->cfg.listen);
 	}
+	if (c.serve != d->cfg.serve)
+		warn_exposed(&c);
 	if (apply_config(d, &c))
 		fprintf(stderr, "pipeprof: SIGHUP: settings partly applied\n");
 	else
@@ -248,9 +321,17 @@ static int daemon_run(struct daemon *d)
 	err = load_config(d, &c);
 	if (err)
 		return 2;
+	/* Bound before anything slow: a busy or unusable address fails in milliseconds, not
+	 * after attaching to every job on the host. */
+	err = http_listen(&d->http, c.listen, err_text, sizeof(err_text));
+	if (err) {
+		fprintf(stderr, "pipeprof: %s\n", err_text);
+		return 1;
+	}
+	warn_exposed(&c);
 	err = apply_config(d, &c);
 	if (err)
-		return 1;
+		goto cleanup;
 	err = start_discovery(d);
 	if (err)
 		goto cleanup;
@@ -258,9 +339,9 @@ static int daemon_run(struct daemon *d)
 	d->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	scan_existing(d);
 	refresh_metrics(d);
-	err = http_start(&d->http, d->cfg.listen, &handlers, err_text, sizeof(err_text));
+	err = http_serve(d->http, &handlers, err_text, sizeof(err_text));
 	if (err) {
-		fprintf(stderr, "pipeprof: cannot listen on %s: %s\n", d->cfg.listen, err_text);
+		fprintf(stderr, "pipeprof: %s\n", err_text);
 		goto cleanup;
 	}
 	{

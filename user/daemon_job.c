@@ -293,7 +293,8 @@ static void check_step_regression(struct daemon *d, struct job *j, const __u64 *
 
 /* The same document `pipeprof -p PID -j` prints, over this window's threads. */
 static char *window_report(struct job *j, struct thread_result *threads, int nr,
-			   const struct analysis_input *in, const struct analysis *an, __u64 end_ns)
+			   const struct analysis_input *in, const struct analysis *an, __u64 end_ns,
+			   bool cmdline)
 {
 	struct report r = {};
 	char *buf = NULL;
@@ -310,7 +311,11 @@ static char *window_report(struct job *j, struct thread_result *threads, int nr,
 	r.end_ns = end_ns;
 	r.input = *in;
 	r.analysis = *an;
-	proc_cmdline(PROCFS, j->pid, r.cmdline, sizeof(r.cmdline));
+	/* serve = no-cmdline: arguments may hold secrets; the command name is what metrics show. */
+	if (cmdline)
+		proc_cmdline(PROCFS, j->pid, r.cmdline, sizeof(r.cmdline));
+	else
+		snprintf(r.cmdline, sizeof(r.cmdline), "%s", j->comm);
 	f = open_memstream(&buf, &len);
 	if (f) {
 		if (report_print_json(f, &r)) {
@@ -384,7 +389,7 @@ void process_window(struct daemon *d, struct job *j, __u64 now)
 	analyse(threads, nr, &in, &an);
 	window_steps(j, an.trainer_index >= 0 ? threads[an.trainer_index].tid : 0, step_slots,
 		     &step_sum);
-	report = window_report(j, threads, nr, &in, &an, now);
+	report = window_report(j, threads, nr, &in, &an, now, d->cfg.serve == SERVE_ALL);
 
 	pthread_mutex_lock(&d->lock);
 	for (int r = 0; r < NR_ROLES; r++)

@@ -193,6 +193,11 @@ char *http_report(void *ctx, long pid, int *status, const char **content_type)
 
 	*content_type = "application/json";
 	pthread_mutex_lock(&d->lock);
+	if (d->serve == SERVE_METRICS) {
+		pthread_mutex_unlock(&d->lock);
+		*status = 403;
+		return strdup("{\"error\": \"reports are not served here (serve = metrics)\"}\n");
+	}
 	j = find_job(d, pid);
 	if (j && j->report_json) {
 		body = strdup(j->report_json);

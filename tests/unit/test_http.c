@@ -91,6 +91,20 @@ TEST(test_parse_listen)
 	refuses("1111:2222:3333:4444:5555:6666:7777:8888:9999:1");
 }
 
+TEST(test_loopback)
+{
+	CHECK_EQ_INT(http_listen_is_loopback("127.0.0.1:9464"), 1);
+	CHECK_EQ_INT(http_listen_is_loopback("127.255.0.9:1"), 1);
+	CHECK_EQ_INT(http_listen_is_loopback("[::1]:9464"), 1);
+	CHECK_EQ_INT(http_listen_is_loopback("[::ffff:127.0.0.1]:9464"), 1);
+	CHECK_EQ_INT(http_listen_is_loopback("0.0.0.0:9464"), 0);
+	CHECK_EQ_INT(http_listen_is_loopback("10.1.2.3:9464"), 0);
+	CHECK_EQ_INT(http_listen_is_loopback("128.0.0.1:9464"), 0);
+	CHECK_EQ_INT(http_listen_is_loopback("[::]:9464"), 0);
+	CHECK_EQ_INT(http_listen_is_loopback("[::ffff:10.0.0.1]:9464"), 0);
+	CHECK_EQ_INT(http_listen_is_loopback("garbage"), -EINVAL);
+}
+
 /* ---- a live server ---- */
 
 struct stub {
@@ -377,6 +391,68 @@ TEST(test_start_errors)
 	http_stop(NULL);
 }
 
+/* Still open: nothing to read and no end of stream. */
+static bool still_open(int fd)
+{
+	char c;
+
+	return recv(fd, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
+/* Closed by the server: the end of the stream (or a reset) within timeout_ms. */
+static bool closed_within(int fd, int timeout_ms)
+{
+	for (int i = 0; i < timeout_ms / 10; i++) {
+		char c;
+		ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN))
+			return true;
+		usleep(10 * 1000);
+	}
+	return false;
+}
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+TEST(test_listen_then_serve)
+{
+	static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	struct http_server *s, *other;
+	char err[256], listen_on[64];
+	struct reply r;
+	int fd;
+
+	if (!CHECK_MSG(http_listen(&s, "127.0.0.1:0", err, sizeof(err)) == 0, "%s", err))
+		return;
+	/* Bound: the port is taken, and a client may connect, but waits for an answer. */
+	snprintf(listen_on, sizeof(listen_on), "127.0.0.1:%d", http_port(s));
+	CHECK_EQ_INT(http_listen(&other, listen_on, err, sizeof(err)), -EADDRINUSE);
+	CHECK_MSG(strstr(err, listen_on) && strstr(err, "in use") && !strchr(err, '\n'),
+		  "message: %s", err);
+	fd = dial(AF_INET, http_port(s));
+	if (CHECK(fd >= 0)) {
+		CHECK(send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req));
+		usleep(100 * 1000);
+		CHECK(still_open(fd));
+		CHECK_MSG(http_serve(s, &handlers, err, sizeof(err)) == 0, "%s", err);
+		/* Served once http_serve() starts: the request waited in the backlog. */
+		exchange(fd, "", 0, &r);
+		CHECK_EQ_INT(r.status, 200);
+		close(fd);
+	}
+	http_stop(s);
+
+	/* Listening and never served: http_stop() closes the socket. */
+	if (CHECK_MSG(http_listen(&s, listen_on, err, sizeof(err)) == 0, "%s", err))
+		http_stop(s);
+}
+
 TEST(test_routes)
 {
 	char val[256];
@@ -604,35 +680,6 @@ cleanup:
 		close(partial);
 }
 
-/* Still open: nothing to read and no end of stream. */
-static bool still_open(int fd)
-{
-	char c;
-
-	return recv(fd, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN;
-}
-
-/* Closed by the server: the end of the stream (or a reset) within timeout_ms. */
-static bool closed_within(int fd, int timeout_ms)
-{
-	for (int i = 0; i < timeout_ms / 10; i++) {
-		char c;
-		ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
-
-		if (n == 0 || (n < 0 && errno != EAGAIN))
-			return true;
-		usleep(10 * 1000);
-	}
-	return false;
-}
-
-static void close_all(int *fds, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-}
-
 TEST(test_idle_eviction)
 {
 	enum { N = HTTP_EVICT_AT + 16, K = 10 };
@@ -773,7 +820,9 @@ int main(void)
 	int ret;
 
 	RUN_TEST(test_parse_listen);
+	RUN_TEST(test_loopback);
 	RUN_TEST(test_start_errors);
+	RUN_TEST(test_listen_then_serve);
 
 	fds_before = count_fds();
 	ret = http_start(&srv, "127.0.0.1:0", &handlers, err, sizeof(err));
