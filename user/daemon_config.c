@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "daemon_config.h"
+#include "http.h"
 #include "ere_cost.h"
 
 /* Ample for a command name of 15 characters; glibc takes a few MB to compile this much. */
@@ -19,6 +20,23 @@ void daemon_config_defaults(struct daemon_config *c)
 	c->jsonl_keep = 5;
 	c->window_s = 10;
 	c->step_regression = 0.20;
+}
+
+static const char *const serve_names[] = {
+	[SERVE_ALL] = "all", [SERVE_NO_CMDLINE] = "no-cmdline", [SERVE_METRICS] = "metrics",
+};
+
+int daemon_serve_parse(const char *name)
+{
+	for (int i = 0; i < NR_SERVE_MODES; i++)
+		if (!strcmp(name, serve_names[i]))
+			return i;
+	return -EINVAL;
+}
+
+const char *daemon_serve_name(enum serve_mode mode)
+{
+	return mode >= 0 && mode < NR_SERVE_MODES ? serve_names[mode] : "?";
 }
 
 static int parse_ll(const char *s, long long min, long long max, long long *out)
@@ -59,8 +77,16 @@ int daemon_config_set(struct daemon_config *c, const char *key, const char *valu
 	char *end;
 
 	if (key_is(key, "listen")) {
-		if (!*value || copy_value(c->listen, sizeof(c->listen), value))
-			goto bad;
+		struct sockaddr_storage ss;
+		socklen_t len;
+
+		/* Checked here, so that a typo is a usage error before anything is started. */
+		if (http_parse_listen(value, &ss, &len) ||
+		    copy_value(c->listen, sizeof(c->listen), value)) {
+			snprintf(err, errlen, "invalid value for %s: %s (expected ADDR:PORT or "
+				 "[IPV6]:PORT, numeric)", key, value);
+			return -EINVAL;
+		}
 	} else if (key_is(key, "jsonl")) {
 		if (copy_value(c->jsonl, sizeof(c->jsonl), value))
 			goto bad;
@@ -95,8 +121,22 @@ int daemon_config_set(struct daemon_config *c, const char *key, const char *valu
 		/* Only once it compiles: a refused expression must not stay in c. */
 		copy_value(c->match, sizeof(c->match), value);
 	} else if (key_is(key, "match_cgroup")) {
-		if (copy_value(c->match_cgroup, sizeof(c->match_cgroup), value))
-			goto bad;
+		/* As /proc/PID/cgroup spells it; whether it exists is daemon_cmd.c's to check. */
+		if ((*value && *value != '/') ||
+		    copy_value(c->match_cgroup, sizeof(c->match_cgroup), value)) {
+			snprintf(err, errlen, "invalid value for %s: %s (a cgroup path as in "
+				 "/proc/PID/cgroup, starting with /)", key, value);
+			return -EINVAL;
+		}
+	} else if (key_is(key, "serve")) {
+		int mode = daemon_serve_parse(value);
+
+		if (mode < 0) {
+			snprintf(err, errlen, "invalid value for %s: %s (all, no-cmdline or metrics)",
+				 key, value);
+			return -EINVAL;
+		}
+		c->serve = mode;
 	} else if (key_is(key, "step_regression")) {
 		errno = 0;
 		d = strtod(value, &end);
@@ -132,6 +172,7 @@ int daemon_config_parse(FILE *f, struct daemon_config *c, char *err, size_t errl
 	char line[PATH_MAX + 64], why[256];
 	int nr = 0;
 
+	errno = 0;
 	while (fgets(line, sizeof(line), f)) {
 		char *key, *value, *eq, *hash;
 
@@ -160,8 +201,10 @@ int daemon_config_parse(FILE *f, struct daemon_config *c, char *err, size_t errl
 		}
 	}
 	if (ferror(f)) {
-		snprintf(err, errlen, "read error");
-		return -EIO;
+		int ret = errno ? -errno : -EIO;
+
+		snprintf(err, errlen, "cannot read: %s", strerror(-ret));
+		return ret;
 	}
 	*c = next;
 	return 0;

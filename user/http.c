@@ -6,37 +6,49 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <microhttpd.h>
 #include "http.h"
 #include "prom.h"
 
-/*
- * Limits for an endpoint that only ever answers small GETs. All connections share one polling
- * thread, so a client that connects and says nothing costs a socket and its pool, not a thread,
- * until the idle timeout closes it. Past a cap, libmicrohttpd closes a new connection at once.
- * On loopback every client has the same address, so 32 idle local connections hold a scraper
- * off until the idle timeout (10 s) closes them; local users are trusted that far.
- */
-#define HTTP_CONNECTION_LIMIT	64
-#define HTTP_PER_IP_LIMIT	32
-#define HTTP_TIMEOUT_S		10
 /* Per connection, for the request line, headers and response headers: a request that does
  * not fit is answered 414 or 431 by libmicrohttpd instead of growing anything. */
 #define HTTP_MEMORY_LIMIT	(32 * 1024)
-#define HTTP_BACKLOG		64
+/* Room for a burst of connects while libmicrohttpd's thread is off the CPU: a connect that
+ * finds the backlog full is dropped and retried by the client only a second later. */
+#define HTTP_BACKLOG		256
 
 #define JSON_TYPE "application/json"
 #define TEXT_TYPE "text/plain; charset=utf-8"
+
+/* A connection as the eviction sees it. */
+struct http_conn {
+	struct http_conn *prev, *next;
+	int fd;
+	uint64_t waiting_since_ns;	/* connected, or answered its last request */
+	bool busy;		/* a complete request is being answered */
+	bool evicted;		/* shut down here; libmicrohttpd has yet to close it */
+};
 
 struct http_server {
 	struct MHD_Daemon *mhd;
 	struct http_handlers h;
 	int port;
+	int fd;			/* the listening socket, until libmicrohttpd owns it */
+	/*
+	 * Every connection, the ones waiting for a request in the order they started waiting
+	 * (busy ones stay where they were). Only libmicrohttpd's one thread touches these: the
+	 * accept policy, the notifications and the handler all run on it.
+	 */
+	struct http_conn *head, *tail;
+	unsigned int nr_live;	/* not evicted */
+	unsigned long evictions;
 };
 
 __attribute__((format(printf, 4, 5)))
@@ -202,6 +214,14 @@ static bool has_body(struct MHD_Connection *conn)
 	return cl && strspn(cl, "0") != strlen(cl);
 }
 
+static struct http_conn *conn_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *info =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return info ? info->socket_context : NULL;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
@@ -219,7 +239,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	 * request is complete, as answering early would also cost the connection's keep-alive.
 	 */
 	if (!*con_cls) {
+		struct http_conn *c = conn_of(conn);
+
 		*con_cls = s;
+		/* A complete request: not to be evicted while it is answered. */
+		if (c)
+			c->busy = true;
 		if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 			return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT_TYPE,
 				     "method not allowed\n");
@@ -259,21 +284,147 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 }
 
-int http_start(struct http_server **out, const char *addr, const struct http_handlers *h,
-	       char *err, size_t errlen)
+static uint64_t now_ns(void)
 {
-	unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void conn_unlink(struct http_server *s, struct http_conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		s->tail = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void conn_append(struct http_server *s, struct http_conn *c)
+{
+	c->prev = s->tail;
+	c->next = NULL;
+	if (s->tail)
+		s->tail->next = c;
+	else
+		s->head = c;
+	s->tail = c;
+}
+
+/* The connection a newcomer displaces, or NULL: see http.h. */
+static struct http_conn *eviction_victim(struct http_server *s, uint64_t now)
+{
+	struct http_conn *c;
+
+	if (s->nr_live < HTTP_EVICT_AT)
+		return NULL;
+	for (c = s->head; c && (c->busy || c->evicted); c = c->next)
+		;
+	if (!c)
+		return NULL;
+	/* The longest waiting: the others have waited less. */
+	if (now - c->waiting_since_ns >= HTTP_EVICT_MIN_WAIT_MS * 1000000ULL ||
+	    s->nr_live >= HTTP_EVICT_ANY_AT)
+		return c;
+	return NULL;
+}
+
+/*
+ * libmicrohttpd's accept policy, run on its thread for each new connection: make room first.
+ * shutdown() rather than close(): the socket stays libmicrohttpd's, which sees the end of the
+ * stream on its next poll and closes the connection the usual way.
+ */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct http_server *s = cls;
+	struct http_conn *victim = eviction_victim(s, now_ns());
+
+	if (victim) {
+		shutdown(victim->fd, SHUT_RDWR);
+		victim->evicted = true;
+		s->nr_live--;
+		/* Read by other threads (the tests): the only field that is. */
+		__atomic_fetch_add(&s->evictions, 1, __ATOMIC_RELAXED);
+	}
+	return MHD_YES;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct http_server *s = cls;
+	const union MHD_ConnectionInfo *info;
+	struct http_conn *c;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		/* Without a record it cannot be evicted, only timed out: no worse than before. */
+		c = info ? calloc(1, sizeof(*c)) : NULL;
+		*socket_context = c;
+		if (!c)
+			return;
+		c->fd = info->connect_fd;
+		c->waiting_since_ns = now_ns();
+		conn_append(s, c);
+		s->nr_live++;
+		return;
+	}
+	c = *socket_context;
+	if (!c)
+		return;
+	conn_unlink(s, c);
+	if (!c->evicted)
+		s->nr_live--;
+	free(c);
+	*socket_context = NULL;
+}
+
+/* A request answered (or abandoned): the connection waits for its next one, from now. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct http_server *s = cls;
+	struct http_conn *c = conn_of(conn);
+
+	if (!c || c->evicted)
+		return;
+	c->busy = false;
+	c->waiting_since_ns = now_ns();
+	conn_unlink(s, c);
+	conn_append(s, c);
+}
+
+int http_listen_is_loopback(const char *listen)
+{
+	const struct in6_addr *a6;
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	if (http_parse_listen(listen, &ss, &len))
+		return -EINVAL;
+	if (ss.ss_family == AF_INET)
+		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+	a6 = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+	/* ::ffff:127.0.0.1 is loopback too; [::] is not, whatever bindv6only says. */
+	return IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+}
+
+int http_listen(struct http_server **out, const char *addr, char *err, size_t errlen)
+{
 	struct sockaddr_storage ss;
 	struct http_server *s = NULL;
-	struct stat before, now;
-	sigset_t all, old;
 	socklen_t len;
 	int fd = -1, one = 1, ret;
 
 	if (out)
 		*out = NULL;
-	if (!out || !h || !h->metrics || !h->report)
-		return fail(err, errlen, -EINVAL, "http: no handlers");
+	if (!out)
+		return fail(err, errlen, -EINVAL, "http: nowhere to put the server");
 	ret = http_parse_listen(addr, &ss, &len);
 	if (ret)
 		return fail(err, errlen, ret,
@@ -292,8 +443,7 @@ int http_start(struct http_server **out, const char *addr, const struct http_han
 	}
 	/* A restarted daemon must not wait out its predecessor's connections in TIME_WAIT. */
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, HTTP_BACKLOG) ||
-	    fstat(fd, &before)) {
+	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, HTTP_BACKLOG)) {
 		ret = fail(err, errlen, -errno, "cannot listen on %s: %s", addr, strerror(errno));
 		goto cleanup;
 	}
@@ -308,9 +458,30 @@ int http_start(struct http_server **out, const char *addr, const struct http_han
 		ret = fail(err, errlen, -ENOMEM, "http: out of memory");
 		goto cleanup;
 	}
-	s->h = *h;
+	s->fd = fd;
 	s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 						 : ((struct sockaddr_in *)&ss)->sin_port);
+	*out = s;
+	return 0;
+
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+int http_serve(struct http_server *s, const struct http_handlers *h, char *err, size_t errlen)
+{
+	unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD;
+	struct stat before, now;
+	sigset_t all, old;
+	int ret;
+
+	if (!s || s->mhd || s->fd < 0 || !h || !h->metrics || !h->report)
+		return fail(err, errlen, -EINVAL, "http: no handlers");
+	s->h = *h;
+	if (fstat(s->fd, &before))
+		return fail(err, errlen, -errno, "http: %s", strerror(errno));
 	/* Without the flag libmicrohttpd says nothing; with it, it says it through log_mhd. */
 	if (h->verbose)
 		flags |= MHD_USE_ERROR_LOG;
@@ -323,9 +494,11 @@ int http_start(struct http_server **out, const char *addr, const struct http_han
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	errno = 0;
-	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, s,
+	s->mhd = MHD_start_daemon(flags, 0, on_accept, s, handle, s,
 				  MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->fd,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONNECTION_LIMIT,
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)HTTP_PER_IP_LIMIT,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_TIMEOUT_S,
@@ -335,22 +508,36 @@ int http_start(struct http_server **out, const char *addr, const struct http_han
 	ret = errno ? -errno : -EIO;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!s->mhd) {
-		fail(err, errlen, ret, "cannot serve HTTP on %s: libmicrohttpd failed to start (%s)",
-		     addr, strerror(-ret));
 		/* Whether libmicrohttpd closed the socket it was given depends on where it
-		 * failed: close it only if this fd is still that socket. */
-		if (fstat(fd, &now) || now.st_ino != before.st_ino || now.st_dev != before.st_dev)
-			fd = -1;
-		goto cleanup;
+		 * failed: keep it only if this fd is still that socket. */
+		if (fstat(s->fd, &now) || now.st_ino != before.st_ino || now.st_dev != before.st_dev)
+			s->fd = -1;
+		return fail(err, errlen, ret,
+			    "cannot serve HTTP on port %d: libmicrohttpd failed to start (%s)",
+			    s->port, strerror(-ret));
 	}
 	/* libmicrohttpd owns the socket now and closes it in MHD_stop_daemon(). */
-	*out = s;
+	s->fd = -1;
 	return 0;
+}
 
-cleanup:
-	if (fd >= 0)
-		close(fd);
-	free(s);
+int http_start(struct http_server **out, const char *addr, const struct http_handlers *h,
+	       char *err, size_t errlen)
+{
+	int ret;
+
+	if (out)
+		*out = NULL;
+	if (!out || !h || !h->metrics || !h->report)
+		return fail(err, errlen, -EINVAL, "http: no handlers");
+	ret = http_listen(out, addr, err, errlen);
+	if (ret)
+		return ret;
+	ret = http_serve(*out, h, err, errlen);
+	if (ret) {
+		http_stop(*out);
+		*out = NULL;
+	}
 	return ret;
 }
 
@@ -358,11 +545,26 @@ void http_stop(struct http_server *s)
 {
 	if (!s)
 		return;
-	MHD_stop_daemon(s->mhd);
+	if (s->mhd)
+		MHD_stop_daemon(s->mhd);
+	if (s->fd >= 0)
+		close(s->fd);
+	/* libmicrohttpd said every connection closed; anything left was never its. */
+	while (s->head) {
+		struct http_conn *c = s->head;
+
+		conn_unlink(s, c);
+		free(c);
+	}
 	free(s);
 }
 
 int http_port(const struct http_server *s)
 {
 	return s ? s->port : -EINVAL;
+}
+
+unsigned long http_evictions(const struct http_server *s)
+{
+	return s ? __atomic_load_n(&s->evictions, __ATOMIC_RELAXED) : 0;
 }

@@ -642,6 +642,22 @@ int tracer_refresh(struct tracer *t)
 	return 0;
 }
 
+bool tracer_gpu_unprobed(struct tracer *t)
+{
+	bool mapped = t->libs_unreadable > 0;
+
+	for (int i = 0; i < t->nr_attached; i++) {
+		const struct tracer_lib_attach *a = &t->attached[i];
+
+		if (a->result.kind != LIB_CUDART && a->result.kind != LIB_CUDA)
+			continue;
+		if (a->nr_links + a->nr_fds)
+			return false;
+		mapped = true;
+	}
+	return mapped;
+}
+
 const char *tracer_gpu_why_not(struct tracer *t, char *buf, size_t size)
 {
 	int libs = 0;
@@ -693,7 +709,7 @@ static void collect_gpu(struct tracer *t, struct report *r)
 	}
 
 	r->gpu_traced = probes_ok > 0;
-	r->gpu_libs_unprobed = !r->gpu_traced && (r->nr_libs || t->libs_unreadable);
+	r->gpu_libs_unprobed = tracer_gpu_unprobed(t);
 	if (r->gpu_traced)
 		return;
 	tracer_gpu_why_not(t, r->gpu_why_not, sizeof(r->gpu_why_not));

@@ -77,6 +77,9 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o);
 /* Reads a global counter, summed over CPUs. */
 __u64 tracer_counter(struct tracer *t, enum pp_counter c);
 
+/* A GPU library is mapped (or could not be read) and none of its calls is timed. */
+bool tracer_gpu_unprobed(struct tracer *t);
+
 /* Why no GPU call is timed, the truth of it: no library, an unreadable one, failed attaches. */
 const char *tracer_gpu_why_not(struct tracer *t, char *buf, size_t size);
 

@@ -57,7 +57,12 @@ TEST(test_errors_leave_settings_alone)
 		{ "match = (\n", "line 1: invalid regular expression for match: (" },
 		{ "step_regression = nan\n", "line 1: invalid value for step_regression: nan" },
 		{ "jsonl_keep = -1\n", "line 1: invalid value for jsonl_keep: -1" },
-		{ "listen =\n", "line 1: invalid value for listen: " },
+		{ "listen =\n", "line 1: invalid value for listen:  (expected ADDR:PORT or [IPV6]:PORT, numeric)" },
+		/* The address is checked when it is read, not when the daemon binds it. */
+		{ "listen = garbage\n", "line 1: invalid value for listen: garbage (expected ADDR:PORT or [IPV6]:PORT, numeric)" },
+		{ "listen = localhost:9464\n", "line 1: invalid value for listen: localhost:9464 (expected ADDR:PORT or [IPV6]:PORT, numeric)" },
+		{ "match_cgroup = system.slice\n", "line 1: invalid value for match_cgroup: system.slice (a cgroup path as in /proc/PID/cgroup, starting with /)" },
+		{ "serve = everything\n", "line 1: invalid value for serve: everything (all, no-cmdline or metrics)" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -91,6 +96,18 @@ TEST(test_set_names)
 	CHECK_EQ_INT(c.jsonl_keep, 4);
 	CHECK_EQ_INT(daemon_config_set(&c, "listen", "[::1]:9464", err, sizeof(err)), 0);
 	CHECK_STR(c.listen, "[::1]:9464");
+	CHECK_EQ_INT(daemon_config_set(&c, "listen", "0.0.0.0:9464", err, sizeof(err)), 0);
+	CHECK_EQ_INT(daemon_config_set(&c, "listen", "127.0.0.1:99999", err, sizeof(err)), -EINVAL);
+	CHECK_STR(c.listen, "0.0.0.0:9464");
+	CHECK_EQ_INT(c.serve, SERVE_ALL);
+	CHECK_EQ_INT(daemon_config_set(&c, "serve", "metrics", err, sizeof(err)), 0);
+	CHECK_EQ_INT(c.serve, SERVE_METRICS);
+	CHECK_EQ_INT(daemon_config_set(&c, "serve", "no-cmdline", err, sizeof(err)), 0);
+	CHECK_EQ_INT(c.serve, SERVE_NO_CMDLINE);
+	CHECK_STR(daemon_serve_name(c.serve), "no-cmdline");
+	CHECK_EQ_INT(daemon_config_set(&c, "match-cgroup", "/system.slice", err, sizeof(err)), 0);
+	CHECK_EQ_INT(daemon_config_set(&c, "match-cgroup", "", err, sizeof(err)), 0);
+	CHECK_STR(c.match_cgroup, "");
 	CHECK_EQ_INT(daemon_config_set(&c, "window", "86401", err, sizeof(err)), -EINVAL);
 	CHECK_EQ_INT(daemon_config_set(&c, "jsonl_max_bytes", "100", err, sizeof(err)), -EINVAL);
 	/* A refused expression leaves the one in force. */
@@ -123,6 +140,21 @@ TEST(test_match_cost)
 	}
 }
 
+/* A directory opens for reading but cannot be read: the cause, not "read error". */
+TEST(test_unreadable)
+{
+	struct daemon_config c;
+	char err[256] = "";
+	FILE *f = fopen("/", "r");
+
+	if (!CHECK(f))
+		return;
+	daemon_config_defaults(&c);
+	CHECK_EQ_INT(daemon_config_parse(f, &c, err, sizeof(err)), -EISDIR);
+	CHECK_STR(err, "cannot read: Is a directory");
+	fclose(f);
+}
+
 /* The file `make install` puts in /etc/pipeprof must be one the daemon accepts. */
 TEST(test_shipped_config)
 {
@@ -147,6 +179,7 @@ int main(void)
 	RUN_TEST(test_errors_leave_settings_alone);
 	RUN_TEST(test_set_names);
 	RUN_TEST(test_match_cost);
+	RUN_TEST(test_unreadable);
 	RUN_TEST(test_shipped_config);
 	return unit_summary();
 }

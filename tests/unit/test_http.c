@@ -91,6 +91,20 @@ TEST(test_parse_listen)
 	refuses("1111:2222:3333:4444:5555:6666:7777:8888:9999:1");
 }
 
+TEST(test_loopback)
+{
+	CHECK_EQ_INT(http_listen_is_loopback("127.0.0.1:9464"), 1);
+	CHECK_EQ_INT(http_listen_is_loopback("127.255.0.9:1"), 1);
+	CHECK_EQ_INT(http_listen_is_loopback("[::1]:9464"), 1);
+	CHECK_EQ_INT(http_listen_is_loopback("[::ffff:127.0.0.1]:9464"), 1);
+	CHECK_EQ_INT(http_listen_is_loopback("0.0.0.0:9464"), 0);
+	CHECK_EQ_INT(http_listen_is_loopback("10.1.2.3:9464"), 0);
+	CHECK_EQ_INT(http_listen_is_loopback("128.0.0.1:9464"), 0);
+	CHECK_EQ_INT(http_listen_is_loopback("[::]:9464"), 0);
+	CHECK_EQ_INT(http_listen_is_loopback("[::ffff:10.0.0.1]:9464"), 0);
+	CHECK_EQ_INT(http_listen_is_loopback("garbage"), -EINVAL);
+}
+
 /* ---- a live server ---- */
 
 struct stub {
@@ -377,6 +391,68 @@ TEST(test_start_errors)
 	http_stop(NULL);
 }
 
+/* Still open: nothing to read and no end of stream. */
+static bool still_open(int fd)
+{
+	char c;
+
+	return recv(fd, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
+/* Closed by the server: the end of the stream (or a reset) within timeout_ms. */
+static bool closed_within(int fd, int timeout_ms)
+{
+	for (int i = 0; i < timeout_ms / 10; i++) {
+		char c;
+		ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN))
+			return true;
+		usleep(10 * 1000);
+	}
+	return false;
+}
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+TEST(test_listen_then_serve)
+{
+	static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	struct http_server *s, *other;
+	char err[256], listen_on[64];
+	struct reply r;
+	int fd;
+
+	if (!CHECK_MSG(http_listen(&s, "127.0.0.1:0", err, sizeof(err)) == 0, "%s", err))
+		return;
+	/* Bound: the port is taken, and a client may connect, but waits for an answer. */
+	snprintf(listen_on, sizeof(listen_on), "127.0.0.1:%d", http_port(s));
+	CHECK_EQ_INT(http_listen(&other, listen_on, err, sizeof(err)), -EADDRINUSE);
+	CHECK_MSG(strstr(err, listen_on) && strstr(err, "in use") && !strchr(err, '\n'),
+		  "message: %s", err);
+	fd = dial(AF_INET, http_port(s));
+	if (CHECK(fd >= 0)) {
+		CHECK(send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req));
+		usleep(100 * 1000);
+		CHECK(still_open(fd));
+		CHECK_MSG(http_serve(s, &handlers, err, sizeof(err)) == 0, "%s", err);
+		/* Served once http_serve() starts: the request waited in the backlog. */
+		exchange(fd, "", 0, &r);
+		CHECK_EQ_INT(r.status, 200);
+		close(fd);
+	}
+	http_stop(s);
+
+	/* Listening and never served: http_stop() closes the socket. */
+	if (CHECK_MSG(http_listen(&s, listen_on, err, sizeof(err)) == 0, "%s", err))
+		http_stop(s);
+}
+
 TEST(test_routes)
 {
 	char val[256];
@@ -604,33 +680,83 @@ cleanup:
 		close(partial);
 }
 
-TEST(test_connection_cap)
+TEST(test_idle_eviction)
 {
-	enum { N = 48 };
-	int fds[N], open_ = 0, closed = 0;
+	enum { N = HTTP_EVICT_AT + 16, K = 10 };
+	unsigned long ev0 = http_evictions(srv);
+	int fds[N], kept = 0, closed = 0, base;
 	struct reply r;
-	char c;
 
-	/* Idle connections from one address: past the cap they are closed at once, not queued. */
+	base = stable_fds();
+	/* Idle connections from one address, as many as a local user cares to open. */
 	for (int i = 0; i < N; i++)
 		fds[i] = dial(AF_INET, port);
-	usleep(200 * 1000);
-	for (int i = 0; i < N; i++) {
-		if (fds[i] < 0)
-			continue;
-		if (recv(fds[i], &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN)
-			open_++;
-		else
-			closed++;
-	}
-	CHECK_MSG(open_ > 0 && open_ < N && open_ + closed == N, "%d kept, %d closed", open_,
-		  closed);
-	for (int i = 0; i < N; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	/* Their slots come back as soon as they hang up. */
 	usleep(100 * 1000);
+	for (int i = 0; i < N; i++)
+		kept += fds[i] >= 0 && still_open(fds[i]);
+	/* None has waited long enough to make room: all are kept, and a request is served. */
+	CHECK_MSG(kept == N, "%d of %d idle connections kept", kept, N);
 	CHECK_EQ_INT(get("/healthz", &r), 200);
+	CHECK_EQ_INT(http_evictions(srv) - ev0, 0);
+
+	/* Once they have waited, each newcomer shuts down the one that has waited longest. */
+	usleep((HTTP_EVICT_MIN_WAIT_MS + 100) * 1000);
+	for (int i = 0; i < K; i++)
+		CHECK_EQ_INT(get("/metrics", &r), 200);
+	CHECK_EQ_INT(http_evictions(srv) - ev0, K);
+	for (int i = 0; i < N; i++) {
+		if (i < K)
+			closed += closed_within(fds[i], 1000);
+		else
+			kept += still_open(fds[i]);
+	}
+	CHECK_MSG(closed == K, "%d of the %d longest waiting closed", closed, K);
+	CHECK_MSG(kept == 2 * N - K, "%d of the %d others kept", kept - N, N - K);
+	close_all(fds, N);
+	CHECK_EQ_INT(settle_fds(base), base);
+}
+
+TEST(test_eviction_when_nearly_full)
+{
+	enum { N = HTTP_EVICT_ANY_AT };
+	unsigned long ev0 = http_evictions(srv);
+	int fds[N], base;
+	struct reply r;
+	double t0;
+
+	base = stable_fds();
+	/* As many as the last tier, opened at once: none has waited, yet one must go. */
+	t0 = now_s();
+	for (int i = 0; i < N; i++)
+		fds[i] = dial(AF_INET, port);
+	usleep(100 * 1000);
+	CHECK_MSG(now_s() - t0 < HTTP_EVICT_MIN_WAIT_MS / 1000.0 / 2, "opening took %.2f s",
+		  now_s() - t0);
+	CHECK_EQ_INT(get("/healthz", &r), 200);
+	CHECK_EQ_INT(http_evictions(srv) - ev0, 1);
+	CHECK(closed_within(fds[0], 1000));
+	CHECK(still_open(fds[1]) && still_open(fds[N - 1]));
+	close_all(fds, N);
+	CHECK_EQ_INT(settle_fds(base), base);
+}
+
+TEST(test_request_timeout)
+{
+	int idle = dial(AF_INET, port), partial = dial(AF_INET, port);
+	double t0 = now_s();
+
+	if (!CHECK(idle >= 0 && partial >= 0))
+		goto cleanup;
+	/* Slow to say anything, or to finish: closed after HTTP_TIMEOUT_S, not kept. */
+	CHECK(send(partial, "GET /metrics HTTP/1.1\r\n", 23, MSG_NOSIGNAL) == 23);
+	CHECK(closed_within(idle, (HTTP_TIMEOUT_S + 2) * 1000));
+	CHECK(closed_within(partial, 1000));
+	CHECK_MSG(now_s() - t0 >= HTTP_TIMEOUT_S - 0.5, "closed after %.2f s", now_s() - t0);
+cleanup:
+	if (idle >= 0)
+		close(idle);
+	if (partial >= 0)
+		close(partial);
 }
 
 TEST(test_keep_alive)
@@ -694,7 +820,9 @@ int main(void)
 	int ret;
 
 	RUN_TEST(test_parse_listen);
+	RUN_TEST(test_loopback);
 	RUN_TEST(test_start_errors);
+	RUN_TEST(test_listen_then_serve);
 
 	fds_before = count_fds();
 	ret = http_start(&srv, "127.0.0.1:0", &handlers, err, sizeof(err));
@@ -708,7 +836,9 @@ int main(void)
 	RUN_TEST(test_oversized_requests);
 	RUN_TEST(test_silent_clients);
 	RUN_TEST(test_keep_alive);
-	RUN_TEST(test_connection_cap);
+	RUN_TEST(test_idle_eviction);
+	RUN_TEST(test_eviction_when_nearly_full);
+	RUN_TEST(test_request_timeout);
 	RUN_TEST(test_sequential_no_fd_leak);
 	RUN_TEST(test_ipv6);
 

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The daemon's discovery: which processes are jobs, at start and from exec events. */
+#include <dirent.h>
+#include <errno.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "daemon.h"
+#include "discover.h"
+#include "discover.skel.h"
+#include "procmaps.h"
+#include "proctree.h"
+
+/* ---- discovery ---- */
+
+/* Parent and start time (clock ticks after boot) from /proc/PID/stat; -ENOENT when gone. */
+static int proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start_ticks)
+{
+	char path[64], buf[1024];
+	int ret = -ENOENT;
+	unsigned long long start = 0;
+	pid_t parent = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), PROCFS "/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -ENOENT;
+	if (fgets(buf, sizeof(buf), f) && !proc_parse_stat_start(buf, &parent, &start))
+		ret = 0;
+	fclose(f);
+	if (ppid)
+		*ppid = parent;
+	if (start_ticks)
+		*start_ticks = start;
+	return ret;
+}
+
+static pid_t parent_of(pid_t pid)
+{
+	pid_t ppid = 0;
+
+	proc_stat(pid, &ppid, NULL);
+	return ppid;
+}
+
+/* How long ago the process started, in ns; 0 when unknown. */
+static __u64 process_age_ns(pid_t pid)
+{
+	unsigned long long start;
+	double uptime;
+	FILE *f;
+
+	if (proc_stat(pid, NULL, &start))
+		return 0;
+	f = fopen(PROCFS "/uptime", "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lf", &uptime) != 1)
+		uptime = 0;
+	fclose(f);
+	uptime -= (double)start / sysconf(_SC_CLK_TCK);
+	return uptime > 0 ? uptime * 1e9 : 0;
+}
+
+static bool in_cgroup(pid_t pid, const char *prefix)
+{
+	char path[64], line[PATH_MAX + 32];
+	bool found = false;
+	size_t len = strlen(prefix);
+	FILE *f;
+
+	snprintf(path, sizeof(path), PROCFS "/%d/cgroup", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *cg = strchr(line, ':');
+
+		cg = cg ? strchr(cg + 1, ':') : NULL;
+		if (!cg)
+			continue;
+		cg++;
+		cg[strcspn(cg, "\n")] = 0;
+		found = !strncmp(cg, prefix, len) && (cg[len] == 0 || cg[len] == '/' ||
+						       (len && prefix[len - 1] == '/'));
+	}
+	fclose(f);
+	return found;
+}
+
+static bool maps_ml_library(pid_t pid)
+{
+	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA | 1u << LIB_TORCH | 1u << LIB_NCCL;
+	struct mapped_lib libs[4];
+
+	return procmaps_find_libs(pid, mask, libs, 4) > 0;
+}
+
+static bool wanted(struct daemon *d, pid_t pid)
+{
+	char comm[16];
+
+	if (d->have_re) {
+		proc_comm(PROCFS, pid, pid, comm, sizeof(comm));
+		if (regexec(&d->match_re, comm, 0, NULL, 0))
+			return false;
+	}
+	if (d->cfg.match_cgroup[0] && !in_cgroup(pid, d->cfg.match_cgroup))
+		return false;
+	return maps_ml_library(pid);
+}
+
+static void add_candidate(struct daemon *d, pid_t pid, __u64 age_ns)
+{
+	if (d->nr_candidates == MAX_CANDIDATES) {
+		d->candidates_dropped++;	/* an exec storm: these are never looked at */
+		return;
+	}
+	d->candidates[d->nr_candidates++] = (struct candidate){
+		.pid = pid, .until_ns = monotonic_ns() + CANDIDATE_TTL_NS - age_ns,
+	};
+}
+
+static int on_exec(void *ctx, void *data, size_t size)
+{
+	const struct discover_exec *e = data;
+
+	if (size >= sizeof(*e))
+		add_candidate(ctx, e->pid, 0);
+	return 0;
+}
+
+/* A new process usually execs long before it imports torch: look again each second. */
+void check_candidates(struct daemon *d)
+{
+	__u64 now = monotonic_ns();
+	int kept = 0;
+
+	for (int i = 0; i < d->nr_candidates; i++) {
+		struct candidate c = d->candidates[i];
+
+		if (now > c.until_ns || (kill(c.pid, 0) && errno == ESRCH) || part_of_a_job(d, c.pid))
+			continue;
+		if (wanted(d, c.pid)) {
+			attach_job(d, c.pid);
+			continue;
+		}
+		d->candidates[kept++] = c;
+	}
+	d->nr_candidates = kept;
+}
+
+/* At start: every process mapping an ML library, except those whose ancestor does (workers);
+ * a process started in the last two minutes may still be importing torch: watch it. */
+void scan_existing(struct daemon *d)
+{
+	DIR *dir = opendir(PROCFS);
+	struct dirent *de;
+
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		pid_t pid = atoi(de->d_name), up;
+		bool under_job = false;
+
+		if (pid <= 0 || pid == getpid() || part_of_a_job(d, pid))
+			continue;
+		if (!wanted(d, pid)) {
+			__u64 age = process_age_ns(pid);
+
+			if (age && age < CANDIDATE_TTL_NS)
+				add_candidate(d, pid, age);
+			continue;
+		}
+		for (up = parent_of(pid); up > 1 && !under_job; up = parent_of(up))
+			under_job = maps_ml_library(up);
+		if (!under_job)
+			attach_job(d, pid);
+	}
+	closedir(dir);
+}
+
+int start_discovery(struct daemon *d)
+{
+	int err;
+
+	d->discover = discover_bpf__open_and_load();
+	if (!d->discover) {
+		err = -errno;
+		fprintf(stderr, "pipeprof: cannot load the exec watcher: %s%s\n", strerror(-err),
+			errno_is_privilege(err) ? " (run as root)" : "");
+		return err;
+	}
+	err = discover_bpf__attach(d->discover);
+	if (err) {
+		fprintf(stderr, "pipeprof: cannot attach the exec watcher: %s\n", strerror(-err));
+		return err;
+	}
+	d->execs = ring_buffer__new(bpf_map__fd(d->discover->maps.execs), on_exec, d, NULL);
+	if (!d->execs) {
+		err = -errno;
+		fprintf(stderr, "pipeprof: cannot read exec events: %s\n", strerror(-err));
+		return err;
+	}
+	return 0;
+}
