@@ -11,7 +11,6 @@
 struct pipeprof_bpf;
 struct pp_pid_block;
 
-struct tracer_lib_attach;
 struct tracer_loader;
 struct ring_buffer;
 struct mapped_lib;
@@ -26,6 +25,18 @@ struct tracer_opts {
 	__u64 hist_time_div;
 	__u32 hist_entries;	/* histograms per interval; 0: PP_MAX_HISTS */
 	bool record_wakers;	/* who ended each wait, for the report's "waited on" */
+};
+
+/* The probes on one library file in one process. */
+struct tracer_lib_attach {
+	pid_t pid;
+	uint64_t inode;
+	unsigned int dev_major, dev_minor;
+	struct lib_result result;
+	struct bpf_link *links[2 * MAX_LIB_PROBES];
+	int nr_links;
+	int fds[2 * MAX_LIB_PROBES];	/* multi-uprobe links */
+	int nr_fds;
 };
 
 struct tracer {

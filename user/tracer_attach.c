@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Probing the GPU libraries (and libtorch for steps) a tracked process maps: symbols resolved in
+ * one ELF pass per file, multi-uprobe links where the kernel has them, and the truth about
+ * what could not be probed. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "elfsym.h"
+#include "gpu_apis.h"
+#include "pipeprof.h"
+#include "pipeprof.skel.h"
+#include "procmaps.h"
+#include "proctree.h"
+#include "sanitize.h"
+#include "tracer.h"
+#include "uprobe_multi.h"
+
+static struct tracer_lib_attach *find_attached(struct tracer *t, pid_t pid, const struct mapped_lib *lib)
+{
+	for (int i = 0; i < t->nr_attached; i++) {
+		struct tracer_lib_attach *a = &t->attached[i];
+
+		if (a->pid == pid && a->inode == lib->inode && a->dev_major == lib->dev_major &&
+		    a->dev_minor == lib->dev_minor)
+			return a;
+	}
+	return NULL;
+}
+
+/* The autograd engine's entry point: one outermost call per backward pass. */
+#define STEP_PROBE_SYMBOL "_ZN5torch8autograd6Engine7executeE*"
+#define STEP_PROBE_ID (-1)
+
+static bool want_probe(struct tracer *t, const struct gpu_api *api, enum lib_kind kind,
+		       bool runtime_mapped)
+{
+	if (api->lib != kind)
+		return false;
+	switch (api->class) {
+	case GPU_SYNC:
+		return true;
+	case GPU_LAUNCH:
+		return (t->hist_kinds & 1u << PP_HK_LAUNCH) && !(kind == LIB_CUDA && runtime_mapped);
+	case GPU_COPY:
+	case GPU_COPY_SYNC:
+		return (t->hist_kinds & 1u << PP_HK_COPY_BYTES) && !(kind == LIB_CUDA && runtime_mapped);
+	}
+	return false;
+}
+
+/* The entry program, the return program (or NULL) and the cookie of probe api (an index into
+ * gpu_apis, or STEP_PROBE_ID). */
+static void probe_programs(struct tracer *t, int api, struct bpf_program **enter,
+			   struct bpf_program **ret, __u64 *cookie)
+{
+	struct pipeprof_bpf *skel = t->skel;
+
+	*enter = *ret = NULL;
+	*cookie = api;
+	if (api == STEP_PROBE_ID) {
+		*enter = skel->progs.on_step;
+		*ret = skel->progs.on_step_return;
+		*cookie = 0;
+		return;
+	}
+	switch (gpu_apis[api].class) {
+	case GPU_SYNC:
+		*enter = skel->progs.on_gpu_enter;
+		*ret = skel->progs.on_gpu_return;
+		break;
+	case GPU_LAUNCH:
+		*enter = skel->progs.on_launch;
+		*ret = NULL;
+		break;
+	case GPU_COPY:
+	case GPU_COPY_SYNC:
+		*enter = skel->progs.on_copy;
+		*ret = gpu_apis[api].class == GPU_COPY_SYNC ? skel->progs.on_copy_return : NULL;
+		*cookie = PP_COOKIE(api, gpu_apis[api].copy_dir);
+		break;
+	}
+}
+
+static struct bpf_link *attach_one(struct bpf_program *prog, pid_t pid, const char *path,
+				   uint64_t offset, __u64 cookie, bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
+
+	return bpf_program__attach_uprobe_opts(prog, pid, path, offset, &opts);
+}
+
+static bool is_libtorch_cpu(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return !strncmp(base ? base + 1 : path, "libtorch_cpu.", 13);
+}
+
+/*
+ * Where to open the very file the process maps. Through its own root, so libraries inside
+ * containers resolve; through map_files when that path no longer leads to the mapped inode: a
+ * library deleted or replaced on disk while mapped (an upgrade under a running job).
+ */
+void lib_open_path(pid_t pid, const struct mapped_lib *lib, char *path, size_t size)
+{
+	struct stat st;
+
+	snprintf(path, size, PROCFS "/%d/root%s", pid, lib->path);
+	if (!lib->deleted && !stat(path, &st) && st.st_ino == lib->inode)
+		return;
+	snprintf(path, size, PROCFS "/%d/map_files/%llx-%llx", pid,
+		 (unsigned long long)lib->map_start, (unsigned long long)lib->map_end);
+}
+
+/* One perf-event uprobe per function and direction: kernels before multi-uprobe links (6.6). */
+static void attach_singly(struct tracer_lib_attach *a, struct uprobe_spec *specs, const char *path)
+{
+	for (int i = 0; i < a->result.nr_probes; i++) {
+		struct uprobe_spec *sp = &specs[i];
+		struct bpf_link *enter = NULL, *ret = NULL;
+
+		/* Return probe first: a return whose entry was missed is harmless, an entry whose
+		 * return is missed would leave the call open. */
+		if (sp->ret)
+			ret = attach_one((struct bpf_program *)sp->ret, a->pid, path, sp->offset,
+					 sp->cookie, true);
+		if (!sp->ret || ret)
+			enter = attach_one((struct bpf_program *)sp->enter, a->pid, path, sp->offset,
+					   sp->cookie, false);
+		if (!enter || (sp->ret && !ret)) {
+			sp->err = -errno;
+			bpf_link__destroy(ret);
+			continue;
+		}
+		sp->attached = true;
+		a->links[a->nr_links++] = enter;
+		if (ret)
+			a->links[a->nr_links++] = ret;
+	}
+}
+
+static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib, bool runtime_mapped)
+{
+	struct uprobe_spec specs[MAX_LIB_PROBES] = {};
+	struct elf_func funcs[MAX_LIB_PROBES];
+	int api_of[MAX_LIB_PROBES], n = 0, found;
+	struct tracer_lib_attach *a;
+	/* shown: the path as logged; its owner named it, and a terminal must not act on it */
+	char path[PATH_MAX + 64], shown[SAN_TEXT_SIZE(sizeof(lib->path))];
+
+	if (t->nr_attached == t->cap_attached) {
+		int cap = t->cap_attached ? t->cap_attached * 2 : 8;
+		void *grown = realloc(t->attached, cap * sizeof(*t->attached));
+
+		if (!grown)
+			return -ENOMEM;
+		t->attached = grown;
+		t->cap_attached = cap;
+	}
+	a = &t->attached[t->nr_attached++];
+	memset(a, 0, sizeof(*a));
+	a->pid = pid;
+	a->inode = lib->inode;
+	a->dev_major = lib->dev_major;
+	a->dev_minor = lib->dev_minor;
+	a->result.pid = pid;
+	a->result.kind = lib->kind;
+	snprintf(a->result.path, sizeof(a->result.path), "%s", lib->path);
+	a->result.deleted = lib->deleted;
+
+	lib_open_path(pid, lib, path, sizeof(path));
+	for (int i = 0; i < gpu_api_count && n < MAX_LIB_PROBES; i++) {
+		if (!want_probe(t, &gpu_apis[i], lib->kind, runtime_mapped))
+			continue;
+		memset(&funcs[n], 0, sizeof(funcs[n]));
+		funcs[n].name = gpu_apis[i].name;
+		api_of[n++] = i;
+	}
+	if (lib->kind == LIB_TORCH && is_libtorch_cpu(lib->path)) {
+		memset(&funcs[n], 0, sizeof(funcs[n]));
+		funcs[n].name = STEP_PROBE_SYMBOL;
+		api_of[n++] = STEP_PROBE_ID;
+	}
+	if (!n)
+		return 0;
+	found = elf_resolve_funcs(path, funcs, n);
+	if (found < 0) {
+		t->libs_unreadable++;
+		snprintf(t->last_lib_error, sizeof(t->last_lib_error), "%.160s%s (pid %d, opened as %.80s): %s",
+			 lib->path, lib->deleted ? " (deleted)" : "", pid, path, strerror(-found));
+		if (t->verbose)
+			fprintf(stderr, "pipeprof: cannot read %s\n",
+				san_text(shown, sizeof(shown), t->last_lib_error, sizeof(t->last_lib_error)));
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		struct bpf_program *enter_prog, *ret_prog;
+		struct probe_result *p;
+		__u64 cookie;
+
+		if (!funcs[i].found)
+			continue;
+		probe_programs(t, api_of[i], &enter_prog, &ret_prog, &cookie);
+		p = &a->result.probes[a->result.nr_probes];
+		p->api = api_of[i] == STEP_PROBE_ID ? TRACER_STEP_PROBE : funcs[i].name;
+		p->value = funcs[i].value;
+		p->offset = funcs[i].offset;
+		/* endbr64 is single-stepped (~5 us a hit); the instruction after it is usually an
+		 * emulated push. The return address is still on top of the stack there, so the
+		 * uretprobe works from the same spot. */
+		if (funcs[i].starts_with_endbr64 && funcs[i].size > 4) {
+			p->offset += 4;
+			p->skipped_endbr64 = true;
+		}
+		specs[a->result.nr_probes++] = (struct uprobe_spec){
+			.enter = enter_prog, .ret = ret_prog, .offset = p->offset, .cookie = cookie,
+		};
+	}
+	if (t->uprobe_multi)
+		a->nr_fds = uprobe_multi_attach_all(specs, a->result.nr_probes, pid, path, a->fds,
+						    sizeof(a->fds) / sizeof(a->fds[0]));
+	else
+		attach_singly(a, specs, path);
+	for (int i = 0; i < a->result.nr_probes; i++) {
+		struct probe_result *p = &a->result.probes[i];
+
+		p->attached = specs[i].attached;
+		p->err = specs[i].attached ? 0 : (specs[i].err ? specs[i].err : -EINVAL);
+		if (!p->attached)
+			t->probe_attach_failures++;
+		if (t->verbose && !p->attached)
+			fprintf(stderr, "pipeprof: cannot attach %s in %s (pid %d): %s\n", p->api,
+				san_text(shown, sizeof(shown), lib->path, sizeof(lib->path)), pid,
+				strerror(-p->err));
+		else if (t->verbose)
+			fprintf(stderr, "pipeprof: pid %d %s:%s value 0x%llx offset 0x%llx%s%s\n", pid,
+				san_text(shown, sizeof(shown), lib->path, sizeof(lib->path)), p->api,
+				(unsigned long long)p->value, (unsigned long long)p->offset,
+				p->skipped_endbr64 ? " (after endbr64)" : "",
+				t->uprobe_multi ? " (multi link)" : "");
+	}
+	return 0;
+}
+
+int tracer_refresh_pid(struct tracer *t, pid_t pid)
+{
+	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA | 1u << LIB_LOADER |
+			    (t->hist_kinds & 1u << PP_HK_STEP ? 1u << LIB_TORCH : 0);
+	struct mapped_lib libs[16];
+	bool runtime_mapped = false;
+	int n, err;
+
+	n = procmaps_find_libs(pid, mask, libs, 16);
+	for (int i = 0; i < n; i++)
+		runtime_mapped |= libs[i].kind == LIB_CUDART;
+	for (int i = 0; i < n; i++) {
+		if (libs[i].kind == LIB_LOADER) {
+			tracer_attach_loader(t, pid, &libs[i]);
+			continue;
+		}
+		if (find_attached(t, pid, &libs[i]))
+			continue;
+		err = attach_lib(t, pid, &libs[i], runtime_mapped);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int tracer_refresh(struct tracer *t)
+{
+	int fd = bpf_map__fd(t->skel->maps.tracked_procs), err;
+	__u32 key, next, *prev = NULL;
+	struct pp_proc proc;
+
+	t->full_scans++;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &proc) || proc.exit_ns)
+			continue;
+		err = tracer_refresh_pid(t, key);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+bool tracer_gpu_unprobed(struct tracer *t)
+{
+	bool mapped = t->libs_unreadable > 0;
+
+	for (int i = 0; i < t->nr_attached; i++) {
+		const struct tracer_lib_attach *a = &t->attached[i];
+
+		if (a->result.kind != LIB_CUDART && a->result.kind != LIB_CUDA)
+			continue;
+		if (a->nr_links + a->nr_fds)
+			return false;
+		mapped = true;
+	}
+	return mapped;
+}
+
+const char *tracer_gpu_why_not(struct tracer *t, char *buf, size_t size)
+{
+	int libs = 0;
+
+	for (int i = 0; i < t->nr_attached; i++)
+		libs += t->attached[i].result.kind == LIB_CUDART || t->attached[i].result.kind == LIB_CUDA;
+	/* An unreadable library is named first: it is the one a user can do something about. */
+	if (t->libs_unreadable)
+		snprintf(buf, size, "a GPU library is mapped but cannot be read, so it is not probed: %s",
+			 t->last_lib_error);
+	else if (libs && t->probe_attach_failures)
+		snprintf(buf, size, "libcudart/libcuda are mapped but none of their synchronising "
+			 "functions could be probed (%d attach failures; -v names them)",
+			 t->probe_attach_failures);
+	else if (libs)
+		snprintf(buf, size, "libcudart/libcuda are mapped but none of the synchronising "
+			 "functions pipeprof knows is in their symbol tables");
+	else
+		snprintf(buf, size, "no libcudart or libcuda is mapped by the traced processes (a "
+			 "CPU-only job, or CUDA not loaded yet)");
+	return buf;
+}
+
+bool tracer_probed(struct tracer *t, const char *api)
+{
+	for (int i = 0; i < t->nr_attached; i++)
+		for (int k = 0; k < t->attached[i].result.nr_probes; k++) {
+			const struct probe_result *p = &t->attached[i].result.probes[k];
+
+			if (p->attached && (!api || !strcmp(p->api, api)))
+				return true;
+		}
+	return false;
+}
