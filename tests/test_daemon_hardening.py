@@ -18,8 +18,10 @@ import pytest
 
 from conftest import PYTHON
 from test_cli import PIPEPROF
-from test_daemon import (LOOPBACK, MATCH, ATTACH_S, daemons, free_port, http_get, job_python,  # noqa: F401
-                         nccl_lib, parse_exposition, preconditions, start_lib_job, values)
+from test_daemon import (ATTACH_S, LOOPBACK, MATCH, free_port, http_get, parse_exposition,
+                         start_lib_job, values)
+# test_daemon's fixtures (its module-wide preconditions too), used here by name
+from test_daemon import daemons, job_python, nccl_lib, preconditions  # noqa: F401
 
 # A local user who is not root: the attacker in the idle-connection test.
 NOBODY = 65534
