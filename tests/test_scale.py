@@ -305,8 +305,15 @@ def test_fork_storm(job, pipeprof_bin):
             pp.wait()
     stolen = steal_fraction(steal0, cpu_steal_ticks(), STORM_WINDOW_S)
     assert pp.returncode == 0, "pipeprof exited %d:\n%s" % (pp.returncode, err[-3000:])
-    left = {k: held[k] & bpf_ids_now(k) for k in held}
     assert held["prog"] and held["link"], "found no BPF programs or links held by pipeprof"
+    # The kernel frees a multi-uprobe link, and the programs it holds, after an RCU tasks-trace
+    # grace period: give it a few seconds before calling anything left behind.
+    deadline = time.monotonic() + 10
+    while True:
+        left = {k: held[k] & bpf_ids_now(k) for k in held}
+        if not any(left.values()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert not any(left.values()), "left behind after pipeprof exited: %s" % left
 
     deadline = time.monotonic() + 30

@@ -265,8 +265,12 @@ int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_stru
 	struct pp_proc proc = {}, *old;
 	__u64 now;
 
-	if (!pid_tracked(parent_tgid))
+	if (!pid_tracked(parent_tgid)) {
+		/* The pid of a process of the job that exited, reused by one that is not. */
+		if (tid == tgid && pid_tracked(tgid))
+			pid_set_tracked(tgid, false);
 		return 0;
+	}
 	now = bpf_ktime_get_ns();
 
 	if (tid == tgid) {
@@ -333,8 +337,8 @@ int BPF_PROG(on_sched_process_exit, struct task_struct *p)
 	proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
 	if (proc && !proc->exit_ns) {
 		proc->exit_ns = now;
-		/* Its pid may go to a process that is none of the job's. */
-		pid_set_tracked(tgid, false);
+		/* Still marked: its exit wakes its parent (waitpid) after this event, and that
+		 * wakeup is the job's. A fork that reuses the pid outside the job clears it. */
 		count(PP_CNT_PROC_EXITS);
 	}
 	return 0;
