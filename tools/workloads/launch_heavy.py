@@ -32,7 +32,7 @@ def main(argv=None):
     groundtruth.add_common_args(p)
     p.add_argument("--sync-every", type=int, default=100,
                    help="launches per cudaStreamSynchronize (default %(default)s)")
-    p.add_argument("--host-work", type=int, default=200,
+    p.add_argument("--host-work", type=int, default=350,
                    help="Python loop iterations between two launches (default %(default)s: "
                    "~50k launches/s on the 2-CPU VM)")
     p.add_argument("--kernel-us", type=int, default=1,
