@@ -39,7 +39,7 @@ FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1 $(OUTPUT)/fakecuda/libcudart.so.13
 .DELETE_ON_ERROR:
 # Skeletons and BPF objects are outputs worth keeping (bpftool inspects them), not intermediates.
 .SECONDARY: $(SKELS) $(patsubst %.skel.h,$(OUTPUT)/bpf/%.bpf.o,$(notdir $(SKELS)))
-.PHONY: all clean deps test unit-test fixture-test scenario-test fixtures demo install bench bench-daemon
+.PHONY: all clean deps test unit-test fixture-test scenario-test fixtures demo install bench bench-daemon bench-compare
 
 all: pipeprof fixtures
 
@@ -110,6 +110,10 @@ bench: pipeprof fixtures
 
 bench-daemon: pipeprof
 	tools/bench/daemon_cost.py
+
+# Side by side: pipeprof -p, hist, daemon, torch.profiler and bpftrace on three loops (~15 min).
+bench-compare: pipeprof fixtures
+	tools/bench/compare.py
 
 install: pipeprof
 	install -D -m 0755 pipeprof $(DESTDIR)$(PREFIX)/sbin/pipeprof

@@ -10,6 +10,8 @@ packages=(
 	binutils python3 python3-pytest python3-torch python3-torchvision util-linux procps
 	# tests: BCC's own tools to cross-check `pipeprof hist`, promtool for the exposition format
 	libbpf-tools prometheus
+	# benchmark: the bpftrace column of tools/bench/compare.py
+	bpftrace
 )
 
 missing=()
