@@ -23,7 +23,9 @@ gives the median rate and the median slowdown over the rounds. Raw numbers go to
 
 Before measuring, the 1-minute load average must fall below --max-load (checked every 30 s for
 up to --wait-quiet seconds, then it goes on with a warning); the load at each window's end is
-recorded. Targets (pass/miss, never a failure): slowdown <= 1.005 on the DataLoader and CPU-bound
+recorded, and so is the share of each window the loop's main thread spent waiting for a CPU.
+An "A/A control" column measures a second untraced window per round: the noise floor. Targets
+(pass/miss, never a failure): slowdown <= 1.005 on the DataLoader and CPU-bound
 loops and <= 1.02 on the launch-heavy loop, for pipeprof with default settings (-p, daemon).
 
     sudo tools/bench/compare.py                      # 5 rounds of 5 s windows, ~15 min
@@ -64,8 +66,10 @@ LOOPS = [
     ("cpu-bound", "cpu_bound.py", [], "steps/s", "CPU-bound (cpu_bound.py)"),
     ("launch-heavy", "launch_heavy.py", [], "launches/s", "launch-heavy (launch_heavy.py)"),
 ]
-CONFIGS = ["untraced", "pipeprof -p", "pipeprof hist", "pipeprof daemon", "torch.profiler",
-           "bpftrace"]
+# "A/A control" is a second untraced window in each round, compared with the first like any
+# tracer: its slowdown is what no overhead at all looks like on this machine today.
+CONFIGS = ["untraced", "A/A control", "pipeprof -p", "pipeprof hist", "pipeprof daemon",
+           "torch.profiler", "bpftrace"]
 # Configurations the targets apply to: pipeprof with default settings.
 TARGET_CONFIGS = ("pipeprof -p", "pipeprof daemon")
 TARGETS = {"dataloader": 1.005, "cpu-bound": 1.005, "launch-heavy": 1.02}
@@ -314,7 +318,7 @@ class Bpftrace(Tracer):
                 "sync_calls": sum(int(x) for x in calls)}
 
 
-TRACERS = {"untraced": Untraced, "pipeprof -p": Report, "pipeprof hist": Hist,
+TRACERS = {"untraced": Untraced, "A/A control": Untraced, "pipeprof -p": Report, "pipeprof hist": Hist,
            "pipeprof daemon": Daemon, "torch.profiler": TorchProfiler, "bpftrace": Bpftrace}
 
 
@@ -484,14 +488,18 @@ def target_lines(results):
     for name, limit in TARGETS.items():
         if name not in results:
             continue
+        aa = results[name]["summary"].get("A/A control")
+        noise = "; A/A control %.4f (rounds %.3f-%.3f)" % (
+            aa["median_slowdown"], min(aa["slowdowns"]), max(aa["slowdowns"])) \
+            if aa and aa["median_slowdown"] else ""
         for c in TARGET_CONFIGS:
             s = results[name]["summary"].get(c)
             if not s or s["median_slowdown"] is None:
                 continue
             v = s["median_slowdown"]
-            out.append("%s, %s: %.4f (rounds %.3f-%.3f), target <= %.3f: %s" % (
+            out.append("%s, %s: %.4f (rounds %.3f-%.3f), target <= %.3f: %s%s" % (
                 name, c, v, min(s["slowdowns"]), max(s["slowdowns"]), limit,
-                "pass" if v <= limit else "MISS"))
+                "pass" if v <= limit else "MISS", noise))
     return out
 
 
@@ -530,6 +538,9 @@ def main():
             sys.exit("compare.py: %s missing (%s)" % (path, what))
     loops = [x for x in LOOPS if x[0] in args.loops.split(",")]
     configs = ["untraced"] + [c for c in CONFIGS if c != "untraced" and c in args.configs.split(",")]
+    unknown = set(args.configs.split(",")) - set(CONFIGS)
+    if unknown:
+        sys.exit("compare.py: unknown configurations: %s" % ", ".join(sorted(unknown)))
     notes, skipped = [], {}
     unmount = False
     if "bpftrace" in configs:
