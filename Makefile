@@ -65,7 +65,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_a
 # Skeletons and BPF objects are outputs worth keeping (bpftool inspects them), not intermediates.
 .SECONDARY: $(SKELS) $(patsubst %.skel.h,$(OUTPUT)/bpf/%.bpf.o,$(notdir $(SKELS)))
 .PHONY: all clean deps test unit-test fixture-test scenario-test fixtures demo install bench bench-daemon \
-	fuzz fuzz-smoke fuzzers check-asan
+	fuzz fuzz-smoke fuzzers check-asan bench-compare
 
 all: pipeprof fixtures
 
@@ -168,6 +168,10 @@ bench: pipeprof fixtures
 
 bench-daemon: pipeprof
 	tools/bench/daemon_cost.py
+
+# Side by side: pipeprof -p, hist, daemon, torch.profiler and bpftrace on three loops (~15 min).
+bench-compare: pipeprof fixtures
+	tools/bench/compare.py
 
 install: pipeprof
 	install -D -m 0755 pipeprof $(DESTDIR)$(PREFIX)/sbin/pipeprof

@@ -12,6 +12,8 @@ packages=(
 	libbpf-tools prometheus
 	# tests: clang's sanitizer and libFuzzer runtimes (make check-asan, make fuzz)
 	libclang-rt-dev
+	# benchmark: the bpftrace column of tools/bench/compare.py
+	bpftrace
 )
 
 missing=()

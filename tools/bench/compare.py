@@ -1,0 +1,613 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Side-by-side overhead: three training loops, each untraced and under pipeprof -p, pipeprof
+hist (every kind), pipeprof daemon, torch.profiler (CPU) and a bpftrace script doing the same
+sched + uprobe accounting (tools/bench/sched_uprobe.bt). A benchmark, not a test: it prints
+figures and asserts nothing.
+
+The loops: tools/workloads/data_bound.py (a DataLoader with one worker feeding an MLP),
+cpu_bound.py (an MLP's forward/backward/update) and launch_heavy.py (tiny kernels launched through
+the fake CUDA runtime's cudaLaunchKernel, ~50k launches/s, a sync every 100). Each runs as one
+long process per loop, through a symlink to /usr/bin/python3 with its own command name (the
+daemon's --match picks it and nothing else on the machine). In each round every configuration
+is measured once on that running loop, in an order rotated by one each round: the tracer
+attaches (the loop is already running), the window starts --settle seconds after it reports
+being attached and lasts --seconds, then the tracer is stopped and waited for. torch.profiler
+is the in-process alternative: the loop runs with --torch-profiler signal and wraps the steps
+between a SIGUSR1 and a SIGUSR2 in torch.profiler.profile(activities=[ProfilerActivity.CPU]).
+
+The loop's rate in a window comes from its own step timestamps (its --truth file, written when
+it exits): whole steps from the first to the last completion inside the window. Per round the
+slowdown of a configuration is untraced rate / traced rate (both from that round); the table
+gives the median rate and the median slowdown over the rounds. Raw numbers go to --json.
+
+Before measuring, the 1-minute load average must fall below --max-load (checked every 30 s for
+up to --wait-quiet seconds, then it goes on with a warning); the load at each window's end is
+recorded, and so is the share of each window the loop's main thread spent waiting for a CPU.
+An "A/A control" column measures a second untraced window per round: the noise floor. Targets
+(pass/miss, never a failure): slowdown <= 1.005 on the DataLoader and CPU-bound
+loops and <= 1.02 on the launch-heavy loop, for pipeprof with default settings (-p, daemon).
+
+    sudo tools/bench/compare.py                      # 5 rounds of 5 s windows, ~15 min
+    sudo tools/bench/compare.py --quick              # 2 rounds of 2 s windows, ~4 min
+    sudo tools/bench/compare.py --rounds 7 --seconds 8 --loops dataloader,cpu-bound
+"""
+import argparse
+import bisect
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PIPEPROF = os.path.join(REPO, "pipeprof")
+WORKLOADS = os.path.join(REPO, "tools", "workloads")
+BT_SCRIPT = os.path.join(REPO, "tools", "bench", "sched_uprobe.bt")
+FAKE_CUDART = os.path.join(REPO, ".output", "fakecuda", "libcudart.so.13")
+TRACEFS = "/sys/kernel/tracing"
+sys.path.insert(0, WORKLOADS)
+import groundtruth  # noqa: E402
+HIST_KINDS = ["offcpu", "runq", "io", "gpu-sync", "launch", "memcpy", "batch-wait", "step"]
+# The command name of every loop this run starts (at most 15 characters).
+COMM = "ppcmp%d" % os.getpid()
+
+# name, script, extra arguments, unit, label in the table
+LOOPS = [
+    ("dataloader", "data_bound.py", [], "steps/s", "DataLoader (data_bound.py)"),
+    ("cpu-bound", "cpu_bound.py", [], "steps/s", "CPU-bound (cpu_bound.py)"),
+    ("launch-heavy", "launch_heavy.py", [], "launches/s", "launch-heavy (launch_heavy.py)"),
+]
+# "A/A control" is a second untraced window in each round, compared with the first like any
+# tracer: its slowdown is what no overhead at all looks like on this machine today.
+CONFIGS = ["untraced", "A/A control", "pipeprof -p", "pipeprof hist", "pipeprof daemon",
+           "torch.profiler", "bpftrace"]
+# Configurations the targets apply to: pipeprof with default settings.
+TARGET_CONFIGS = ("pipeprof -p", "pipeprof daemon")
+TARGETS = {"dataloader": 1.005, "cpu-bound": 1.005, "launch-heavy": 1.02}
+# Generous: on a busy machine pipeprof has been seen to take a minute to attach.
+ATTACH_TIMEOUT = 180
+STOP_TIMEOUT = 180
+
+
+class Lines:
+    """A child process whose stdout (stderr merged) is read line by line in a thread."""
+
+    def __init__(self, argv, **kw):
+        self.argv = argv
+        self.lines = []
+        self._cond = threading.Condition()
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, text=True, errors="replace",
+                                  start_new_session=True, **kw)
+        self.pid = self.p.pid
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.p.stdout:
+            with self._cond:
+                self.lines.append(line.rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait_line(self, pattern, timeout, since=0):
+        """(match, index) of the first line at index >= since matching pattern, or (None, None)
+        after timeout or once the process has exited."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            i = since
+            while True:
+                while i < len(self.lines):
+                    m = rx.search(self.lines[i])
+                    if m:
+                        return m, i
+                    i += 1
+                left = deadline - time.monotonic()
+                if left <= 0 or self.p.poll() is not None:
+                    return None, None
+                self._cond.wait(min(left, 0.2))
+
+    def count(self):
+        with self._cond:
+            return len(self.lines)
+
+    def text(self, since=0):
+        with self._cond:
+            return "\n".join(self.lines[since:])
+
+    def stop(self, sig, timeout=STOP_TIMEOUT):
+        """Signals the process and waits for it; its exit status (None if it had to be killed)."""
+        if self.p.poll() is None:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+        try:
+            return self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+    def kill(self):
+        if self.p.poll() is None:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.p.wait()
+
+
+# -- the machine -----------------------------------------------------------------------------
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+def cpu_jiffies():
+    """(busy, steal, total) jiffies of all CPUs since boot, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]   # idle + iowait
+    total = sum(v[:8])   # guest time is already in user
+    return total - idle, v[7], total
+
+
+def proc_cpu_s(pid):
+    """utime + stime of a process, seconds; None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_quiet(max_load, wait_s, notes):
+    """Waits (up to wait_s) for the 1-minute load average to drop below max_load."""
+    load = loadavg()
+    deadline = time.monotonic() + wait_s
+    while load[0] >= max_load and time.monotonic() < deadline:
+        print("load average %.2f %.2f %.2f >= %.2f: waiting for a quiet machine (%.0f s left)"
+              % (*load, max_load, deadline - time.monotonic()), flush=True)
+        time.sleep(min(30, max(1, deadline - time.monotonic())))
+        load = loadavg()
+    if load[0] >= max_load:
+        msg = "machine not quiet: load average %.2f %.2f %.2f at the start (wanted < %.2f); " \
+              "figures are noisier" % (*load, max_load)
+        print("warning: " + msg, flush=True)
+        notes.append(msg)
+    return load
+
+
+def ensure_tracefs(notes):
+    """bpftrace reads tracepoint formats and makes uprobes through tracefs. Returns (usable,
+    mounted_here)."""
+    if os.path.exists(os.path.join(TRACEFS, "events")):
+        return True, False
+    r = subprocess.run(["mount", "-t", "tracefs", "tracefs", TRACEFS], capture_output=True,
+                       text=True)
+    if r.returncode:
+        notes.append("bpftrace column skipped: tracefs is not mounted and mounting it failed: "
+                     + r.stderr.strip())
+        return False, False
+    notes.append("tracefs was not mounted: mounted at %s for bpftrace, unmounted after" % TRACEFS)
+    return True, True
+
+
+# -- the tracers -----------------------------------------------------------------------------
+
+class Tracer:
+    """One configuration. attach(pid) returns once the tracer is in place (raises RuntimeError
+    if it is not); detach() stops it and returns a little evidence that it traced."""
+
+    proc = None
+
+    def cpu_s(self):
+        return proc_cpu_s(self.proc.pid) if self.proc else None
+
+    def _start(self, argv, ready, what):
+        self.proc = Lines(argv, cwd=REPO)
+        m, _ = self.proc.wait_line(ready, ATTACH_TIMEOUT)
+        if m is None:
+            self.proc.kill()
+            raise RuntimeError("%s did not attach:\n%s" % (what, self.proc.text()[-2000:]))
+        return m
+
+    def _stop(self, sig, what):
+        rc = self.proc.stop(sig)
+        if rc != 0:
+            raise RuntimeError("%s exited %s:\n%s" % (what, rc, self.proc.text()[-2000:]))
+        return self.proc.text()
+
+
+class Untraced(Tracer):
+    def attach(self, loop):
+        pass
+
+    def detach(self):
+        return {}
+
+
+class Report(Tracer):
+    """pipeprof -p PID, until SIGINT; the report is printed as it ends."""
+
+    def attach(self, loop):
+        self._start([PIPEPROF, "-p", str(loop.pid)], r"^pipeprof: tracing PID", "pipeprof -p")
+
+    def detach(self):
+        out = self._stop(signal.SIGINT, "pipeprof -p")
+        m = re.search(r"^Verdict: (.*)$", out, re.M)
+        return {"verdict": m.group(1)[:120] if m else None}
+
+
+class Hist(Tracer):
+    """pipeprof hist -p PID with every kind, one interval ended by SIGINT."""
+
+    def attach(self, loop):
+        self._start([PIPEPROF, "hist", "-p", str(loop.pid)] + HIST_KINDS,
+                    r"^pipeprof: tracing PID", "pipeprof hist")
+
+    def detach(self):
+        out = self._stop(signal.SIGINT, "pipeprof hist")
+        counts = re.findall(r"^count (\d+),", out, re.M)
+        return {"histograms": len(counts), "events": sum(int(c) for c in counts)}
+
+
+class Daemon(Tracer):
+    """pipeprof daemon with default settings but --match (only this run's loops) and a free
+    loopback port; it finds the running loop at start and attaches to it."""
+
+    def attach(self, loop):
+        self.pid = loop.pid
+        self._start([PIPEPROF, "daemon", "--listen", "127.0.0.1:0", "--match", "^%s$" % COMM],
+                    r"^pipeprof: attached PID %d\b" % loop.pid, "pipeprof daemon")
+
+    def detach(self):
+        out = self._stop(signal.SIGTERM, "pipeprof daemon")
+        return {"attached": ("attached PID %d" % self.pid) in out}
+
+
+class TorchProfiler(Tracer):
+    """torch.profiler inside the loop: SIGUSR1 starts a session at the next step, SIGUSR2 ends
+    it (the loop runs with --torch-profiler signal)."""
+
+    def attach(self, loop):
+        self.loop = loop
+        self.since = loop.proc.count()
+        os.kill(loop.pid, signal.SIGUSR1)
+        m, i = loop.proc.wait_line(r"^PROFILER on", ATTACH_TIMEOUT, self.since)
+        if m is None:
+            raise RuntimeError("torch.profiler did not start:\n" + loop.proc.text(self.since))
+        self.since = i + 1
+
+    def detach(self):
+        os.kill(self.loop.pid, signal.SIGUSR2)
+        m, _ = self.loop.proc.wait_line(r"^PROFILER off events=(\d+)", 300, self.since)
+        if m is None:
+            raise RuntimeError("torch.profiler did not stop:\n" + self.loop.proc.text(self.since))
+        return {"events": int(m.group(1))}
+
+    def cpu_s(self):
+        return None
+
+
+class Bpftrace(Tracer):
+    """tools/bench/sched_uprobe.bt on the loop's process and the fake libcudart."""
+
+    def attach(self, loop):
+        self.bpftrace = shutil.which("bpftrace")
+        self._start([self.bpftrace, "-p", str(loop.pid), BT_SCRIPT, str(loop.pid), FAKE_CUDART],
+                    r"^tracing PID", "bpftrace")
+
+    def detach(self):
+        out = self._stop(signal.SIGINT, "bpftrace")
+        on = re.findall(r"^@on_cpu_ns\[\d+\]: (\d+)", out, re.M)
+        calls = re.findall(r"^\[[^\]]*[\])]\s+(\d+) \|", out, re.M)
+        return {"threads": len(on), "on_cpu_s": sum(int(x) for x in on) / 1e9,
+                "sync_calls": sum(int(x) for x in calls)}
+
+
+TRACERS = {"untraced": Untraced, "A/A control": Untraced, "pipeprof -p": Report, "pipeprof hist": Hist,
+           "pipeprof daemon": Daemon, "torch.profiler": TorchProfiler, "bpftrace": Bpftrace}
+
+
+# -- the loops -------------------------------------------------------------------------------
+
+class Loop:
+    """One workload, started once and measured under every configuration in turn."""
+
+    def __init__(self, name, script, extra, python, tmp):
+        self.name = name
+        self.truth = os.path.join(tmp, "%s.json" % name)
+        argv = [python, os.path.join(WORKLOADS, script), "--duration", "86400",
+                "--truth", self.truth, "--torch-profiler", "signal"] + extra
+        self.proc = Lines(argv, cwd=REPO)
+        m, _ = self.proc.wait_line(r"^READY pid=(\d+)", 180)
+        if m is None:
+            self.proc.kill()
+            raise RuntimeError("%s did not start:\n%s" % (name, self.proc.text()[-3000:]))
+        self.pid = int(m.group(1))
+
+    def alive(self):
+        return self.proc.p.poll() is None
+
+    def finish(self):
+        """Stops the loop (SIGINT: it finishes its step and writes its truth file); the file."""
+        rc = self.proc.stop(signal.SIGINT, 300)
+        if rc != 0 or not os.path.exists(self.truth):
+            raise RuntimeError("%s exited %s:\n%s" % (self.name, rc, self.proc.text()[-3000:]))
+        with open(self.truth) as f:
+            return json.load(f)
+
+
+def window_rate(steps, t0, t1, per_step):
+    """Rate over the whole steps completed inside [t0, t1] (ns): from the first to the last."""
+    i, j = bisect.bisect_left(steps, t0), bisect.bisect_right(steps, t1)
+    n = j - i
+    if n < 2 or steps[j - 1] <= steps[i]:
+        return None, n
+    return (n - 1) * per_step * 1e9 / (steps[j - 1] - steps[i]), n
+
+
+def window_runq(truth, t0, t1):
+    """Share of [t0, t1] the loop's main thread spent runnable but waiting for a CPU (from its
+    own schedstat run_delay): how much the rest of the machine got in its way."""
+    segs = truth["segments"]
+    if not segs or len(segs[0]) < 7:
+        return None
+    i = bisect.bisect_left(truth["_seg_t1"], t0)
+    j = bisect.bisect_right(truth["_seg_t0"], t1)
+    part = {"segments": segs[max(0, i - 1):j + 1]}
+    return groundtruth.shares(part, t0, t1)["RUNQ"]
+
+
+def measure(loop, config, args):
+    """One window of one configuration; the raw record (rate filled in later)."""
+    tracer = TRACERS[config]()
+    rec = {"config": config, "error": None}
+    try:
+        t_attach = time.monotonic()
+        tracer.attach(loop)
+        rec["attach_s"] = round(time.monotonic() - t_attach, 3)
+        time.sleep(args.settle)
+        busy0, steal0, total0 = cpu_jiffies()
+        cpu0 = tracer.cpu_s()
+        rec["t0_ns"] = time.monotonic_ns()
+        time.sleep(args.seconds)
+        rec["t1_ns"] = time.monotonic_ns()
+        cpu1 = tracer.cpu_s()
+        busy1, steal1, total1 = cpu_jiffies()
+        rec["load1"] = loadavg()[0]
+        rec["machine_busy"] = round((busy1 - busy0) / max(1, total1 - total0), 4)
+        rec["machine_steal"] = round((steal1 - steal0) / max(1, total1 - total0), 4)
+        if cpu0 is not None and cpu1 is not None:
+            rec["tracer_cpu_s"] = round(cpu1 - cpu0, 3)
+        rec["evidence"] = tracer.detach()
+    except RuntimeError as e:
+        rec["error"] = str(e)
+        if tracer.proc is not None:
+            tracer.proc.kill()
+    if not loop.alive():
+        raise RuntimeError("%s died under %s:\n%s" % (loop.name, config, loop.proc.text()[-3000:]))
+    time.sleep(args.gap)
+    return rec
+
+
+def run_loop(name, script, extra, args, configs, python, tmp):
+    print("%s: starting %s" % (name, script), flush=True)
+    loop = Loop(name, script, extra, python, tmp)
+    records = []
+    try:
+        time.sleep(args.warmup)
+        for r in range(args.rounds):
+            k = r % len(configs)
+            order = configs[k:] + configs[:k]
+            for config in order:
+                rec = measure(loop, config, args)
+                rec["round"] = r + 1
+                records.append(rec)
+                print("  %s round %d %-16s %s" % (name, r + 1, config,
+                      "attached in %.1f s, load %.2f" % (rec["attach_s"], rec["load1"])
+                      if not rec["error"] else "FAILED: " + rec["error"].splitlines()[0]),
+                      flush=True)
+        truth = loop.finish()
+    finally:
+        loop.proc.kill()
+    per_step = truth["extra"].get("launches_per_step", 1)
+    truth["_seg_t0"] = [seg[1] for seg in truth["segments"]]
+    truth["_seg_t1"] = [seg[2] for seg in truth["segments"]]
+    for rec in records:
+        if rec["error"]:
+            rec["rate"] = None
+            continue
+        rec["rate"], rec["steps"] = window_rate(truth["steps"], rec["t0_ns"], rec["t1_ns"],
+                                                per_step)
+        runq = window_runq(truth, rec["t0_ns"], rec["t1_ns"])
+        rec["loop_runq"] = round(runq, 4) if runq is not None else None
+    return records
+
+
+def summarize(records, configs, rounds):
+    """Per configuration: median rate, per-round slowdowns against that round's untraced."""
+    base = {r["round"]: r["rate"] for r in records if r["config"] == "untraced" and r["rate"]}
+    out = {}
+    for c in configs:
+        rates = [r["rate"] for r in records if r["config"] == c and r["rate"]]
+        slow = [base[r["round"]] / r["rate"] for r in records
+                if r["config"] == c and r["rate"] and r["round"] in base]
+        out[c] = {
+            "rates": rates,
+            "median_rate": statistics.median(rates) if rates else None,
+            "slowdowns": [round(s, 5) for s in slow],
+            "median_slowdown": statistics.median(slow) if slow else None,
+            "slowdown_of_medians": (statistics.median(base.values()) / statistics.median(rates)
+                                    if rates and base else None),
+            "failed_rounds": sum(1 for r in records if r["config"] == c and not r["rate"]),
+        }
+    return out
+
+
+def fmt_rate(x):
+    return "%.0f" % x if x >= 1000 else "%.1f" % x if x >= 100 else "%.2f" % x
+
+
+def table(results, configs, skipped):
+    head = "| loop | " + " | ".join(configs) + " |"
+    lines = [head, "|" + "---|" * (len(configs) + 1)]
+    for name, _, _, unit, label in LOOPS:
+        if name not in results:
+            continue
+        cells = []
+        for c in configs:
+            s = results[name]["summary"].get(c)
+            if c in skipped:
+                cells.append("skipped")
+            elif not s or s["median_rate"] is None:
+                cells.append("failed")
+            elif c == "untraced":
+                cells.append("%s %s" % (fmt_rate(s["median_rate"]), unit))
+            else:
+                cells.append("%s (%.3fx)" % (fmt_rate(s["median_rate"]), s["median_slowdown"]))
+        lines.append("| %s | %s |" % (label, " | ".join(cells)))
+    return "\n".join(lines)
+
+
+def target_lines(results):
+    out = []
+    for name, limit in TARGETS.items():
+        if name not in results:
+            continue
+        aa = results[name]["summary"].get("A/A control")
+        noise = "; A/A control %.4f (rounds %.3f-%.3f)" % (
+            aa["median_slowdown"], min(aa["slowdowns"]), max(aa["slowdowns"])) \
+            if aa and aa["median_slowdown"] else ""
+        for c in TARGET_CONFIGS:
+            s = results[name]["summary"].get(c)
+            if not s or s["median_slowdown"] is None:
+                continue
+            v = s["median_slowdown"]
+            out.append("%s, %s: %.4f (rounds %.3f-%.3f), target <= %.3f: %s%s" % (
+                name, c, v, min(s["slowdowns"]), max(s["slowdowns"]), limit,
+                "pass" if v <= limit else "MISS", noise))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.splitlines()[-3:]))
+    ap.add_argument("--rounds", type=int, default=5, help="rounds (default %(default)s)")
+    ap.add_argument("--seconds", type=float, default=5,
+                    help="measured window per configuration and round (default %(default)s)")
+    ap.add_argument("--warmup", type=float, default=3,
+                    help="seconds between a loop's READY and its first window (default %(default)s)")
+    ap.add_argument("--settle", type=float, default=0.5,
+                    help="seconds between attach and the window (default %(default)s)")
+    ap.add_argument("--gap", type=float, default=0.5,
+                    help="seconds after a tracer has exited (default %(default)s)")
+    ap.add_argument("--loops", default=",".join(x[0] for x in LOOPS),
+                    help="loops to run (default %(default)s)")
+    ap.add_argument("--configs", default=",".join(CONFIGS),
+                    help="configurations, untraced always included (default: all)")
+    ap.add_argument("--max-load", type=float, default=1.0,
+                    help="wait for the 1-minute load average to fall below this (default %(default)s)")
+    ap.add_argument("--wait-quiet", type=float, default=300,
+                    help="seconds to wait for that before going on anyway (default %(default)s)")
+    ap.add_argument("--quick", action="store_true",
+                    help="development: 2 rounds of 2 s windows, 1 s warm-up, no waiting for quiet")
+    ap.add_argument("--json", default=os.path.join(REPO, ".output", "bench-compare.json"),
+                    help="raw numbers and the table (default %(default)s)")
+    args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.seconds, args.warmup, args.wait_quiet = 2, 2, 1, 0
+    if os.geteuid() != 0:
+        sys.exit("compare.py: run as root (the tracers load BPF programs)")
+    for path, what in ((PIPEPROF, "make pipeprof"), (FAKE_CUDART, "make fixtures")):
+        if not os.path.exists(path):
+            sys.exit("compare.py: %s missing (%s)" % (path, what))
+    loops = [x for x in LOOPS if x[0] in args.loops.split(",")]
+    configs = ["untraced"] + [c for c in CONFIGS if c != "untraced" and c in args.configs.split(",")]
+    unknown = set(args.configs.split(",")) - set(CONFIGS)
+    if unknown:
+        sys.exit("compare.py: unknown configurations: %s" % ", ".join(sorted(unknown)))
+    notes, skipped = [], {}
+    unmount = False
+    if "bpftrace" in configs:
+        if not shutil.which("bpftrace"):
+            skipped["bpftrace"] = "bpftrace not installed (apt-get install bpftrace, or make deps)"
+        else:
+            ok, unmount = ensure_tracefs(notes)
+            if not ok:
+                skipped["bpftrace"] = "tracefs unavailable"
+    for c, why in skipped.items():
+        print("bpftrace column skipped: " + why, flush=True)
+        notes.append("%s column skipped: %s" % (c, why))
+    measured = [c for c in configs if c not in skipped]
+
+    started = datetime.datetime.now().astimezone()
+    load_start = wait_quiet(args.max_load, args.wait_quiet, notes)
+    print("load average at start: %.2f %.2f %.2f; %d rounds, %.1f s windows, configurations: %s"
+          % (*load_start, args.rounds, args.seconds, ", ".join(measured)), flush=True)
+    results = {}
+    t_start = time.monotonic()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            python = os.path.join(tmp, COMM)
+            os.symlink("/usr/bin/python3", python)
+            for name, script, extra, unit, label in loops:
+                records = run_loop(name, script, extra, args, measured, python, tmp)
+                results[name] = {"unit": unit, "workload": script, "records": records,
+                                 "summary": summarize(records, measured, args.rounds)}
+    finally:
+        if unmount:
+            subprocess.run(["umount", TRACEFS])
+    load_end = loadavg()
+    tbl = table(results, configs, skipped)
+    targets = target_lines(results)
+    print()
+    print(tbl)
+    print()
+    print("cells: median rate over %d rounds (median of per-round slowdown = untraced rate / "
+          "traced rate)" % args.rounds)
+    for name in results:
+        rq = [r["loop_runq"] for r in results[name]["records"] if r.get("loop_runq") is not None]
+        if rq:
+            print("%s: the loop's main thread waited for a CPU %.1f%% of the windows (median; "
+                  "max %.1f%%)" % (name, 100 * statistics.median(rq), 100 * max(rq)))
+    for t in targets:
+        print("target " + t)
+    for n in notes:
+        print("note: " + n)
+    print("load average: %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end; %.0f s"
+          % (*load_start, *load_end, time.monotonic() - t_start))
+    out = {
+        "date": started.isoformat(timespec="seconds"),
+        "machine": {"host": platform.node(), "kernel": platform.release(),
+                    "cpus": os.cpu_count()},
+        "load_start": load_start, "load_end": load_end,
+        "args": {k: v for k, v in vars(args).items() if k != "json"},
+        "configs": configs, "skipped": skipped, "notes": notes,
+        "hist_kinds": HIST_KINDS, "targets": TARGETS, "target_configs": list(TARGET_CONFIGS),
+        "target_results": targets, "table_markdown": tbl,
+        "wall_s": round(time.monotonic() - t_start, 1),
+        "loops": results,
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(out, f, indent=1)
+    print("raw numbers: %s" % args.json)
+
+
+if __name__ == "__main__":
+    main()
