@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "proctree.h"
 #include "sanitize.h"
 #include "target.h"
 
@@ -70,44 +70,21 @@ static int read_tgid(const char *procfs, pid_t pid, pid_t *tgid)
 	return err;
 }
 
-static void read_comm(const char *procfs, pid_t tgid, pid_t tid, char *buf, size_t size)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%d/task/%d/comm", procfs, tgid, tid);
-	if (read_first_line(path, buf, size))
-		buf[0] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-}
-
-/* A group leader that called pthread_exit() reads as a zombie while its other threads run:
- * the process is a zombie only when no thread is alive. */
+/* A group leader that called pthread_exit() reads as a zombie while its threads run: the
+ * process is a zombie only when no thread is alive. Exited threads other than the leader are
+ * reaped at once, so the bound is never what decides. */
 static int any_thread_alive(const char *procfs, pid_t tgid)
 {
-	char path[PATH_MAX], line[1024];
-	struct dirent *de;
-	int alive = 0;
-	DIR *dir;
+	pid_t tids[4096];
+	int n = proc_threads(procfs, tgid, tids, sizeof(tids) / sizeof(tids[0]));
 
-	snprintf(path, sizeof(path), "%s/%d/task", procfs, tgid);
-	dir = opendir(path);
-	if (!dir)
-		return 0;
-	while (!alive && (de = readdir(dir))) {
-		unsigned int flags;
-		pid_t ppid;
-		char st;
+	for (int i = 0; i < n; i++) {
+		char st = proc_thread_state(procfs, tgid, tids[i]);
 
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "%s/%d/task/%s/stat", procfs, tgid, de->d_name);
-		if (read_first_line(path, line, sizeof(line)) ||
-		    target_parse_stat(line, &st, &ppid, &flags))
-			continue;
-		alive = st != 'Z' && st != 'X';
+		if (st && st != 'Z' && st != 'X')
+			return 1;
 	}
-	closedir(dir);
-	return alive;
+	return 0;
 }
 
 int target_is_init_system(const char *comm)
@@ -169,8 +146,8 @@ int target_inspect(const char *procfs, pid_t pid, pid_t self, struct target_info
 		return err;
 	if (target_parse_stat(line, &st, &info->ppid, &flags))
 		return -EINVAL;
-	read_comm(procfs, info->tgid, pid, info->comm, sizeof(info->comm));
-	read_comm(procfs, info->tgid, info->tgid, info->process_comm, sizeof(info->process_comm));
+	proc_comm(procfs, info->tgid, pid, info->comm, sizeof(info->comm));
+	proc_comm(procfs, info->tgid, info->tgid, info->process_comm, sizeof(info->process_comm));
 
 	if (flags & PF_KTHREAD)
 		info->kind = TARGET_KERNEL_THREAD;
