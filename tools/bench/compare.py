@@ -13,8 +13,12 @@ daemon's --match picks it and nothing else on the machine). In each round every 
 is measured once on that running loop, in an order rotated by one each round: the tracer
 attaches (the loop is already running), the window starts --settle seconds after it reports
 being attached and lasts --seconds, then the tracer is stopped and waited for. torch.profiler
-is the in-process alternative: the loop runs with --torch-profiler signal and wraps the steps
-between a SIGUSR1 and a SIGUSR2 in torch.profiler.profile(activities=[ProfilerActivity.CPU]).
+is the in-process alternative, so it cannot attach: for its window the long-running loop is
+stopped (SIGSTOP to its process group, SIGCONT after) and a fresh copy of the loop runs with
+--torch-profiler, its whole loop inside torch.profiler.profile(activities=[ProfilerActivity.CPU]);
+the window starts --warmup seconds after its READY, as for the long-running loop. (A profile
+entered and left again in one process costs less each time after the first, as its buffers are
+reused: one profile over the whole loop is what a user runs.)
 
 The loop's rate in a window comes from its own step timestamps (its --truth file, written when
 it exits): whole steps from the first to the last completion inside the window. Per round the
@@ -28,8 +32,11 @@ An "A/A control" column measures a second untraced window per round: the noise f
 (pass/miss, never a failure): slowdown <= 1.005 on the DataLoader and CPU-bound
 loops and <= 1.02 on the launch-heavy loop, for pipeprof with default settings (-p, daemon).
 
-    sudo tools/bench/compare.py                      # 5 rounds of 5 s windows, ~15 min
-    sudo tools/bench/compare.py --quick              # 2 rounds of 2 s windows, ~4 min
+Without bpftrace its column says "skipped" and a note says why. bpftrace needs tracefs: where
+/sys/kernel/tracing is not mounted, the benchmark mounts it and unmounts it at the end.
+
+    sudo tools/bench/compare.py                      # 5 rounds of 5 s windows, ~13 min
+    sudo tools/bench/compare.py --quick              # 2 rounds of 2 s windows, ~3 min
     sudo tools/bench/compare.py --rounds 7 --seconds 8 --loops dataloader,cpu-bound
 """
 import argparse
@@ -89,7 +96,8 @@ class Lines:
                                   stdin=subprocess.DEVNULL, text=True, errors="replace",
                                   start_new_session=True, **kw)
         self.pid = self.p.pid
-        threading.Thread(target=self._pump, daemon=True).start()
+        self._reader = threading.Thread(target=self._pump, daemon=True)
+        self._reader.start()
 
     def _pump(self):
         for line in self.p.stdout:
@@ -133,10 +141,12 @@ class Lines:
             except ProcessLookupError:
                 pass
         try:
-            return self.p.wait(timeout)
+            rc = self.p.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
             return None
+        self._reader.join(10)   # what it printed last (a report, maps) may still be in the pipe
+        return rc
 
     def kill(self):
         if self.p.poll() is None:
@@ -208,10 +218,16 @@ def ensure_tracefs(notes):
 # -- the tracers -----------------------------------------------------------------------------
 
 class Tracer:
-    """One configuration. attach(pid) returns once the tracer is in place (raises RuntimeError
-    if it is not); detach() stops it and returns a little evidence that it traced."""
+    """One configuration. attach(loop) returns once the tracer is in place (raises RuntimeError
+    if it is not); detach() stops it and returns a little evidence that it traced. truth is
+    None when the rate comes from the loop's own truth file."""
 
     proc = None
+    truth = None
+
+    def cleanup(self):
+        if self.proc is not None:
+            self.proc.kill()
 
     def cpu_s(self):
         return proc_cpu_s(self.proc.pid) if self.proc else None
@@ -279,27 +295,41 @@ class Daemon(Tracer):
 
 
 class TorchProfiler(Tracer):
-    """torch.profiler inside the loop: SIGUSR1 starts a session at the next step, SIGUSR2 ends
-    it (the loop runs with --torch-profiler signal)."""
+    """torch.profiler inside the loop: the running loop is paused and a fresh copy of it runs
+    with --torch-profiler (its whole loop in one profile); its own truth file gives the rate."""
+
+    truth = None
 
     def attach(self, loop):
-        self.loop = loop
-        self.since = loop.proc.count()
-        os.kill(loop.pid, signal.SIGUSR1)
-        m, i = loop.proc.wait_line(r"^PROFILER on", ATTACH_TIMEOUT, self.since)
-        if m is None:
-            raise RuntimeError("torch.profiler did not start:\n" + loop.proc.text(self.since))
-        self.since = i + 1
+        self.paused = loop
+        os.killpg(loop.pid, signal.SIGSTOP)
+        try:
+            self.fresh = Loop(loop.name + "-torch-profiler", loop.script, loop.extra,
+                              loop.python, loop.tmp, ["--torch-profiler"])
+            time.sleep(loop.warmup)
+        except BaseException:
+            os.killpg(loop.pid, signal.SIGCONT)
+            raise
 
     def detach(self):
-        os.kill(self.loop.pid, signal.SIGUSR2)
-        m, _ = self.loop.proc.wait_line(r"^PROFILER off events=(\d+)", 300, self.since)
-        if m is None:
-            raise RuntimeError("torch.profiler did not stop:\n" + self.loop.proc.text(self.since))
-        return {"events": int(m.group(1))}
+        try:
+            self.truth = self.fresh.finish()
+            m = re.search(r"^PROFILER off events=(\d+)", self.fresh.proc.text(), re.M)
+        finally:
+            os.killpg(self.paused.pid, signal.SIGCONT)
+        return {"events": int(m.group(1)) if m else None, "fresh_process": self.fresh.pid}
 
     def cpu_s(self):
         return None
+
+    def cleanup(self):
+        if getattr(self, "fresh", None) is not None:
+            self.fresh.proc.kill()
+        if getattr(self, "paused", None) is not None:
+            try:
+                os.killpg(self.paused.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
 
 
 class Bpftrace(Tracer):
@@ -313,7 +343,7 @@ class Bpftrace(Tracer):
     def detach(self):
         out = self._stop(signal.SIGINT, "bpftrace")
         on = re.findall(r"^@on_cpu_ns\[\d+\]: (\d+)", out, re.M)
-        calls = re.findall(r"^\[[^\]]*[\])]\s+(\d+) \|", out, re.M)
+        calls = re.findall(r"^\[[^\])\n]*[\])]\s+(\d+) \|", out, re.M)   # "[2, 4)   972 |@@|"
         return {"threads": len(on), "on_cpu_s": sum(int(x) for x in on) / 1e9,
                 "sync_calls": sum(int(x) for x in calls)}
 
@@ -327,11 +357,13 @@ TRACERS = {"untraced": Untraced, "A/A control": Untraced, "pipeprof -p": Report,
 class Loop:
     """One workload, started once and measured under every configuration in turn."""
 
-    def __init__(self, name, script, extra, python, tmp):
-        self.name = name
-        self.truth = os.path.join(tmp, "%s.json" % name)
+    def __init__(self, name, script, extra, python, tmp, more=(), warmup=0):
+        self.name, self.script, self.extra, self.python, self.tmp = name, script, extra, python, tmp
+        self.warmup = warmup
+        fd, self.truth = tempfile.mkstemp(prefix=name + "-", suffix=".json", dir=tmp)
+        os.close(fd)
         argv = [python, os.path.join(WORKLOADS, script), "--duration", "86400",
-                "--truth", self.truth, "--torch-profiler", "signal"] + extra
+                "--truth", self.truth] + list(extra) + list(more)
         self.proc = Lines(argv, cwd=REPO)
         m, _ = self.proc.wait_line(r"^READY pid=(\d+)", 180)
         if m is None:
@@ -345,7 +377,7 @@ class Loop:
     def finish(self):
         """Stops the loop (SIGINT: it finishes its step and writes its truth file); the file."""
         rc = self.proc.stop(signal.SIGINT, 300)
-        if rc != 0 or not os.path.exists(self.truth):
+        if rc != 0 or not os.path.getsize(self.truth):
             raise RuntimeError("%s exited %s:\n%s" % (self.name, rc, self.proc.text()[-3000:]))
         with open(self.truth) as f:
             return json.load(f)
@@ -394,22 +426,54 @@ def measure(loop, config, args):
         if cpu0 is not None and cpu1 is not None:
             rec["tracer_cpu_s"] = round(cpu1 - cpu0, 3)
         rec["evidence"] = tracer.detach()
+        if tracer.truth is not None:
+            rate_of(rec, tracer.truth)
     except RuntimeError as e:
         rec["error"] = str(e)
-        if tracer.proc is not None:
-            tracer.proc.kill()
+        tracer.cleanup()
+    except BaseException:
+        tracer.cleanup()
+        raise
     if not loop.alive():
-        raise RuntimeError("%s died under %s:\n%s" % (loop.name, config, loop.proc.text()[-3000:]))
+        # Not ours: something else on the machine stopped it. Its windows so far still count.
+        rec["error"] = "the loop exited during this measurement:\n" + loop.proc.text()[-1000:]
+        return rec
     time.sleep(args.gap)
     return rec
 
 
-def run_loop(name, script, extra, args, configs, python, tmp):
-    print("%s: starting %s" % (name, script), flush=True)
-    loop = Loop(name, script, extra, python, tmp)
-    records = []
+def settle_records(loop, pending):
+    """Stops loop and fills in the rates of the records measured on it."""
     try:
+        truth = loop.finish()
+    except RuntimeError as e:
+        truth = None
+        err = str(e)
+    finally:
+        loop.proc.kill()
+    for rec in pending:
+        if rec["error"]:
+            rec["rate"] = None
+        elif "rate" not in rec:
+            if truth is None:
+                rec["error"], rec["rate"] = "the loop's truth file was lost: " + err, None
+            else:
+                rate_of(rec, truth)
+        rec["loop_pid"] = loop.pid
+    if truth is not None:
+        return truth.get("stop_reason")
+    return None
+
+
+def run_loop(name, script, extra, args, configs, python, tmp):
+    def start():
+        print("%s: starting %s" % (name, script), flush=True)
+        lp = Loop(name, script, extra, python, tmp, warmup=args.warmup)
         time.sleep(args.warmup)
+        return lp
+
+    loop, records, pending, restarts = start(), [], [], []
+    try:
         for r in range(args.rounds):
             k = r % len(configs)
             order = configs[k:] + configs[:k]
@@ -417,25 +481,32 @@ def run_loop(name, script, extra, args, configs, python, tmp):
                 rec = measure(loop, config, args)
                 rec["round"] = r + 1
                 records.append(rec)
+                pending.append(rec)
                 print("  %s round %d %-16s %s" % (name, r + 1, config,
                       "attached in %.1f s, load %.2f" % (rec["attach_s"], rec["load1"])
                       if not rec["error"] else "FAILED: " + rec["error"].splitlines()[0]),
                       flush=True)
-        truth = loop.finish()
+                if not loop.alive():
+                    why = settle_records(loop, pending)
+                    msg = "%s: the loop (PID %d) exited in round %d (%s); started again" % (
+                        name, loop.pid, r + 1, why or "no truth file")
+                    print("warning: " + msg, flush=True)
+                    restarts.append(msg)
+                    loop, pending = start(), []
     finally:
-        loop.proc.kill()
+        settle_records(loop, pending)
+    return records, restarts
+
+
+def rate_of(rec, truth):
+    """Fills rec's rate, steps and loop_runq from the truth file of the loop it measured."""
+    if "_seg_t0" not in truth:
+        truth["_seg_t0"] = [seg[1] for seg in truth["segments"]]
+        truth["_seg_t1"] = [seg[2] for seg in truth["segments"]]
     per_step = truth["extra"].get("launches_per_step", 1)
-    truth["_seg_t0"] = [seg[1] for seg in truth["segments"]]
-    truth["_seg_t1"] = [seg[2] for seg in truth["segments"]]
-    for rec in records:
-        if rec["error"]:
-            rec["rate"] = None
-            continue
-        rec["rate"], rec["steps"] = window_rate(truth["steps"], rec["t0_ns"], rec["t1_ns"],
-                                                per_step)
-        runq = window_runq(truth, rec["t0_ns"], rec["t1_ns"])
-        rec["loop_runq"] = round(runq, 4) if runq is not None else None
-    return records
+    rec["rate"], rec["steps"] = window_rate(truth["steps"], rec["t0_ns"], rec["t1_ns"], per_step)
+    runq = window_runq(truth, rec["t0_ns"], rec["t1_ns"])
+    rec["loop_runq"] = round(runq, 4) if runq is not None else None
 
 
 def summarize(records, configs, rounds):
@@ -566,7 +637,8 @@ def main():
             python = os.path.join(tmp, COMM)
             os.symlink("/usr/bin/python3", python)
             for name, script, extra, unit, label in loops:
-                records = run_loop(name, script, extra, args, measured, python, tmp)
+                records, restarts = run_loop(name, script, extra, args, measured, python, tmp)
+                notes.extend(restarts)
                 results[name] = {"unit": unit, "workload": script, "records": records,
                                  "summary": summarize(records, measured, args.rounds)}
     finally:

@@ -237,55 +237,11 @@ def add_common_args(parser, duration=30.0):
                         help="seconds to run after READY (default %(default)s)")
     parser.add_argument("--truth", default=None, help="write the ground-truth JSON here at exit")
     parser.add_argument("--quiet", action="store_true", help="no summary line at exit")
-    parser.add_argument("--torch-profiler", choices=("off", "on", "signal"), default="off",
-                        help="run the loop under torch.profiler.profile(activities=[CPU]): "
-                        "'on' wraps the whole loop after READY; 'signal' wraps the steps between "
-                        "a SIGUSR1 and the next SIGUSR2 (tools/bench/compare.py's in-process "
-                        "alternative). Prints 'PROFILER on' / 'PROFILER off events=N' (default "
-                        "%(default)s)")
+    parser.add_argument("--torch-profiler", action="store_true",
+                        help="run the whole loop inside torch.profiler.profile(activities=[CPU]) "
+                        "(the in-process alternative tools/bench/compare.py measures); prints "
+                        "'PROFILER off events=N' once it has left the profile")
     return parser
-
-
-class _TorchProfiler:
-    """torch.profiler.profile(activities=[ProfilerActivity.CPU]), entered and left between steps.
-
-    In 'signal' mode SIGUSR1 asks for a session and SIGUSR2 ends it; the loop acts on the request
-    at the next step boundary and says so on stdout, so a benchmark knows when the profiler is in
-    place. Leaving a session builds its event list (as a profile's __exit__ does), outside the
-    span the benchmark measures."""
-
-    def __init__(self, mode):
-        import torch.profiler  # imported before READY: not inside any measured span
-        self.torch = torch
-        self.mode = mode
-        self.want = mode == "on"
-        self.prof = None
-        if mode == "signal":
-            signal.signal(signal.SIGUSR1, self._on_signal)
-            signal.signal(signal.SIGUSR2, self._on_signal)
-
-    def _on_signal(self, signum, frame):
-        self.want = signum == signal.SIGUSR1
-
-    def pending(self):
-        return self.want != (self.prof is not None)
-
-    def sync(self):
-        """Starts or ends a session to match the last request."""
-        if self.want and self.prof is None:
-            ProfilerActivity = self.torch.profiler.ProfilerActivity
-            self.prof = self.torch.profiler.profile(activities=[ProfilerActivity.CPU])
-            self.prof.__enter__()
-            _say("PROFILER on")
-        elif not self.want and self.prof is not None:
-            prof, self.prof = self.prof, None
-            prof.__exit__(None, None, None)
-            _say("PROFILER off events=%d" % len(prof.events()))
-
-
-def _say(line):
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
 
 
 def run(rec, args, warmup, step, cleanup=None):
@@ -300,22 +256,16 @@ def run(rec, args, warmup, step, cleanup=None):
         info = warmup() or {}
         if rec.stop:
             return 0
-        mode = getattr(args, "torch_profiler", "off")
-        if mode != "off":
-            prof = _TorchProfiler(mode)
-            info["torch_profiler"] = mode
+        if getattr(args, "torch_profiler", False):
+            import torch.profiler
+            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+            prof.__enter__()    # left in the finally below, after the loop
+            info["torch_profiler"] = True
         rec.ready(args.duration, **info)
         try:
-            if prof is None:
-                while rec.running():
-                    step()
-                    rec.step()
-            else:
-                while rec.running():
-                    if prof.pending():
-                        prof.sync()
-                    step()
-                    rec.step()
+            while rec.running():
+                step()
+                rec.step()
         except Exception as e:
             # a signal to the whole process group also stops the DataLoader workers, and the
             # loader then raises in next(): expected while stopping, an error otherwise
@@ -326,8 +276,9 @@ def run(rec, args, warmup, step, cleanup=None):
         rec.end_ns = rec.end_ns or _mono()
         rec.recording = False
         if prof is not None:
-            prof.want = False
-            prof.sync()
+            prof.__exit__(None, None, None)   # builds the event list, as leaving a `with` does
+            sys.stdout.write("PROFILER off events=%d\n" % len(prof.events()))
+            sys.stdout.flush()
         try:
             if cleanup is not None:
                 cleanup()
