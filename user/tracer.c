@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/membarrier.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <bpf/bpf.h>
@@ -235,6 +238,68 @@ cleanup:
 	return err;
 }
 
+/* Wall and CPU time of each attach phase, for -v: where a slow attach spends its time. */
+struct attach_clock {
+	__u64 wall0, cpu0, wall, cpu;
+	char line[320];
+	size_t len;
+};
+
+static __u64 cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void attach_clock_start(struct attach_clock *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->wall0 = c->wall = monotonic_ns();
+	c->cpu0 = c->cpu = cpu_ns();
+}
+
+static void attach_phase(struct attach_clock *c, const char *name)
+{
+	__u64 wall = monotonic_ns(), cpu = cpu_ns();
+	int n = snprintf(c->line + c->len, sizeof(c->line) - c->len, "%s%s %.1f/%.1f",
+			 c->len ? ", " : "", name, (wall - c->wall) / 1e6, (cpu - c->cpu) / 1e6);
+
+	if (n > 0 && (size_t)n < sizeof(c->line) - c->len)
+		c->len += n;
+	c->wall = wall;
+	c->cpu = cpu;
+}
+
+/* Reading the kernel's BTF (5 MB, twice: kernel features, then libbpf) into fresh heap pages
+ * cost ~40 ms a read here, two thirds of it page faults, which are dear under a paravirtual MMU.
+ * Faulting a heap area in with one madvise() and keeping it for those reads makes each ~10 ms;
+ * the area goes back once the object is loaded. */
+#define BTF_HEAP_BYTES (16u << 20)
+
+static void heap_prefault(void)
+{
+	void *area;
+
+	mallopt(M_MMAP_THRESHOLD, 2 * BTF_HEAP_BYTES);	/* the BTF buffers come from the heap */
+	mallopt(M_TRIM_THRESHOLD, 4 * BTF_HEAP_BYTES);	/* and stay there between the reads */
+	area = malloc(BTF_HEAP_BYTES);
+	if (!area)
+		return;
+	/* Best effort: kernels before 5.14 lack MADV_POPULATE_WRITE, and then the reads fault
+	 * as before. */
+	madvise((void *)(((uintptr_t)area + 4095) & ~(uintptr_t)4095), BTF_HEAP_BYTES - 4096,
+		MADV_POPULATE_WRITE);
+	free(area);
+}
+
+static void heap_release(void)
+{
+	mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+	malloc_trim(0);
+}
+
 static int libbpf_print_fn(enum libbpf_print_level level, const char *format, va_list args)
 {
 	return vfprintf(stderr, format, args);
@@ -268,10 +333,13 @@ static int open_window(struct tracer *t)
 int tracer_start(struct tracer *t, const struct tracer_opts *o)
 {
 	pid_t root = o->root;
+	struct attach_clock clock;
 	struct stat st;
 	int err;
 
+	attach_clock_start(&clock);
 	memset(t, 0, sizeof(*t));
+	heap_prefault();
 	t->root = root;
 	t->verbose = o->verbose;
 	t->hist_kinds = o->hist_kinds;
@@ -296,9 +364,11 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		fprintf(stderr, "pipeprof: cannot open the BPF object: %s\n", strerror(-err));
 		return err;
 	}
+	attach_phase(&clock, "checks+open");
 	err = kfeatures_probe(t->skel, &t->uprobe_multi);
 	if (err)
 		return err;
+	attach_phase(&clock, "kernel features");
 	t->skel->rodata->trainer_tid = o->trainer_tid;
 	t->skel->rodata->record_wakers = o->record_wakers;
 	if (!o->record_wakers)
@@ -314,6 +384,8 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	if (err)
 		return err;
 	err = pipeprof_bpf__load(t->skel);
+	heap_release();
+	attach_phase(&clock, "load");
 	if (err) {
 		if (errno_is_privilege(err))
 			fprintf(stderr, "pipeprof: permission denied loading BPF programs although "
@@ -343,6 +415,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		fprintf(stderr, "pipeprof: cannot attach the scheduler tracepoints: %s\n", strerror(-err));
 		return err;
 	}
+	attach_phase(&clock, "attach");
 	err = seed_descendants(t);
 	if (err) {
 		fprintf(stderr, "pipeprof: cannot follow the process tree of %d: %s\n", root, strerror(-err));
@@ -352,13 +425,22 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		fprintf(stderr, "pipeprof: process %d exited while attaching\n", root);
 		return -ESRCH;
 	}
+	attach_phase(&clock, "process tree");
 	err = self_check(t);
 	if (err)
 		return err;
+	attach_phase(&clock, "self-check");
 	err = tracer_refresh(t);
 	if (err)
 		return err;
-	return open_window(t);
+	attach_phase(&clock, "libraries");
+	err = open_window(t);
+	attach_phase(&clock, "threads");
+	if (t->verbose)
+		fprintf(stderr, "pipeprof: attached in %.1f ms (%.1f ms CPU); per phase, ms wall/CPU: "
+			"%s\n", (clock.wall - clock.wall0) / 1e6, (clock.cpu - clock.cpu0) / 1e6,
+			clock.line);
+	return err;
 }
 
 
