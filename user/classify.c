@@ -40,6 +40,14 @@ static const struct {
 
 #define NR_STALL_VERDICTS (sizeof(stall_verdicts) / sizeof(stall_verdicts[0]))
 
+enum verdict verdict_of_stall(enum pp_state state)
+{
+	for (size_t k = 0; k < NR_STALL_VERDICTS; k++)
+		if (stall_verdicts[k].state == state)
+			return stall_verdicts[k].verdict;
+	return NR_VERDICTS;
+}
+
 /* "Step after step": a feeding thread ends the trainer's waits at least this often. */
 #define FEEDER_MIN_WAKEUPS 5
 #define FEEDER_MIN_WAKEUPS_PER_S 1.0
@@ -165,188 +173,6 @@ static int pick_trainer(const struct thread_result *threads, int n, const struct
 	}
 	*how = TRAINER_MAIN_THREAD;
 	return main_thread;
-}
-
-static struct recommendation *add_rec(struct analysis *a, const char *id, double bound)
-{
-	struct recommendation *r;
-
-	if (a->nr_recs >= MAX_RECOMMENDATIONS)
-		return NULL;
-	r = &a->recs[a->nr_recs++];
-	r->id = id;
-	r->speedup_bound = bound;
-	r->text[0] = 0;
-	return r;
-}
-
-#define REC(a, id, bound, ...)                                                    \
-	do {                                                                      \
-		struct recommendation *r_ = add_rec(a, id, bound);                \
-		if (r_)                                                           \
-			snprintf(r_->text, sizeof(r_->text), __VA_ARGS__);        \
-	} while (0)
-
-static void recommend_data(struct analysis *a, const struct analysis_input *in, double f)
-{
-	const struct role_result *w = &a->worker_loops;
-	double bound = speedup_bound(f);
-	double run = frac(w->ns, w->wall_ns, PP_RUNNING);
-	double io = frac(w->ns, w->wall_ns, PP_IO_WAIT);
-	double runq = frac(w->ns, w->wall_ns, PP_RUNQ);
-	double idle = role_idle_fraction(w);
-	double idle_cpus = in->cpu_busy >= 0 ? in->ncpus * (1.0 - in->cpu_busy) : -1;
-
-	if (!a->roles[ROLE_WORKER].processes) {
-		REC(a, "dataloader_workers", bound,
-		    "No DataLoader worker processes were seen: use num_workers>0 so batches are prepared "
-		    "in parallel with the training step.");
-		return;
-	}
-	if (run >= 0.5 && idle_cpus >= 0.5)
-		REC(a, "more_workers", bound,
-		    "Workers are busy preprocessing (%.0f%% on-CPU) and about %.1f of %d CPUs are idle: "
-		    "raise num_workers (now %d worker process%s).",
-		    run * 100, idle_cpus, in->ncpus, w->processes, w->processes == 1 ? "" : "es");
-	else if (run >= 0.5 && in->cpu_busy >= 0)
-		REC(a, "cheaper_transforms", bound,
-		    "Workers are busy preprocessing (%.0f%% on-CPU) and the CPUs are saturated (%.0f%% busy): "
-		    "make transforms cheaper, cache decoded/preprocessed samples, or move augmentation to the GPU.",
-		    run * 100, in->cpu_busy * 100);
-	else if (run >= 0.5)
-		/* Machine load unknown: both remedies stay possible. */
-		REC(a, "more_workers_or_cheaper_transforms", bound,
-		    "Workers are busy preprocessing (%.0f%% on-CPU): raise num_workers if CPUs are idle, "
-		    "else make transforms cheaper or cache preprocessed samples.", run * 100);
-	if (io >= 0.2)
-		REC(a, "faster_storage", bound,
-		    "Workers wait on storage %.0f%% of their time: cache the dataset locally or in RAM, use "
-		    "faster storage or larger sequential reads, or more workers to keep more reads in flight.",
-		    io * 100);
-	if (runq >= 0.2)
-		REC(a, "oversubscribed_workers", bound,
-		    "Workers are runnable but not running %.0f%% of their time: the CPUs are oversubscribed; "
-		    "use fewer workers or torch.set_num_threads(1) in worker_init_fn.", runq * 100);
-	if (idle >= 0.5)
-		REC(a, "ipc_collate", bound,
-		    "Workers are idle %.0f%% of their time while the trainer waits: the hand-off is the "
-		    "bottleneck (IPC, collate); try pin_memory=True, persistent_workers=True, a higher "
-		    "prefetch_factor, or cheaper collate_fn / larger samples per fetch.", idle * 100);
-	REC(a, "loader_settings", bound,
-	    "Check the DataLoader settings: pin_memory=True for GPU training, persistent_workers=True to "
-	    "avoid re-forking workers every epoch, prefetch_factor to buffer more batches.");
-}
-
-/* The thread a thread verdict names, with its own breakdown. */
-static void recommend_thread(struct analysis *a, const struct thread_result *threads, double f)
-{
-	const struct waited_on *w = a->verdict_waited_on >= 0 ? &a->waited_on[a->verdict_waited_on] : NULL;
-	const struct thread_result *t = w && w->thread_index >= 0 ? &threads[w->thread_index] : NULL;
-	double bound = speedup_bound(f);
-	char who[64];
-
-	if (!w) {
-		REC(a, "find_thread_waited_on", bound,
-		    "The trainer waits %.0f%% of its time for other threads of its process (a lock, the GIL, "
-		    "a queue); which thread was not recorded: run `pipeprof -p PID` for the wakers.", f * 100);
-		return;
-	}
-	format_waker_name(who, sizeof(who), w);
-	if (a->verdict == VERDICT_DATA_LOADING_THREAD) {
-		REC(a, "loader_thread_to_workers", bound,
-		    "The trainer waits %.0f%% of its time for %s, which computes its input (on-CPU %.0f%%): "
-		    "move that work into DataLoader worker processes (num_workers>0), or run more loader "
-		    "threads if the work releases the GIL (torch/NumPy ops, I/O).",
-		    f * 100, who, t ? 100 * frac(t->ns, t->wall_ns, PP_RUNNING) : 0);
-		return;
-	}
-	if (t)
-		REC(a, "thread_contention", bound,
-		    "The trainer waits %.0f%% of its time for %s (%s), which is itself on-CPU %.0f%%, "
-		    "sleeping %.0f%%, in I/O %.0f%%: it holds something the trainer needs (a lock, the GIL, "
-		    "a queue); do not hold it across slow work (sleeps, I/O, long computations), or stop "
-		    "the trainer depending on it.", f * 100, who, role_name(t->role),
-		    100 * frac(t->ns, t->wall_ns, PP_RUNNING),
-		    100 * (frac(t->ns, t->wall_ns, PP_OTHER) + frac(t->ns, t->wall_ns, PP_THREAD_WAIT) +
-			   frac(t->ns, t->wall_ns, PP_DATA_WAIT) + frac(t->ns, t->wall_ns, PP_COMM_WAIT)),
-		    100 * frac(t->ns, t->wall_ns, PP_IO_WAIT));
-	else
-		REC(a, "thread_contention", bound,
-		    "The trainer waits %.0f%% of its time for %s, which pipeprof does not trace (another "
-		    "process): remove the contention on what they share.", f * 100, who);
-}
-
-static void recommend(struct analysis *a, const struct analysis_input *in, const struct thread_result *tr,
-		      const struct thread_result *threads)
-{
-	double f = a->verdict_fraction, bound = speedup_bound(f);
-	double secs = in->window_ns / 1e9;
-
-	switch (a->verdict) {
-	case VERDICT_DATA_LOADING:
-		recommend_data(a, in, f);
-		break;
-	case VERDICT_GPU:
-		REC(a, "gpu_healthy", bound,
-		    "The GPU is the bottleneck, which is what a GPU job should be; to go faster, make the "
-		    "GPU work cheaper: mixed precision (torch.autocast, bf16/fp16), a larger batch if memory allows.");
-		/* Many short waits mean the host keeps draining the queue, not a slow GPU. */
-		if (secs > 0 && tr->gpu_calls / secs > 100 && in->gpu_sync_mean_us < 2000)
-			REC(a, "fewer_host_syncs", bound,
-			    "The trainer synchronises with the GPU %.0f times a second: remove host syncs in the "
-			    "loop (.item(), .cpu(), printing tensors, torch.cuda.synchronize()).",
-			    tr->gpu_calls / secs);
-		break;
-	case VERDICT_CPU:
-		REC(a, "move_work_off_trainer", bound,
-		    "The trainer thread computes on the CPU %.0f%% of the time: move preprocessing into "
-		    "DataLoader workers, and cut Python and launch overhead with torch.compile or CUDA graphs.",
-		    f * 100);
-		break;
-	case VERDICT_IO:
-		REC(a, "load_in_workers", bound,
-		    "The trainer itself blocks on storage %.0f%% of the time%s: load data in DataLoader "
-		    "workers (num_workers>0) so reads overlap compute, cache the dataset in RAM or on local "
-		    "NVMe, read larger sequential chunks.",
-		    f * 100, in->io_requests ? " (see the device latency histogram)" : "");
-		break;
-	case VERDICT_CONTENTION: {
-		char load[96] = "";
-
-		if (in->cpu_busy >= 0 && in->runnable_avg >= 0)
-			snprintf(load, sizeof(load), " (CPUs %.0f%% busy, %.1f runnable tasks on %d CPUs "
-				 "on average)", in->cpu_busy * 100, in->runnable_avg, in->ncpus);
-		REC(a, "fewer_threads", bound,
-		    "The trainer is runnable but waiting for a CPU %.0f%% of the time%s: reduce threads "
-		    "(torch.set_num_threads, OMP_NUM_THREADS, fewer workers), pin CPUs (taskset), or move "
-		    "competing jobs away.", f * 100, load);
-		break;
-	}
-	case VERDICT_COMM:
-		REC(a, "find_straggler", bound,
-		    "The trainer waits on collectives %.0f%% of the time: in a job whose network is not "
-		    "saturated that is waiting for a slower rank. Run pipeprof on the other ranks and fix "
-		    "the straggler's own stall first.", f * 100);
-		REC(a, "overlap_comm", bound,
-		    "Overlap communication with compute and tune bucket sizes (DDP bucket_cap_mb); check "
-		    "the network.");
-		break;
-	case VERDICT_DATA_LOADING_THREAD:
-	case VERDICT_WAITING_ON_THREAD:
-		recommend_thread(a, threads, f);
-		break;
-	case VERDICT_GPU_UNOBSERVED:
-		REC(a, "probe_gpu", 0,
-		    "Make the GPU library readable to pipeprof (the \"Not traced\" section says why it is "
-		    "not probed) and trace again: until its synchronising calls are timed, GPU wait cannot "
-		    "be told from compute.");
-		break;
-	default:
-		REC(a, "undetermined", 0,
-		    "No stall reaches the threshold and the trainer is mostly off-CPU for reasons the model "
-		    "does not attribute (timers, locks, unrelated wakers): check --tid is the training thread.");
-		break;
-	}
 }
 
 /* The thread that ended most of the trainer's THREAD_WAIT, or -1. */
@@ -477,10 +303,9 @@ static void format_verdict_line(struct analysis *a, const struct thread_result *
 		append(buf, size, "%s%s %.1f%%%s", shown++ ? ", " : "; also ", state_name(sn->state),
 		       sn->fraction * 100, sn->near_threshold ? " (near the threshold)" : "");
 	}
-	if (a->verdict == VERDICT_CPU)
-		append(buf, size, "; work taken off this thread speeds the loop up by at most %.2fx",
-		       a->speedup_bound);
-	else if (a->verdict != VERDICT_UNDETERMINED && a->verdict != VERDICT_GPU_UNOBSERVED)
+	/* Compute is no stall: removing it all is no fix, and 1/(1-f) of it says nothing. */
+	if (a->verdict != VERDICT_CPU && a->verdict != VERDICT_UNDETERMINED &&
+	    a->verdict != VERDICT_GPU_UNOBSERVED)
 		append(buf, size, "; removing it entirely would speed the loop up by at most %.2fx",
 		       a->speedup_bound);
 }
@@ -536,8 +361,8 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 	a->verdict_state = PP_OTHER;
 	if (a->trainer_index < 0 || !threads[a->trainer_index].wall_ns) {
 		a->speedup_bound = 1.0;
-		REC(a, "no_trainer", 0, "The trainer thread was not seen running in the window.");
 		format_verdict_line(a, threads);
+		recommend(a, in, NULL, threads, n);
 		return;
 	}
 	tr = &threads[a->trainer_index];
@@ -572,24 +397,10 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 		a->verdict_waited_on = -1;
 	}
 	note_stalls(a, in, tr);
-	/* Unattributed sleep is no stall a fix is known for: no bound to promise. */
-	a->speedup_bound = a->verdict == VERDICT_UNDETERMINED || a->verdict == VERDICT_GPU_UNOBSERVED ?
-			   1.0 : speedup_bound(a->verdict_fraction);
+	/* Unattributed sleep is no stall a fix is known for, and compute none at all: no bound
+	 * to promise. */
+	a->speedup_bound = a->verdict == VERDICT_UNDETERMINED || a->verdict == VERDICT_GPU_UNOBSERVED ||
+			   a->verdict == VERDICT_CPU ? 1.0 : speedup_bound(a->verdict_fraction);
 	format_verdict_line(a, threads);
-	recommend(a, in, tr, threads);
-
-	/* A second stall over the threshold deserves its own line. */
-	for (size_t k = 0; k < NR_STALL_VERDICTS; k++) {
-		enum pp_state s = stall_verdicts[k].state;
-		double f = frac(tr->ns, tr->wall_ns, s);
-
-		if (s != a->verdict_state && f >= in->threshold)
-			REC(a, "secondary_stall", speedup_bound(f),
-			    "%s also takes %.0f%% of the trainer's time (%s would follow once the first is fixed).",
-			    state_name(s), f * 100, verdict_name(stall_verdicts[k].verdict));
-	}
-	if (a->verdict != VERDICT_CPU && frac(tr->ns, tr->wall_ns, PP_RUNNING) >= in->threshold)
-		REC(a, "compute_share", 0,
-		    "The trainer computes on the CPU %.0f%% of the time: after the stall is removed, "
-		    "that compute bounds the step time.", frac(tr->ns, tr->wall_ns, PP_RUNNING) * 100);
+	recommend(a, in, tr, threads, n);
 }

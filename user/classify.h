@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "pipeprof.h"
+#include "predict.h"
 
 enum role { ROLE_TRAINER, ROLE_WORKER, ROLE_HELPER, NR_ROLES };
 
@@ -83,7 +84,11 @@ struct stall_note {
 struct recommendation {
 	const char *id;		/* stable key for JSON consumers */
 	char text[480];
-	double speedup_bound;	/* 1/(1-f) of the stall it addresses; 0 when not applicable */
+	/* The measured facts the advice rests on: every recommendation has some. */
+	char evidence[320];
+	/* 1/(1-f) of the stall it addresses, or an Amdahl bound; 0 when not applicable. */
+	double speedup_bound;
+	int prediction;		/* into analysis.model.predictions, or -1 */
 };
 
 /* What the analysis needs beyond per-thread states. */
@@ -100,6 +105,10 @@ struct analysis_input {
 	/* A GPU library is mapped and no synchronising call is timed: a spinning sync reads as
 	 * RUNNING, a blocking one as a wait on the driver's thread. */
 	bool gpu_unprobed;
+	/* A GPU library (libcudart, libcuda) is mapped by the job, probed or not: without one,
+	 * no advice may be about the GPU. */
+	bool gpu_mapped;
+	int workers_forked;	/* worker processes started inside the window (an epoch's re-fork) */
 	const struct wake_record *wakes;	/* NULL when not recorded (the daemon) */
 	int nr_wakes;
 };
@@ -118,6 +127,8 @@ struct analysis {
 	double speedup_bound;
 	int nr_recs;
 	struct recommendation recs[MAX_RECOMMENDATIONS];
+	/* The pipeline model the recommendations' predictions come from (predict.h). */
+	struct pipeline_model model;
 	/* What ended the trainer's waits, most time first; shares are of waited_total_ns. */
 	int nr_waited_on;
 	struct waited_on waited_on[MAX_WAITED_ON];
@@ -134,6 +145,8 @@ const char *state_name(enum pp_state state);
 const char *role_name(enum role role);
 const char *verdict_name(enum verdict verdict);
 const char *verdict_id(enum verdict verdict);
+/* The verdict a stall carries when it is the largest (NR_VERDICTS: not a stall). */
+enum verdict verdict_of_stall(enum pp_state state);
 
 /* Time after the last event, up to end_ns, goes to the state the thread's phase implies;
  * a thread never seen off its initial unknown phase is taken as asleep unless proc_state
@@ -156,5 +169,13 @@ double role_idle_fraction(const struct role_result *r);
 /* Roles, trainer, verdict and recommendations. threads[i].role is filled in. */
 void analyse(struct thread_result *threads, int nr_threads, const struct analysis_input *in,
 	     struct analysis *out);
+
+/* recommend.c: the pipeline model's inputs from the analysis, the model, and the
+ * recommendations of a->verdict, each with its evidence (tr: the trainer, never NULL). */
+void pipeline_inputs_of(const struct analysis *a, const struct thread_result *threads, int n,
+			const struct analysis_input *in, const struct thread_result *tr,
+			struct pipeline_inputs *out);
+void recommend(struct analysis *a, const struct analysis_input *in, const struct thread_result *tr,
+	       const struct thread_result *threads, int n);
 
 #endif

@@ -392,6 +392,7 @@ void process_window(struct daemon *d, struct job *j, __u64 now)
 		return;
 	job_gpu_io_input(j, &in);
 	in.gpu_unprobed = tracer_gpu_unprobed(&j->tracer);
+	in.gpu_mapped = tracer_gpu_mapped(&j->tracer);
 	analyse(threads, nr, &in, &an);
 	window_steps(j, an.trainer_index >= 0 ? threads[an.trainer_index].tid : 0, step_slots,
 		     &step_sum);

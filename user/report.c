@@ -152,6 +152,32 @@ static void print_waited_on(FILE *out, const struct report *r)
 	}
 }
 
+static double predicted(const struct analysis *a, const struct recommendation *rec)
+{
+	return rec->prediction >= 0 && rec->prediction < a->model.nr_predictions ?
+	       a->model.predictions[rec->prediction].speedup : 0;
+}
+
+/* Each with the facts it rests on, and the bound in brackets. */
+static void print_recommendations(FILE *out, const struct analysis *a, char *shown, size_t size)
+{
+	if (!a->nr_recs)
+		return;
+	fprintf(out, "\nRecommendations:\n");
+	for (int i = 0; i < a->nr_recs; i++) {
+		const struct recommendation *rec = &a->recs[i];
+
+		fprintf(out, "  %d. %s", i + 1, san_text(shown, size, rec->text, sizeof(rec->text)));
+		/* A prediction is in the advice's own words; the bound is the stall's. */
+		if (rec->speedup_bound > 1.0)
+			fprintf(out, " [at most %.2fx]", rec->speedup_bound);
+		fputc('\n', out);
+		if (rec->evidence[0])
+			fprintf(out, "     measured: %s\n", san_text(shown, size, rec->evidence,
+								sizeof(rec->evidence)));
+	}
+}
+
 /*
  * Every string here that holds a name, a command line or a path of the target's goes through
  * san_text(): its owner chose those bytes, and a terminal would act on their escapes.
@@ -166,6 +192,7 @@ void report_print_text(FILE *out, const struct report *r)
 	/* shown holds each string escaped whole: cmdline is the largest of them. */
 	_Static_assert(sizeof(a->verdict_line) <= sizeof(r->cmdline) &&
 		       sizeof(a->recs[0].text) <= sizeof(r->cmdline) &&
+		       sizeof(a->recs[0].evidence) <= sizeof(r->cmdline) &&
 		       sizeof(r->not_traced[0]) <= sizeof(r->cmdline), "shown is too small");
 
 	fprintf(out, "pipeprof: PID %d (%s) traced %.2f s: %d process%s, %d thread%s\n", r->root_pid,
@@ -221,16 +248,7 @@ void report_print_text(FILE *out, const struct report *r)
 	print_waited_on(out, r);
 	print_evidence(out, r);
 
-	if (a->nr_recs) {
-		fprintf(out, "\nRecommendations:\n");
-		for (int i = 0; i < a->nr_recs; i++) {
-			fprintf(out, "  %d. %s", i + 1, san_text(shown, sizeof(shown), a->recs[i].text,
-								 sizeof(a->recs[i].text)));
-			if (a->recs[i].speedup_bound > 1.0)
-				fprintf(out, " [at most %.2fx]", a->recs[i].speedup_bound);
-			fputc('\n', out);
-		}
-	}
+	print_recommendations(out, a, shown, sizeof(shown));
 
 	fprintf(out, "\nNot traced / lost:\n");
 	if (!r->nr_not_traced)
@@ -368,6 +386,68 @@ static json_object *gpu_json(const struct report *r)
 		json_object_array_add(apis, a);
 	}
 	json_object_object_add(o, "apis", apis);
+	return o;
+}
+
+/* A limit or bound the model did not set (0) is null, never 0: "no limit", not "no speed". */
+static json_object *positive(double v)
+{
+	return v > 0 ? json_object_new_double(v) : NULL;
+}
+
+/* The pipeline model: its inputs, what it derives, and every prediction (predict.h); rates
+ * are in units of the window's own steps/s. */
+static json_object *model_json(const struct pipeline_model *m)
+{
+	const struct pipeline_inputs *in = &m->in;
+	json_object *o = json_object_new_object(), *i = json_object_new_object();
+	json_object *d = json_object_new_object(), *arr = json_object_new_array();
+
+	json_object_object_add(i, "window_s", json_object_new_double(in->window_s));
+	json_object_object_add(i, "ncpus", json_object_new_int(in->ncpus));
+	json_object_object_add(i, "busy_fraction", in->cpu_busy >= 0 ?
+			       json_object_new_double(in->cpu_busy) : NULL);
+	json_object_object_add(i, "trainer_cpus", json_object_new_double(in->trainer_cpus));
+	json_object_object_add(i, "helper_cpus", json_object_new_double(in->helper_cpus));
+	json_object_object_add(i, "worker_cpus", json_object_new_double(in->worker_cpus));
+	json_object_object_add(i, "trainer_own_share", json_object_new_double(in->trainer_own));
+	json_object_object_add(i, "trainer_running_share", json_object_new_double(in->trainer_running));
+	json_object_object_add(i, "workers", json_object_new_int(in->workers));
+	json_object_object_add(i, "worker_loop_cpus", json_object_new_double(in->worker_loop_cpus));
+	json_object_object_add(i, "worker_loop_io", json_object_new_double(in->worker_loop_io));
+	json_object_object_add(i, "compute_threads", json_object_new_int(in->compute_threads));
+	json_object_object_add(i, "gpu_library_mapped", json_object_new_boolean(in->gpu_mapped));
+	json_object_object_add(o, "inputs", i);
+
+	json_object_object_add(d, "idle_cpus", m->cpu_known ? json_object_new_double(m->idle_cpus) : NULL);
+	json_object_object_add(d, "job_cpus", json_object_new_double(m->job_cpus));
+	json_object_object_add(d, "other_cpus", m->cpu_known ? json_object_new_double(m->other_cpus) : NULL);
+	json_object_object_add(d, "available_cpus", m->cpu_known ?
+			       json_object_new_double(m->avail_cpus) : NULL);
+	json_object_object_add(d, "limit_trainer", positive(m->limit_trainer));
+	json_object_object_add(d, "limit_workers", positive(m->limit_workers));
+	json_object_object_add(d, "limit_cpus", positive(m->limit_cpus));
+	json_object_object_add(d, "rate", positive(m->rate));
+	json_object_object_add(d, "rate_limit", json_object_new_string(predict_limit_name(m->rate_limit)));
+	json_object_object_add(d, "fits", json_object_new_boolean(m->fits));
+	json_object_object_add(o, "derived", d);
+
+	for (int k = 0; k < m->nr_predictions; k++) {
+		const struct prediction *p = &m->predictions[k];
+		json_object *po = json_object_new_object();
+
+		json_object_object_add(po, "id", json_object_new_string(p->id));
+		json_object_object_add(po, "knob", json_object_new_string(p->knob));
+		json_object_object_add(po, "from", json_object_new_int(p->from));
+		json_object_object_add(po, "to", json_object_new_int(p->to));
+		json_object_object_add(po, "speedup", positive(p->speedup));
+		json_object_object_add(po, "bound", positive(p->bound));
+		json_object_object_add(po, "limit", json_object_new_string(predict_limit_name(p->limit)));
+		json_object_object_add(po, "withheld", p->withheld[0] ?
+				       json_object_new_string(p->withheld) : NULL);
+		json_object_array_add(arr, po);
+	}
+	json_object_object_add(o, "predictions", arr);
 	return o;
 }
 
@@ -528,14 +608,22 @@ int report_print_json(FILE *out, const struct report *r)
 			       json_object_new_double(r->input.runnable_avg) : NULL);
 	json_object_object_add(root, "cpu", o);
 
+	json_object_object_add(root, "model", model_json(&a->model));
 	arr = json_object_new_array();
 	for (int i = 0; i < a->nr_recs; i++) {
+		const struct recommendation *rec = &a->recs[i];
+		double p = predicted(a, rec);
+
 		o = json_object_new_object();
-		json_object_object_add(o, "id", json_object_new_string(a->recs[i].id));
-		json_object_object_add(o, "text", json_object_new_string(a->recs[i].text));
+		json_object_object_add(o, "id", json_object_new_string(rec->id));
+		json_object_object_add(o, "text", json_object_new_string(rec->text));
+		json_object_object_add(o, "evidence", json_object_new_string(rec->evidence));
 		/* Context lines (the compute share) remove no stall: no bound. */
-		json_object_object_add(o, "speedup_bound", a->recs[i].speedup_bound > 1.0 ?
-				       json_object_new_double(a->recs[i].speedup_bound) : NULL);
+		json_object_object_add(o, "speedup_bound", rec->speedup_bound > 1.0 ?
+				       json_object_new_double(rec->speedup_bound) : NULL);
+		json_object_object_add(o, "predicted_speedup", p > 0 ? json_object_new_double(p) : NULL);
+		json_object_object_add(o, "prediction", rec->prediction >= 0 ?
+				       json_object_new_int(rec->prediction) : NULL);
 		json_object_array_add(arr, o);
 	}
 	json_object_object_add(root, "recommendations", arr);

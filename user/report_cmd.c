@@ -43,7 +43,9 @@ static const char report_doc[] =
 	"The trainer thread's time is split into the stall model's states (RUNNING,\n"
 	"RUNQ, GPU_WAIT, IO_WAIT, DATA_WAIT, THREAD_WAIT, COMM_WAIT, OTHER); the\n"
 	"verdict names the largest stall, with the DataLoader workers' and helper\n"
-	"threads' own breakdowns as evidence.\n"
+	"threads' own breakdowns as evidence. Each recommendation says what it rests\n"
+	"on and, where a model of the pipeline (trainer, workers, the machine's CPUs)\n"
+	"accounts for today's rate, predicts its effect on steps/s.\n"
 	"\n"
 	"EXAMPLES:\n"
 	"  sudo pipeprof -p 4242           # trace until Ctrl-C, then report\n"
@@ -261,6 +263,22 @@ static void cpu_sample(struct cpu_window *w)
 		cpu_window_sample(w, running);
 }
 
+/* Worker processes started inside the window while others ended: an epoch's re-fork (a job
+ * launched under pipeprof forks its first workers inside the window too, and that is no
+ * re-fork). */
+static int workers_reforked(const struct report *r)
+{
+	int forked = 0, exited = 0;
+
+	for (int i = 0; i < r->nr_procs; i++) {
+		if (r->procs[i].root)
+			continue;
+		forked += r->procs[i].forked_while_tracing;
+		exited += r->procs[i].exited;
+	}
+	return exited ? forked : 0;
+}
+
 static void fill_input(struct report *r, pid_t tid, double threshold, const struct cpu_window *w)
 {
 	unsigned long long busy = 0, total = 0;
@@ -282,6 +300,8 @@ static void fill_input(struct report *r, pid_t tid, double threshold, const stru
 	r->input.window_ns = r->end_ns - r->start_ns;
 	r->input.io_requests = r->io.count;
 	r->input.gpu_unprobed = r->gpu_libs_unprobed;
+	r->input.gpu_mapped = r->nr_libs > 0 || r->gpu_libs_unprobed;
+	r->input.workers_forked = workers_reforked(r);
 	r->input.wakes = r->wakes;
 	r->input.nr_wakes = r->nr_wakes;
 }

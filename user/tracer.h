@@ -88,6 +88,9 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o);
 /* Reads a global counter, summed over CPUs. */
 __u64 tracer_counter(struct tracer *t, enum pp_counter c);
 
+/* A GPU library (libcudart, libcuda) is mapped by a tracked process, probed or not. */
+bool tracer_gpu_mapped(struct tracer *t);
+
 /* A GPU library is mapped (or could not be read) and none of its calls is timed. */
 bool tracer_gpu_unprobed(struct tracer *t);
 

@@ -291,6 +291,16 @@ int tracer_refresh(struct tracer *t)
 	return 0;
 }
 
+bool tracer_gpu_mapped(struct tracer *t)
+{
+	if (t->libs_unreadable > 0)
+		return true;
+	for (int i = 0; i < t->nr_attached; i++)
+		if (t->attached[i].result.kind == LIB_CUDART || t->attached[i].result.kind == LIB_CUDA)
+			return true;
+	return false;
+}
+
 bool tracer_gpu_unprobed(struct tracer *t)
 {
 	bool mapped = t->libs_unreadable > 0;

@@ -265,7 +265,13 @@ TEST(test_verdict_threshold_and_cpu)
 	analyse(th, 1, &in, &a);
 	CHECK_EQ_INT(a.verdict, VERDICT_CPU);
 	CHECK(near(a.verdict_fraction, 0.81));
-	CHECK(has_rec(&a, "move_work_off_trainer"));
+	CHECK(has_rec(&a, "less_work_per_step"));
+	/* Compute is no stall: no 1/(1-f) promise, on the line or beside the advice. */
+	CHECK(near(a.speedup_bound, 1.0));
+	CHECK_MSG(!strstr(a.verdict_line, "at most"), "%s", a.verdict_line);
+	for (int i = 0; i < a.nr_recs; i++)
+		CHECK_MSG(a.recs[i].speedup_bound <= 1.0 || !strcmp(a.recs[i].id, "intra_op_threads") ||
+			  !strcmp(a.recs[i].id, "secondary_stall"), "%s", a.recs[i].id);
 
 	in.threshold = 0.15;
 	analyse(th, 1, &in, &a);
@@ -294,7 +300,7 @@ TEST(test_gpu_unprobed)
 	CHECK_STR(verdict_id(a.verdict), "gpu_unobserved");
 	CHECK(near(a.speedup_bound, 1.0));
 	CHECK(has_rec(&a, "probe_gpu"));
-	CHECK(!has_rec(&a, "move_work_off_trainer"));
+	CHECK(!has_rec(&a, "less_work_per_step"));
 	CHECK(strstr(a.verdict_line, "may be GPU wait"));
 	CHECK(!strstr(a.verdict_line, "at most"));
 
@@ -324,7 +330,9 @@ TEST(test_secondary_stall)
 	CHECK(has_rec(&a, "secondary_stall"));
 	for (int i = 0; i < a.nr_recs; i++)
 		if (!strcmp(a.recs[i].id, "secondary_stall")) {
-			CHECK_MSG(strstr(a.recs[i].text, "IO_WAIT also takes 35%"), "%s", a.recs[i].text);
+			CHECK_MSG(strstr(a.recs[i].evidence, "IO_WAIT also takes 35%"), "%s",
+				  a.recs[i].evidence);
+			CHECK_MSG(strstr(a.recs[i].text, "I/O BOUND"), "%s", a.recs[i].text);
 			CHECK(near(a.recs[i].speedup_bound, 1 / 0.65));
 		}
 }

@@ -189,7 +189,12 @@ TEST(test_text_layout)
 	CHECK(strstr(buf, "DataLoader workers (1 process, main threads): on-CPU 95.0%"));
 	CHECK(strstr(buf, "cudaStreamSynchronize: 3 calls (1.5/s)"));
 	CHECK(strstr(buf, "Recommendations:\n  1. "));
-	CHECK(strstr(buf, "[at most 4.00x]"));
+	/* The model's prediction beside the bound, and the facts under the advice. */
+	CHECK_MSG(strstr(buf, "Raise num_workers from 1 to 2: predicted 1.58x steps/s"), "%s", buf);
+	CHECK_MSG(strstr(buf, "the CPUs are the limit. [at most 4.00x]\n     measured: the worker "
+			 "loop is on-CPU 95% (0.95 CPUs), the trainer uses 0.25 CPUs: a batch costs "
+			 "the workers 3.8x the CPU a step costs the trainer; 1.0 of 2 CPUs idle\n"),
+		  "%s", buf);
 	CHECK(strstr(buf, "nothing: every probe attached, no events lost"));
 	free(buf);
 

@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The recommendations: what to change, fitted to what the window measured. Each says the
+ * facts it rests on (its evidence), none is given that those facts rule out (no GPU advice
+ * without a GPU library, no more workers or threads without an idle CPU, no pin_memory for a
+ * CPU-only job), and where the pipeline model (predict.c) accounts for today's rate, it
+ * predicts the change's effect. Pure logic.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "classify.h"
+
+/* The trainer's sync rate above which short syncs are the host draining the queue. */
+#define MANY_SYNCS_PER_S 100
+#define SHORT_SYNC_US 2000
+/* A predicted gain smaller than this is "will not help". */
+#define WORTHWHILE 1.05
+
+static double share(const __u64 *ns, __u64 wall, enum pp_state s)
+{
+	return wall ? (double)ns[s] / wall : 0;
+}
+
+static struct recommendation *add_rec(struct analysis *a, const char *id, double bound)
+{
+	struct recommendation *r;
+
+	if (a->nr_recs >= MAX_RECOMMENDATIONS)
+		return NULL;
+	r = &a->recs[a->nr_recs++];
+	memset(r, 0, sizeof(*r));
+	r->id = id;
+	r->speedup_bound = bound;
+	r->prediction = -1;
+	return r;
+}
+
+static void vappend(char *buf, size_t size, const char *fmt, va_list ap)
+{
+	size_t len = strlen(buf);
+
+	if (len + 1 < size)
+		vsnprintf(buf + len, size - len, fmt, ap);
+}
+
+/* Appends to a recommendation's advice; a NULL r (the table was full) is ignored. */
+static void say(struct recommendation *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct recommendation *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!r)
+		return;
+	va_start(ap, fmt);
+	vappend(r->text, sizeof(r->text), fmt, ap);
+	va_end(ap);
+}
+
+/* Appends to the facts it rests on. */
+static void because(struct recommendation *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void because(struct recommendation *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!r)
+		return;
+	va_start(ap, fmt);
+	vappend(r->evidence, sizeof(r->evidence), fmt, ap);
+	va_end(ap);
+}
+
+static void link_prediction(struct recommendation *r, const struct analysis *a,
+			    const struct prediction *p)
+{
+	if (r && p)
+		r->prediction = (int)(p - a->model.predictions);
+}
+
+/* "0.9 of 2 CPUs idle, other processes use 0.1" */
+static void because_cpus(struct recommendation *r, const struct pipeline_model *m)
+{
+	if (!m->cpu_known) {
+		because(r, "; the machine's CPU use is unknown");
+		return;
+	}
+	because(r, "; %.1f of %d CPUs idle", m->idle_cpus, m->in.ncpus);
+	if (m->other_cpus >= 0.05)
+		because(r, ", other processes use %.1f", m->other_cpus);
+}
+
+void pipeline_inputs_of(const struct analysis *a, const struct thread_result *threads, int n,
+			const struct analysis_input *in, const struct thread_result *tr,
+			struct pipeline_inputs *out)
+{
+	double window = in->window_ns ? (double)in->window_ns : 0;
+	const struct role_result *wl = &a->worker_loops;
+
+	memset(out, 0, sizeof(*out));
+	out->window_s = window / 1e9;
+	out->ncpus = in->ncpus;
+	out->cpu_busy = in->cpu_busy;
+	out->gpu_mapped = in->gpu_mapped || in->gpu_unprobed;
+	out->workers = a->roles[ROLE_WORKER].processes;
+	if (!window || !tr)
+		return;
+	out->trainer_cpus = tr->ns[PP_RUNNING] / window;
+	out->helper_cpus = a->roles[ROLE_HELPER].ns[PP_RUNNING] / window;
+	out->worker_cpus = a->roles[ROLE_WORKER].ns[PP_RUNNING] / window;
+	out->trainer_running = share(tr->ns, tr->wall_ns, PP_RUNNING);
+	out->trainer_own = tr->wall_ns ? 1.0 - share(tr->ns, tr->wall_ns, PP_DATA_WAIT) -
+					 share(tr->ns, tr->wall_ns, PP_RUNQ) : 0;
+	out->worker_loop_cpus = wl->ns[PP_RUNNING] / window;
+	out->worker_loop_io = wl->ns[PP_IO_WAIT] / window;
+	/* The trainer's process's threads that compute: itself, an intra-op pool, a busy helper. */
+	for (int i = 0; i < n; i++)
+		if (threads[i].tgid == tr->tgid &&
+		    threads[i].ns[PP_RUNNING] >= PREDICT_COMPUTE_THREAD * window)
+			out->compute_threads++;
+}
+
+/* The trainer's DATA waits ended by a helper thread: a pin-memory thread relays the batches,
+ * so pin_memory is on already. */
+static bool batches_pinned(const struct analysis *a, const struct thread_result *threads)
+{
+	for (int k = 0; k < a->nr_waited_on; k++) {
+		const struct waited_on *w = &a->waited_on[k];
+
+		if (w->thread_index >= 0 && threads[w->thread_index].role == ROLE_HELPER &&
+		    w->cause_ns[PP_DATA_WAIT] * 2 > w->ns)
+			return true;
+	}
+	return false;
+}
+
+/* Busy workers: more of them where CPUs are idle and the model predicts a gain, cheaper work
+ * per batch where they are not. */
+static void recommend_busy_workers(struct analysis *a, double bound, double run)
+{
+	struct pipeline_model *m = &a->model;
+	const struct pipeline_inputs *in = &m->in;
+	int k = in->workers, sat = pipeline_workers_to_saturate(m);
+	const struct prediction *next = pipeline_predict_workers(m, k + 1), *far = NULL;
+	struct recommendation *r;
+
+	if (!m->cpu_known) {
+		/* Machine load unknown: both remedies stay possible. */
+		r = add_rec(a, "more_workers_or_cheaper_transforms", bound);
+		say(r, "Raise num_workers if CPUs are idle, else make transforms cheaper or cache "
+		    "preprocessed samples.");
+		because(r, "the workers are on-CPU %.0f%% of their time", run * 100);
+		because_cpus(r, m);
+		return;
+	}
+	if (pipeline_no_idle_cpu(m) || (next && next->speedup && next->speedup < WORTHWHILE)) {
+		r = add_rec(a, "cheaper_transforms", bound);
+		if (!pipeline_no_idle_cpu(m))
+			say(r, "More workers would not be faster (the model predicts no gain)");
+		else if (m->other_cpus >= PREDICT_IDLE_CPU)
+			say(r, "The machine has no idle CPU: more workers would only take CPU time "
+			    "from other processes");
+		else
+			say(r, "The machine has no idle CPU: more workers will not help");
+		say(r, ". Make the transforms cheaper, or cache decoded or preprocessed samples%s.",
+		    in->gpu_mapped ? ", or move augmentation to the GPU" : "");
+		because(r, "the workers' preprocessing uses %.2f CPUs, %.1fx the trainer's %.2f",
+			in->worker_loop_cpus, in->trainer_cpus > 0 ? in->worker_loop_cpus /
+			in->trainer_cpus : 0, in->trainer_cpus);
+		because_cpus(r, m);
+		if (next && next->speedup)
+			because(r, "; the model predicts %.2fx with %d workers", next->speedup, k + 1);
+		return;
+	}
+	r = add_rec(a, "more_workers", bound);
+	link_prediction(r, a, next);
+	if (next && next->speedup) {
+		say(r, "Raise num_workers from %d to %d: predicted %.2fx steps/s", k, k + 1,
+		    next->speedup);
+		if (sat > k + 1) {
+			far = pipeline_predict_workers(m, sat);
+			if (far && far->speedup)
+				say(r, "; with %d: %.2fx, beyond which the %s", sat, far->speedup,
+				    far->limit == LIMIT_CPUS ? "CPUs are the limit" : "trainer is the limit");
+		} else {
+			say(r, "; beyond that the %s",
+			    next->limit == LIMIT_WORKERS ? "workers remain the limit" :
+			    next->limit == LIMIT_CPUS ? "CPUs are the limit" : "trainer is the limit");
+		}
+		say(r, ".");
+	} else {
+		say(r, "Raise num_workers from %d to %d. No predicted speedup: %s.", k, k + 1,
+		    next ? next->withheld : "no room for the prediction");
+	}
+	because(r, "the worker loop%s on-CPU %.0f%% (%.2f CPUs), the trainer uses %.2f CPUs", k == 1 ?
+		" is" : "s are", run * 100, in->worker_loop_cpus, in->trainer_cpus);
+	if (in->trainer_cpus > 0)
+		because(r, ": a batch costs the workers %.1fx the CPU a step costs the trainer",
+			in->worker_loop_cpus / in->trainer_cpus);
+	because_cpus(r, m);
+}
+
+static void recommend_data(struct analysis *a, const struct analysis_input *in,
+			   const struct thread_result *tr, const struct thread_result *threads,
+			   double f)
+{
+	const struct role_result *w = &a->worker_loops;
+	const struct pipeline_model *m = &a->model;
+	double bound = speedup_bound(f);
+	double run = share(w->ns, w->wall_ns, PP_RUNNING);
+	double io = share(w->ns, w->wall_ns, PP_IO_WAIT);
+	double runq = share(w->ns, w->wall_ns, PP_RUNQ);
+	double idle = role_idle_fraction(w);
+	struct recommendation *r;
+
+	if (!a->roles[ROLE_WORKER].processes) {
+		r = add_rec(a, "dataloader_workers", bound);
+		say(r, "Use num_workers>0 so batches are prepared in parallel with the training step.");
+		because(r, "no DataLoader worker process was seen; the trainer waits for data %.0f%% "
+			"of its time", f * 100);
+		return;
+	}
+	if (run >= 0.5)
+		recommend_busy_workers(a, bound, run);
+	if (io >= 0.2) {
+		r = add_rec(a, "faster_storage", bound);
+		say(r, "Cache the dataset locally or in RAM, use faster storage or larger sequential "
+		    "reads%s.", pipeline_no_idle_cpu(m) ? "" :
+		    ", or more workers to keep more reads in flight");
+		because(r, "the workers wait on storage %.0f%% of their time", io * 100);
+		because_cpus(r, &a->model);
+	}
+	if (runq >= 0.2) {
+		r = add_rec(a, "oversubscribed_workers", bound);
+		say(r, "The CPUs are oversubscribed:");
+		if (m->other_cpus >= 0.5)
+			say(r, " move the other processes away or give the job its own CPUs;");
+		if (m->in.workers > 1)
+			say(r, " use fewer workers;");
+		say(r, " call torch.set_num_threads(1) in worker_init_fn so each worker computes on "
+		    "one thread.");
+		because(r, "the workers are runnable but not running %.0f%% of their time", runq * 100);
+		because_cpus(r, m);
+	}
+	if (idle >= 0.5) {
+		r = add_rec(a, "ipc_collate", bound);
+		say(r, "The hand-off is the bottleneck (IPC, collate): try a higher prefetch_factor, a "
+		    "cheaper collate_fn or more samples per fetch%s.", in->gpu_mapped &&
+		    !batches_pinned(a, threads) ? ", pin_memory=True" : "");
+		because(r, "the workers are idle %.0f%% of their time while the trainer waits for data "
+			"%.0f%% of its", idle * 100, f * 100);
+	}
+	if ((in->gpu_mapped || in->gpu_unprobed) && !batches_pinned(a, threads)) {
+		r = add_rec(a, "pin_memory", bound);
+		say(r, "Set pin_memory=True: batches in pinned memory reach the GPU without a staging "
+		    "copy, and the copy can overlap compute.");
+		because(r, "the job maps a GPU library, and no pin-memory thread handed the trainer its "
+			"batches");
+	}
+	if (in->workers_forked > 0) {
+		r = add_rec(a, "persistent_workers", bound);
+		say(r, "Set persistent_workers=True so that each epoch does not start its workers "
+		    "anew (importing, forking, warming up their caches).");
+		because(r, "%d worker process%s started during the window", in->workers_forked,
+			in->workers_forked == 1 ? " was" : "es were");
+	}
+	(void)tr;
+}
+
+/* The thread a thread verdict names, with its own breakdown. */
+static void recommend_thread(struct analysis *a, const struct thread_result *threads, double f)
+{
+	const struct waited_on *w = a->verdict_waited_on >= 0 ? &a->waited_on[a->verdict_waited_on] : NULL;
+	const struct thread_result *t = w && w->thread_index >= 0 ? &threads[w->thread_index] : NULL;
+	double bound = speedup_bound(f);
+	struct recommendation *r;
+	char who[64];
+
+	if (!w) {
+		r = add_rec(a, "find_thread_waited_on", bound);
+		say(r, "Find what the trainer waits for (a lock, the GIL, a queue): run `pipeprof -p "
+		    "PID` for the threads that end its waits.");
+		because(r, "the trainer waits %.0f%% of its time for other threads of its process; "
+			"which ones was not recorded", f * 100);
+		return;
+	}
+	format_waker_name(who, sizeof(who), w);
+	if (a->verdict == VERDICT_DATA_LOADING_THREAD) {
+		r = add_rec(a, "loader_thread_to_workers", bound);
+		say(r, "Move that work into DataLoader worker processes (num_workers>0)%s.",
+		    pipeline_no_idle_cpu(&a->model) ? "" : ", or run more loader threads if the work "
+		    "releases the GIL (torch/NumPy ops, I/O)");
+		because(r, "the trainer waits %.0f%% of its time for %s, which computes its input "
+			"(on-CPU %.0f%%)", f * 100, who,
+			t ? 100 * share(t->ns, t->wall_ns, PP_RUNNING) : 0);
+		return;
+	}
+	r = add_rec(a, "thread_contention", bound);
+	if (t) {
+		say(r, "%s holds something the trainer needs (a lock, the GIL, a queue): do not hold "
+		    "it across slow work (sleeps, I/O, long computations), or stop the trainer "
+		    "depending on it.", who);
+		because(r, "the trainer waits %.0f%% of its time for %s (%s), itself on-CPU %.0f%%, "
+			"sleeping %.0f%%, in I/O %.0f%%", f * 100, who, role_name(t->role),
+			100 * share(t->ns, t->wall_ns, PP_RUNNING),
+			100 * (share(t->ns, t->wall_ns, PP_OTHER) + share(t->ns, t->wall_ns, PP_THREAD_WAIT) +
+			       share(t->ns, t->wall_ns, PP_DATA_WAIT) + share(t->ns, t->wall_ns, PP_COMM_WAIT)),
+			100 * share(t->ns, t->wall_ns, PP_IO_WAIT));
+	} else {
+		say(r, "Remove the contention on what the trainer shares with %s.", who);
+		because(r, "the trainer waits %.0f%% of its time for %s, which pipeprof does not trace "
+			"(another process)", f * 100, who);
+	}
+}
+
+/* Compute on the trainer thread: intra-op threads where CPUs are idle, fewer where none is,
+ * less work per step everywhere. No bound: removing compute is no stall removed. */
+static void recommend_cpu(struct analysis *a, double f)
+{
+	struct pipeline_model *m = &a->model;
+	const struct pipeline_inputs *in = &m->in;
+	const struct prediction *p;
+	struct recommendation *r;
+	int to;
+
+	/* A CPU-bound GPU job is bound by launches and Python, which intra-op threads do not
+	 * spread. */
+	if (!in->gpu_mapped && in->compute_threads <= 1 && m->cpu_known &&
+	    !pipeline_no_idle_cpu(m)) {
+		to = in->compute_threads + (int)(m->idle_cpus + 0.5);
+		if (to > in->ncpus)
+			to = in->ncpus;
+		p = pipeline_predict_threads(m, to);
+		r = add_rec(a, "intra_op_threads", p ? p->bound : 0);
+		link_prediction(r, a, p);
+		say(r, "Try torch.set_num_threads(%d) (or OMP_NUM_THREADS=%d) so tensor ops use the idle "
+		    "CPUs. No predicted speedup: %s.", to, to, p ? p->withheld : "no room for it");
+		because(r, "one thread of the trainer's process computes (on-CPU %.0f%%), no intra-op "
+			"pool thread ran, no GPU library is mapped", f * 100);
+		because_cpus(r, m);
+	} else if (in->compute_threads > 1 && pipeline_no_idle_cpu(m) &&
+		   m->avail_cpus + 0.5 < in->compute_threads) {
+		to = (int)(m->avail_cpus + 0.5);
+		if (to < 1)
+			to = 1;
+		r = add_rec(a, "fewer_compute_threads", 0);
+		say(r, "Try torch.set_num_threads(%d): intra-op threads that wait for a CPU hold the "
+		    "others up at every barrier (OpenMP spins while it waits).", to);
+		because(r, "%d threads of the trainer's process compute on about %.1f CPUs the job can "
+			"have", in->compute_threads, m->avail_cpus);
+		because_cpus(r, m);
+	}
+	if (!in->workers && m->cpu_known && !pipeline_no_idle_cpu(m)) {
+		r = add_rec(a, "inputs_in_workers", 0);
+		say(r, "If the loop prepares its inputs on this thread (decoding, augmentation), "
+		    "DataLoader workers (num_workers>0) would do it on the idle CPUs.");
+		because(r, "no DataLoader worker process was seen");
+		because_cpus(r, m);
+	}
+	r = add_rec(a, "less_work_per_step", 0);
+	say(r, "Cut the Python and operator overhead of each step with torch.compile%s.",
+	    in->gpu_mapped ? ", and launch overhead with CUDA graphs" : "");
+	because(r, "the trainer thread is on-CPU %.0f%% of the window%s", f * 100,
+		in->gpu_mapped ? " and the job maps a GPU library" : "");
+}
+
+static void recommend_contention(struct analysis *a, const struct analysis_input *in, double f,
+				 double bound)
+{
+	const struct pipeline_model *m = &a->model;
+	bool own = m->in.compute_threads > 1 || m->in.workers > 0;
+	struct recommendation *r = add_rec(a, "fewer_threads", bound);
+
+	say(r, "Give the trainer a CPU of its own:");
+	if (own)
+		say(r, " reduce the job's threads (torch.set_num_threads, OMP_NUM_THREADS%s),",
+		    m->in.workers ? ", fewer workers" : "");
+	if (!m->cpu_known || m->other_cpus >= 0.5)
+		say(r, " move competing jobs away,");
+	say(r, " or pin CPUs (taskset, cpusets).");
+	because(r, "the trainer is runnable but waiting for a CPU %.0f%% of the time", f * 100);
+	if (in->cpu_busy >= 0 && in->runnable_avg >= 0)
+		because(r, "; CPUs %.0f%% busy, %.1f runnable tasks on %d CPUs on average",
+			in->cpu_busy * 100, in->runnable_avg, in->ncpus);
+	if (m->cpu_known)
+		because(r, "; the job uses %.1f CPUs (%d compute thread%s, %d worker%s), other "
+			"processes %.1f", m->job_cpus, m->in.compute_threads,
+			m->in.compute_threads == 1 ? "" : "s", m->in.workers,
+			m->in.workers == 1 ? "" : "s", m->other_cpus);
+}
+
+static void recommend_verdict(struct analysis *a, const struct analysis_input *in,
+			      const struct thread_result *tr, const struct thread_result *threads)
+{
+	double f = a->verdict_fraction, bound = speedup_bound(f);
+	double secs = in->window_ns / 1e9;
+	struct recommendation *r;
+
+	switch (a->verdict) {
+	case VERDICT_DATA_LOADING:
+		recommend_data(a, in, tr, threads, f);
+		break;
+	case VERDICT_GPU:
+		r = add_rec(a, "gpu_healthy", bound);
+		say(r, "The GPU is the bottleneck, which is what a GPU job should be; to go faster, "
+		    "make the GPU work cheaper: mixed precision (torch.autocast, bf16/fp16), a larger "
+		    "batch if memory allows.");
+		because(r, "the trainer waits for the GPU %.0f%% of its time, %.0f synchronising "
+			"calls, mean %.0f us", f * 100, (double)tr->gpu_calls, in->gpu_sync_mean_us);
+		/* Many short waits mean the host keeps draining the queue, not a slow GPU. */
+		if (secs > 0 && tr->gpu_calls / secs > MANY_SYNCS_PER_S &&
+		    in->gpu_sync_mean_us < SHORT_SYNC_US) {
+			r = add_rec(a, "fewer_host_syncs", bound);
+			say(r, "Remove host syncs in the loop (.item(), .cpu(), printing tensors, "
+			    "torch.cuda.synchronize()).");
+			because(r, "the trainer synchronises with the GPU %.0f times a second, each "
+				"waiting %.0f us on average", tr->gpu_calls / secs, in->gpu_sync_mean_us);
+		}
+		break;
+	case VERDICT_CPU:
+		recommend_cpu(a, f);
+		break;
+	case VERDICT_IO:
+		r = add_rec(a, "load_in_workers", bound);
+		if (a->roles[ROLE_WORKER].processes)
+			say(r, "Move the reads into the Dataset (the DataLoader workers) so they overlap "
+			    "compute; ");
+		else
+			say(r, "Load data in DataLoader workers (num_workers>0) so reads overlap compute; ");
+		say(r, "cache the dataset in RAM or on local NVMe, read larger sequential chunks.");
+		because(r, "the trainer itself blocks on storage %.0f%% of the time", f * 100);
+		if (in->io_requests)
+			because(r, "; the job issued %llu block requests (see the device latency "
+				"histogram)", (unsigned long long)in->io_requests);
+		break;
+	case VERDICT_CONTENTION:
+		recommend_contention(a, in, f, bound);
+		break;
+	case VERDICT_COMM:
+		r = add_rec(a, "find_straggler", bound);
+		say(r, "Run pipeprof on the other ranks and fix the straggler's own stall first: in a "
+		    "job whose network is not saturated, collective waits are waits for a slower rank.");
+		because(r, "the trainer waits on collectives %.0f%% of the time", f * 100);
+		r = add_rec(a, "overlap_comm", bound);
+		say(r, "Overlap communication with compute and tune bucket sizes (DDP bucket_cap_mb); "
+		    "check the network.");
+		because(r, "the trainer waits on collectives %.0f%% of the time", f * 100);
+		break;
+	case VERDICT_DATA_LOADING_THREAD:
+	case VERDICT_WAITING_ON_THREAD:
+		recommend_thread(a, threads, f);
+		break;
+	case VERDICT_GPU_UNOBSERVED:
+		r = add_rec(a, "probe_gpu", 0);
+		say(r, "Make the GPU library readable to pipeprof and trace again: until its "
+		    "synchronising calls are timed, GPU wait cannot be told from compute.");
+		because(r, "a GPU library is mapped but not probed (\"Not traced\" says why); the "
+			"trainer's %s is %.0f%%", state_name(a->verdict_state), f * 100);
+		break;
+	default:
+		r = add_rec(a, "undetermined", 0);
+		say(r, "Check --tid names the training thread; the waits' causes are under \"Waited on\".");
+		because(r, "no stall reaches the threshold and the trainer is on-CPU only %.0f%%, "
+			"off-CPU for reasons the model does not attribute (timers, locks, unrelated "
+			"wakers)", 100 * share(tr->ns, tr->wall_ns, PP_RUNNING));
+		break;
+	}
+}
+
+void recommend(struct analysis *a, const struct analysis_input *in, const struct thread_result *tr,
+	       const struct thread_result *threads, int n)
+{
+	struct pipeline_inputs pin;
+	struct recommendation *r;
+
+	pipeline_inputs_of(a, threads, n, in, tr, &pin);
+	pipeline_model_build(&a->model, &pin);
+	if (!tr) {
+		r = add_rec(a, "no_trainer", 0);
+		say(r, "Check the PID, or name the training thread with --tid.");
+		because(r, "the trainer thread was not seen running in the window");
+		return;
+	}
+	recommend_verdict(a, in, tr, threads);
+
+	/* A second stall over the threshold deserves its own line. */
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		double f = share(tr->ns, tr->wall_ns, s);
+		enum verdict v = verdict_of_stall(s);
+
+		if (v == NR_VERDICTS || (enum pp_state)s == a->verdict_state || f < in->threshold)
+			continue;
+		r = add_rec(a, "secondary_stall", speedup_bound(f));
+		say(r, "Then %s: it would follow once the first is fixed.", verdict_name(v));
+		because(r, "%s also takes %.0f%% of the trainer's time", state_name(s), f * 100);
+	}
+	if (a->verdict != VERDICT_CPU && share(tr->ns, tr->wall_ns, PP_RUNNING) >= in->threshold) {
+		r = add_rec(a, "compute_share", 0);
+		say(r, "After the stall is removed, the trainer's compute bounds the step time.");
+		because(r, "the trainer computes on the CPU %.0f%% of the time",
+			share(tr->ns, tr->wall_ns, PP_RUNNING) * 100);
+	}
+}
