@@ -587,6 +587,8 @@ int report_print_json(FILE *out, const struct report *r)
 		json_object_object_add(o, "comm", json_object_new_string(p->comm));
 		json_object_object_add(o, "forked_while_tracing", json_object_new_boolean(p->forked_while_tracing));
 		json_object_object_add(o, "exited", json_object_new_boolean(p->exited));
+		json_object_object_add(o, "fork_ns", p->fork_ns ? json_object_new_int64(p->fork_ns) : NULL);
+		json_object_object_add(o, "exit_ns", p->exit_ns ? json_object_new_int64(p->exit_ns) : NULL);
 		json_object_array_add(arr, o);
 	}
 	json_object_object_add(root, "processes", arr);

@@ -45,6 +45,7 @@ struct proc_result {
 	bool root;
 	bool forked_while_tracing;
 	bool exited;
+	uint64_t fork_ns, exit_ns;	/* CLOCK_MONOTONIC; 0: before the window, still alive */
 	char comm[16];
 };
 

@@ -263,20 +263,21 @@ static void cpu_sample(struct cpu_window *w)
 		cpu_window_sample(w, running);
 }
 
-/* Worker processes started inside the window while others ended: an epoch's re-fork (a job
- * launched under pipeprof forks its first workers inside the window too, and that is no
- * re-fork). */
+/* Worker processes started inside the window after another ended: an epoch's re-fork. A job
+ * launched under pipeprof forks its first workers inside the window, and one that ends there
+ * ends them: neither is a re-fork. */
 static int workers_reforked(const struct report *r)
 {
-	int forked = 0, exited = 0;
+	uint64_t first_exit = 0;
+	int forked = 0;
 
-	for (int i = 0; i < r->nr_procs; i++) {
-		if (r->procs[i].root)
-			continue;
-		forked += r->procs[i].forked_while_tracing;
-		exited += r->procs[i].exited;
-	}
-	return exited ? forked : 0;
+	for (int i = 0; i < r->nr_procs; i++)
+		if (!r->procs[i].root && r->procs[i].exit_ns &&
+		    (!first_exit || r->procs[i].exit_ns < first_exit))
+			first_exit = r->procs[i].exit_ns;
+	for (int i = 0; first_exit && i < r->nr_procs; i++)
+		forked += !r->procs[i].root && r->procs[i].fork_ns > first_exit;
+	return forked;
 }
 
 static void fill_input(struct report *r, pid_t tid, double threshold, const struct cpu_window *w)

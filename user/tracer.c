@@ -559,6 +559,8 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 		p->root = proc.is_root;
 		p->forked_while_tracing = proc.fork_ns != 0;
 		p->exited = proc.exit_ns != 0;
+		p->fork_ns = proc.fork_ns;
+		p->exit_ns = proc.exit_ns;
 		proc_comm(PROCFS, key, key, p->comm, sizeof(p->comm));
 		if (proc.is_root && proc.exit_ns) {
 			r->target_exited = true;

@@ -129,6 +129,32 @@ TEST(test_json_schema)
 		CHECK(json_object_object_get_ex(rec, "speedup_bound", &v));
 		CHECK(v == NULL || json_object_get_double(v) > 1.0);
 	}
+	/* Each recommendation's evidence, and its prediction held in the model whole. */
+	v = json_object_array_get_idx(at(o, "recommendations"), 0);
+	CHECK_STR(json_object_get_string(at(v, "id")), "more_workers");
+	CHECK(strlen(json_object_get_string(at(v, "evidence"))) > 10);
+	CHECK_EQ_INT(json_object_get_int(at(v, "prediction")), 0);
+	{
+		json_object *p = json_object_array_get_idx(at(o, "model.predictions"), 0);
+
+		CHECK(json_object_get_double(at(v, "predicted_speedup")) ==
+		      json_object_get_double(at(p, "speedup")));
+		CHECK(json_object_get_double(at(p, "speedup")) > 1.5);
+		CHECK_STR(json_object_get_string(at(p, "knob")), "num_workers");
+		CHECK_EQ_INT(json_object_get_int(at(p, "from")), 1);
+		CHECK_EQ_INT(json_object_get_int(at(p, "to")), 2);
+		CHECK_STR(json_object_get_string(at(p, "limit")), "cpus");
+		CHECK(json_object_object_get_ex(p, "withheld", &v) && v == NULL);
+	}
+	CHECK_EQ_INT(json_object_get_int(at(o, "model.inputs.ncpus")), 2);
+	CHECK_EQ_INT(json_object_get_int(at(o, "model.inputs.workers")), 1);
+	CHECK(json_object_get_double(at(o, "model.inputs.worker_loop_cpus")) == 0.95);
+	CHECK(json_object_get_boolean(at(o, "model.derived.fits")));
+	CHECK_STR(json_object_get_string(at(o, "model.derived.rate_limit")), "workers");
+	CHECK(json_object_get_double(at(o, "model.derived.idle_cpus")) == 1.0);
+	/* A process there before the window has no fork time. */
+	v = json_object_array_get_idx(at(o, "processes"), 0);
+	CHECK(json_object_object_get_ex(v, "fork_ns", &v) && v == NULL);
 	CHECK(at(o, "counters.threads_lost_map_full") != NULL);
 	CHECK(!json_object_get_boolean(at(o, "target_exited")));
 	json_object_put(o);
