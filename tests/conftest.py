@@ -24,9 +24,64 @@ READY_TIMEOUT = 90  # importing torch on a cold cache is slow
 
 sys.path.insert(0, WORKLOADS)
 import groundtruth  # noqa: E402
+import recs_rules  # noqa: E402
 
 _results_lock = threading.Lock()
 _session_results = {}
+RECS_SEEN = os.path.join(ROOT, ".output", "recommendations-seen.json")
+# Every pipeprof.report/v1 document the running test produced (keep_report), checked against
+# recs_rules.FORBIDDEN when the test ends.
+_kept_reports = []
+
+
+def keep_report(report, source="pipeprof -p"):
+    """Keeps a parsed report for the end-of-test check that no recommendation contradicts its
+    evidence; returns it unchanged."""
+    if isinstance(report, dict) and report.get("schema") == "pipeprof.report/v1":
+        _kept_reports.append((source, report))
+    return report
+
+
+def _note_recommendations(test_id, kept):
+    """Adds each kept report's verdict and recommendations to .output/recommendations-seen.json."""
+    try:
+        with open(RECS_SEEN) as f:
+            seen = json.load(f)
+    except (OSError, ValueError):
+        seen = {}
+    seen[test_id] = [{
+        "source": source,
+        "verdict": (r.get("verdict") or {}).get("name"),
+        "cpu": r.get("cpu"),
+        "recommendations": [{k: rec.get(k) for k in ("id", "text", "evidence",
+                                                     "predicted_speedup", "speedup_bound")}
+                            for rec in r.get("recommendations") or []],
+    } for source, r in kept]
+    os.makedirs(os.path.dirname(RECS_SEEN), exist_ok=True)
+    tmp = RECS_SEEN + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(seen, f, indent=1, sort_keys=True)
+    os.replace(tmp, RECS_SEEN)
+
+
+@pytest.fixture(autouse=True)
+def recommendations_fit_evidence(request):
+    """After every test: no recommendation in any report it produced contradicts that report's
+    own evidence (recs_rules.FORBIDDEN), and each says what it rests on."""
+    start = len(_kept_reports)
+    yield
+    kept = _kept_reports[start:]
+    del _kept_reports[start:]
+    if not kept:
+        return
+    _note_recommendations(request.node.nodeid, kept)
+    bad = []
+    for source, report in kept:
+        for v in recs_rules.violations(report):
+            bad.append("%s (verdict %r): %s" % (source, (report.get("verdict") or {}).get("name"), v))
+    if bad:
+        pytest.fail("recommendations contradict their report's evidence:\n  " + "\n  ".join(bad),
+                    pytrace=False)
 
 
 class Proc:
@@ -221,6 +276,7 @@ def attempt_pipeprof(pid, seconds=5, extra=(), timeout=120):
         return None, "unexpected report schema %r" % (
             report.get("schema") if isinstance(report, dict) else report)
     report["_stderr"] = r.stderr
+    keep_report(report, " ".join(argv[1:]))
     return report, None
 
 

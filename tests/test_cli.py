@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from conftest import keep_report
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PIPEPROF = os.path.join(REPO, "pipeprof")
 PYTHON = "/usr/bin/python3"
@@ -146,7 +148,7 @@ def test_target_exits_while_traced():
         r = run(["-p", str(target.pid), "-d", "20", "-j"])
         took = time.monotonic() - t0
     assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout)
+    report = keep_report(json.loads(r.stdout))
     assert report["target_exited"] is True
     assert took < 10, "pipeprof should stop when its target exits, not wait out -d"
     assert report["window"]["seconds"] < 5
@@ -173,7 +175,7 @@ def test_sigint_prints_report_and_detaches():
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=30)
     assert p.returncode == 0, err
-    report = json.loads(out)
+    report = keep_report(json.loads(out))
     assert report["interrupted"] is True
     assert report["target_exited"] is False
     # An idle sleeper: the main thread sleeps on a timer.
@@ -223,7 +225,7 @@ def test_launch_follows_from_the_start():
             "os.waitpid(pid, 0)\n")
     r = run(["-d", "20", "-j", "--", PYTHON, "-c", code])
     assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout)
+    report = keep_report(json.loads(r.stdout))
     assert report["launched"] is True
     assert report["target_exited"] is True
     forked = [p for p in report["processes"] if p["forked_while_tracing"]]
@@ -261,7 +263,7 @@ def test_cpu_job_without_cuda_says_gpu_not_traced():
         r = run(["-p", str(target.pid), "-d", "1.5", "-j"])
         text = run(["-p", str(target.pid), "-d", "1"])
     assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout)
+    report = keep_report(json.loads(r.stdout))
     assert report["gpu"]["traced"] is False
     assert "no libcudart or libcuda" in report["gpu"]["why_not"]
     assert any("GPU_WAIT" in s for s in report["not_traced"])
@@ -286,7 +288,7 @@ def test_tid_that_is_no_traced_thread():
               ready="READY") as target:
         r = run(["-p", str(target.pid), "-d", "0.5", "-j", "--tid", "1"])
     assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout)
+    report = keep_report(json.loads(r.stdout))
     assert report["trainer"] is None
     assert "--tid 1: no such thread in the traced processes" in report["not_traced"]
     assert report["recommendations"][0]["id"] == "no_trainer"
@@ -334,7 +336,7 @@ def test_real_libcudart_offsets_match_nm():
     with Proc([PYTHON, "-c", sleeper_code(REAL_CUDART)], ready="READY") as target:
         r = run(["-p", str(target.pid), "-d", "1", "-j"])
     assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout)
+    report = keep_report(json.loads(r.stdout))
     assert report["gpu"]["traced"] is True
     names = check_probes_against_nm(report, REAL_CUDART, "cudart")
     assert {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
@@ -345,7 +347,7 @@ def test_fake_runtime_and_driver_both_probed():
     with Proc([PYTHON, "-c", sleeper_code(FAKE_CUDART)], ready="READY") as target:
         r = run(["-p", str(target.pid), "-d", "1", "-j"])
     assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout)
+    report = keep_report(json.loads(r.stdout))
     check_probes_against_nm(report, FAKE_CUDART, "cudart")
     driver = os.path.join(os.path.dirname(FAKE_CUDART), "libcuda.so.1")
     names = check_probes_against_nm(report, driver, "cuda")
@@ -358,7 +360,7 @@ def test_library_loaded_after_attach_is_picked_up():
                "--load-after", "1.5"], ready="READY") as target:
         r = run(["-p", str(target.pid), "-d", "5", "-j"])
     assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout)
+    report = keep_report(json.loads(r.stdout))
     assert report["gpu"]["traced"] is True
     calls = {a["name"]: a["calls"] for a in report["gpu"]["apis"]}
     assert calls.get("cudaStreamSynchronize", 0) > 10, calls
@@ -381,7 +383,7 @@ def test_nested_runtime_driver_call_counted_once():
     with Proc([PYTHON, "-c", code], ready="READY") as target:
         r = run(["-p", str(target.pid), "-d", "3", "-j"])
     assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout)
+    report = keep_report(json.loads(r.stdout))
     calls = {a["name"]: a["calls"] for a in report["gpu"]["apis"]}
     assert calls.get("cudaStreamSynchronize") == 200, calls
     assert "cuStreamSynchronize" not in calls, calls

@@ -28,7 +28,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import PYTHON, READY_TIMEOUT, ROOT, WORKLOADS
+from conftest import PYTHON, READY_TIMEOUT, ROOT, WORKLOADS, keep_report
 from test_cli import PIPEPROF, assert_detached, link_count
 
 FAKE_CUDA = os.path.join(ROOT, ".output", "fakecuda", "libcuda.so.1")
@@ -629,7 +629,7 @@ def test_prometheus_scrapes_data_loading_verdict(daemons, procs, job_python, tmp
     # The JSON report of the last window.
     status, headers, body = http_get(d.port, "/api/v1/report?pid=%d" % pid)
     assert status == 200, body[:300]
-    report = json.loads(body)
+    report = keep_report(json.loads(body), "daemon /api/v1/report")
     assert report["schema"] == "pipeprof.report/v1"
     assert report["pid"] == pid
     assert report["verdict"]["name"] == "DATA-LOADING BOUND", report["verdict"]
@@ -658,7 +658,7 @@ def test_prometheus_scrapes_data_loading_verdict(daemons, procs, job_python, tmp
     r = subprocess.run([PIPEPROF, "-p", str(pid), "-d", "1", "-j"], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    cli = json.loads(r.stdout)
+    cli = keep_report(json.loads(r.stdout))
     assert report["gpu"]["traced"] == cli["gpu"]["traced"], (
         "GPU traced: daemon %s, pipeprof -p %s (%s); daemon's libraries: %s" % (
             report["gpu"]["traced"], cli["gpu"]["traced"], cli["gpu"].get("why_not"),

@@ -5,6 +5,11 @@ SGD update) on the trainer thread, torch single-threaded.
 
 Ground truth: the whole step is one 'compute' segment (CPU -> RUNNING, wall - CPU -> RUNQ), so
 the trainer is ~100% RUNNING on an idle machine. Expected verdict: CPU-BOUND.
+
+--threads N gives torch N intra-op threads (an OpenMP pool of N - 1 beside the trainer);
+--op elementwise replaces the MLP with large elementwise ops, which torch splits over those
+threads (the MLP's small matrices and a single-threaded BLAS barely use them): two loops whose
+one-thread traces look alike and whose second thread buys very different speed-ups.
 """
 import argparse
 import os
@@ -36,24 +41,49 @@ def make_mlp_step(torch, width=256, batch=64, depth=3):
     return step
 
 
+def make_elementwise_step(torch, side=1024, ops=4):
+    """Returns step() doing `ops` elementwise passes over side x side tensors: at::parallel_for
+    splits each over the intra-op threads (1M elements, far above its grain size)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(side, side, generator=g)
+    w = torch.randn(side, side, generator=g)
+
+    def step():
+        y = x
+        for _ in range(ops):
+            y = torch.tanh(y * w + 0.1)
+        return y
+
+    return step
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     groundtruth.add_common_args(p)
     p.add_argument("--width", type=int, default=256, help="MLP width (default %(default)s)")
     p.add_argument("--batch", type=int, default=64, help="batch size (default %(default)s)")
     p.add_argument("--depth", type=int, default=3, help="hidden layers (default %(default)s)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch intra-op threads, torch.set_num_threads (default %(default)s)")
+    p.add_argument("--op", choices=("mlp", "elementwise"), default="mlp",
+                   help="the step: an MLP's forward/backward/update, or large elementwise ops "
+                   "(default %(default)s)")
     args = p.parse_args(argv)
     rec = groundtruth.Recorder("cpu_bound", args.truth)
     state = {}
 
     def warmup():
         import torch
-        torch.set_num_threads(1)
+        torch.set_num_threads(args.threads)
         torch.set_num_interop_threads(1)
-        state["step"] = make_mlp_step(torch, args.width, args.batch, args.depth)
+        if args.op == "mlp":
+            state["step"] = make_mlp_step(torch, args.width, args.batch, args.depth)
+        else:
+            state["step"] = make_elementwise_step(torch)
         for _ in range(5):
             state["step"]()
-        return {"width": args.width, "batch": args.batch, "depth": args.depth}
+        return {"width": args.width, "batch": args.batch, "depth": args.depth,
+                "threads": args.threads, "op": args.op}
 
     def step():
         with rec.seg("compute"):
