@@ -8,8 +8,9 @@ each attach B runs for as long, so A's prediction meets B's rate under the same 
 the workloads' own step timestamps (groundtruth.py).
 
 - num_workers 1 -> 2 (data_bound.py, unpinned): the report predicts B's steps/s from A's trace
-  within TOLERANCE, or withholds the number because no CPU is idle and other processes hold the
-  CPUs (then the test's own /proc reading must agree that none is idle).
+  within TOLERANCE; or, when the CPUs would be the limit and other processes use some of them
+  (how much of theirs the job then gets is the scheduler's call), gives a range instead, and
+  B's rate must fall in it (with TOLERANCE either side).
 - torch intra-op threads 1 -> 2 (cpu_bound.py, an MLP and large elementwise ops): one-thread
   traces of the two look alike, and a second thread buys them very different speed-ups, so the
   report gives no number, only Amdahl's bound; the measured speed-up must stay under it.
@@ -180,7 +181,7 @@ def other_cpus_of(report):
 
 def judge_rounds(rounds, a, b, judge):
     """Fills each round's measured rates and the other-load drift, and calls
-    judge(round) -> (status, line); status 'ok', 'withheld', 'void' or 'FAIL'."""
+    judge(round) -> (status, line); status 'ok', 'range', 'withheld', 'void' or 'FAIL'."""
     lines, results = [], []
     for i, r in enumerate(rounds, 1):
         w = r["report"]["window"]
@@ -222,13 +223,19 @@ def test_more_workers_prediction(procs, pipeprof_bin, tmp_path):
             r["other_b"], r["rate_a"] or 0, "%.2f steps/s" % r["rate_b"] if r["rate_b"] else "?")
         if rep["verdict"]["name"] != "DATA-LOADING BOUND" or p is None:
             return "FAIL", head + ": no num_workers prediction"
-        if not p.get("speedup"):
-            why = p.get("withheld") or ""
-            if "no CPU is idle" in why and idle is not None and idle < 0.5:
-                return "withheld", head + ": withheld (%s)" % why
-            return "FAIL", head + ": withheld for a reason this loop should not have: " + why
         if m is None:
             return "FAIL", head + ": no rate measured"
+        if not p.get("speedup"):
+            why = p.get("withheld") or ""
+            if not p.get("low") or not p.get("high"):
+                return "FAIL", head + ": withheld for a reason this loop should not have: " + why
+            # Other processes hold CPUs the job would need: a range, which must hold.
+            line = head + ": range %.2f-%.2fx, measured %.2fx" % (p["low"], p["high"], m)
+            if r["drift"] is None or r["drift"] > MAX_OTHER_DRIFT:
+                return "void", line + " (void: other load moved %.2f CPUs)" % (r["drift"] or -1)
+            if not p["low"] / (1 + TOLERANCE) <= m <= p["high"] * (1 + TOLERANCE):
+                return "FAIL", line + ": outside the range"
+            return "range", line
         err = abs(p["speedup"] - m) / m
         line = head + ": predicted %.2fx (limit %s), measured %.2fx, off %.1f%%" % (
             p["speedup"], p["limit"], m, 100 * err)

@@ -93,6 +93,24 @@ static struct prediction *add_prediction(struct pipeline_model *m, const char *i
 	return p;
 }
 
+/* The CPUs would be the limit and other processes hold some: another runnable thread of the
+ * job takes turns from theirs, as much as the scheduler gives (their priorities, cgroups),
+ * which the model does not see. The number becomes a range, from their keeping every CPU they
+ * use to the job's getting all of the machine. */
+static void competing(const struct pipeline_model *m, struct prediction *p, int to)
+{
+	const struct pipeline_inputs *in = &m->in;
+	double workers = to / in->worker_loop_cpus, all = in->ncpus / m->job_cpus;
+	enum predict_limit which;
+
+	p->low = p->speedup;
+	p->high = min_limit(m->limit_trainer, workers, all, &which) / m->rate;
+	p->speedup = 0;
+	snprintf(p->withheld, sizeof(p->withheld), "the CPUs would be the limit and other processes "
+		 "use %.1f of them: between %.2fx (they keep theirs) and %.2fx (the job gets them), "
+		 "as the scheduler decides", m->other_cpus, p->low, p->high);
+}
+
 const struct prediction *pipeline_predict_workers(struct pipeline_model *m, int to)
 {
 	const struct pipeline_inputs *in = &m->in;
@@ -106,12 +124,6 @@ const struct prediction *pipeline_predict_workers(struct pipeline_model *m, int 
 	else if (!m->cpu_known)
 		snprintf(p->withheld, sizeof(p->withheld), "the machine's CPU use over the window is "
 			 "unknown, so is what the workers could use");
-	else if (pipeline_no_idle_cpu(m) && m->other_cpus >= PREDICT_IDLE_CPU)
-		/* Another runnable thread of the job takes its turn from theirs: how much the
-		 * scheduler gives it depends on what they run, which the model does not see. */
-		snprintf(p->withheld, sizeof(p->withheld), "no CPU is idle and other processes use "
-			 "%.1f CPUs: more workers would take CPU time from them, as much as the "
-			 "scheduler gives", m->other_cpus);
 	else if (in->worker_loop_io / in->workers > PREDICT_WORKER_IO)
 		snprintf(p->withheld, sizeof(p->withheld), "the workers wait on storage %.0f%% of "
 			 "their time: what more reads in flight buy depends on the storage, which the "
@@ -127,6 +139,8 @@ const struct prediction *pipeline_predict_workers(struct pipeline_model *m, int 
 	if (p->withheld[0])
 		return p;
 	p->speedup = pipeline_rate_with_workers(m, to, &p->limit) / m->rate;
+	if (p->limit == LIMIT_CPUS && m->other_cpus >= PREDICT_OTHER_CPU)
+		competing(m, p, to);
 	return p;
 }
 

@@ -18,7 +18,9 @@
  * and the model's rate is the smallest. It must account for today's rate (FIT_LO..FIT_HI)
  * before it predicts another: when it does not, something it does not model limits the loop
  * (the hand-off, storage, a lock) and no number is given. A prediction is the model's rate
- * with the knob changed over its rate today.
+ * with the knob changed over its rate today. Where the CPUs would then be the limit and other
+ * processes use some, how much of theirs the job would get is the scheduler's call: a range
+ * takes the number's place.
  */
 #ifndef PIPEPROF_PREDICT_H
 #define PIPEPROF_PREDICT_H
@@ -30,6 +32,8 @@
 #define PREDICT_FIT_HI 1.20
 /* Less than this many idle CPUs is "no idle CPU": the scheduler's noise over a window. */
 #define PREDICT_IDLE_CPU 0.5
+/* Other processes using this many CPUs compete with the job once the CPUs are its limit. */
+#define PREDICT_OTHER_CPU 0.25
 /* A thread on-CPU this share of the window runs compute (an intra-op pool thread, say). */
 #define PREDICT_COMPUTE_THREAD 0.10
 /* Workers in I/O wait this share of their time are not CPU-bound: the model has no storage. */
@@ -66,6 +70,9 @@ struct prediction {
 	int from, to;
 	double speedup;		/* predicted steps/s over today's; 0 when withheld */
 	double bound;		/* an upper bound in place of a number (Amdahl), or 0 */
+	/* In place of a number when the CPUs would be the limit and other processes use some:
+	 * from their keeping all they use to the job getting it all. 0 when not given. */
+	double low, high;
 	enum predict_limit limit;	/* what bounds the predicted rate */
 	char withheld[240];	/* why there is no number, when speedup is 0 */
 };

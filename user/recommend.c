@@ -135,12 +135,13 @@ static bool batches_pinned(const struct analysis *a, const struct thread_result 
 
 /* Busy workers: more of them where CPUs are idle and the model predicts a gain, cheaper work
  * per batch where they are not. */
-static void recommend_busy_workers(struct analysis *a, double bound, double run)
+static void recommend_busy_workers(struct analysis *a, double bound, double run,
+				   const struct prediction *next)
 {
 	struct pipeline_model *m = &a->model;
 	const struct pipeline_inputs *in = &m->in;
 	int k = in->workers, sat = pipeline_workers_to_saturate(m);
-	const struct prediction *next = pipeline_predict_workers(m, k + 1), *far = NULL;
+	const struct prediction *far = NULL;
 	struct recommendation *r;
 
 	if (!m->cpu_known) {
@@ -152,7 +153,8 @@ static void recommend_busy_workers(struct analysis *a, double bound, double run)
 		because_cpus(r, m);
 		return;
 	}
-	if (pipeline_no_idle_cpu(m) || (next && next->speedup && next->speedup < WORTHWHILE)) {
+	if (pipeline_no_idle_cpu(m) || (next && next->speedup && next->speedup < WORTHWHILE) ||
+	    (next && next->high && next->high < WORTHWHILE)) {
 		r = add_rec(a, "cheaper_transforms", bound);
 		if (!pipeline_no_idle_cpu(m))
 			say(r, "More workers would not be faster (the model predicts no gain)");
@@ -169,6 +171,9 @@ static void recommend_busy_workers(struct analysis *a, double bound, double run)
 		because_cpus(r, m);
 		if (next && next->speedup)
 			because(r, "; the model predicts %.2fx with %d workers", next->speedup, k + 1);
+		else if (next && next->high)
+			because(r, "; the model puts %d workers between %.2fx and %.2fx, the gain taken "
+				"from the other processes", k + 1, next->low, next->high);
 		return;
 	}
 	r = add_rec(a, "more_workers", bound);
@@ -210,6 +215,7 @@ static void recommend_data(struct analysis *a, const struct analysis_input *in,
 	double io = share(w->ns, w->wall_ns, PP_IO_WAIT);
 	double runq = share(w->ns, w->wall_ns, PP_RUNQ);
 	double idle = role_idle_fraction(w);
+	const struct prediction *next;
 	struct recommendation *r;
 
 	if (!a->roles[ROLE_WORKER].processes) {
@@ -219,8 +225,10 @@ static void recommend_data(struct analysis *a, const struct analysis_input *in,
 			"of its time", f * 100);
 		return;
 	}
+	/* What one more worker would do is in the model (and the JSON) whatever the advice. */
+	next = pipeline_predict_workers(&a->model, a->model.in.workers + 1);
 	if (run >= 0.5)
-		recommend_busy_workers(a, bound, run);
+		recommend_busy_workers(a, bound, run, next);
 	if (io >= 0.2) {
 		r = add_rec(a, "faster_storage", bound);
 		say(r, "Cache the dataset locally or in RAM, use faster storage or larger sequential "
@@ -367,13 +375,14 @@ static void recommend_contention(struct analysis *a, const struct analysis_input
 				 double bound)
 {
 	const struct pipeline_model *m = &a->model;
-	bool own = m->in.compute_threads > 1 || m->in.workers > 0;
 	struct recommendation *r = add_rec(a, "fewer_threads", bound);
 
+	/* Fewer of the job's own threads only where it runs several of a kind. */
 	say(r, "Give the trainer a CPU of its own:");
-	if (own)
-		say(r, " reduce the job's threads (torch.set_num_threads, OMP_NUM_THREADS%s),",
-		    m->in.workers ? ", fewer workers" : "");
+	if (m->in.compute_threads > 1)
+		say(r, " fewer intra-op threads (torch.set_num_threads, OMP_NUM_THREADS),");
+	if (m->in.workers > 1)
+		say(r, " fewer workers,");
 	if (!m->cpu_known || m->other_cpus >= 0.5)
 		say(r, " move competing jobs away,");
 	say(r, " or pin CPUs (taskset, cpusets).");

@@ -90,13 +90,29 @@ TEST(test_model_withholds)
 	struct pipeline_model m;
 	const struct prediction *p;
 
-	/* Other processes hold the CPUs: what another worker gets is the scheduler's call. */
+	/* Other processes hold the CPUs: what another worker gets is the scheduler's call, from
+	 * nothing (they keep theirs) to the whole machine. */
 	in.cpu_busy = 1.0;
 	pipeline_model_build(&m, &in);
 	CHECK(near(m.other_cpus, 2 - 1.11, 1e-9));
 	p = pipeline_predict_workers(&m, 2);
 	CHECK(p && p->speedup == 0);
-	CHECK_MSG(p && strstr(p->withheld, "no CPU is idle"), "%s", p ? p->withheld : "");
+	CHECK_MSG(p && strstr(p->withheld, "other processes use 0.9"), "%s", p ? p->withheld : "");
+	CHECK_MSG(p && near(p->low, 1.0, 1e-9), "%f", p ? p->low : 0);
+	CHECK_MSG(p && near(p->high, 2 / 1.11, 1e-9), "%f", p ? p->high : 0);
+
+	/* Idle CPUs and some other load: as long as the CPUs do not become the limit, the
+	 * others keep what they use and the number stands. */
+	in = loader_job();
+	in.ncpus = 4;
+	in.cpu_busy = (1.11 + 0.5) / 4;
+	pipeline_model_build(&m, &in);
+	CHECK(near(m.other_cpus, 0.5, 1e-9));
+	p = pipeline_predict_workers(&m, 2);
+	CHECK(p && near(p->speedup, 2.0, 1e-9) && p->limit == LIMIT_WORKERS && !p->low);
+	/* ...and once they do, a range. */
+	p = pipeline_predict_workers(&m, 4);
+	CHECK(p && p->speedup == 0 && p->low > 2.9 && p->low < p->high);
 
 	/* The machine's load unknown. */
 	in = loader_job();
