@@ -13,7 +13,7 @@ ends; tests/test_recs_rules.py shows the check fails on planted bad reports.
 import re
 
 # Less than this many idle CPUs is "no idle CPU" (predict.h, PREDICT_IDLE_CPU).
-IDLE_CPU = 0.5
+IDLE_CPU = 0.25
 
 
 def gpu_library_mapped(report):

@@ -19,8 +19,8 @@
  * before it predicts another: when it does not, something it does not model limits the loop
  * (the hand-off, storage, a lock) and no number is given. A prediction is the model's rate
  * with the knob changed over its rate today. Where the CPUs would then be the limit and other
- * processes use some, how much of theirs the job would get is the scheduler's call: a range
- * takes the number's place.
+ * processes use some, how much of theirs the job would get, and how long its own threads would
+ * queue behind each other, is the scheduler's call: only the bound of the whole machine is given.
  */
 #ifndef PIPEPROF_PREDICT_H
 #define PIPEPROF_PREDICT_H
@@ -30,8 +30,9 @@
 /* The model explains today's rate when its own account of it is within these. */
 #define PREDICT_FIT_LO 0.85
 #define PREDICT_FIT_HI 1.20
-/* Less than this many idle CPUs is "no idle CPU": the scheduler's noise over a window. */
-#define PREDICT_IDLE_CPU 0.5
+/* Less than this many idle CPUs is "no idle CPU": a window's /proc/stat reading is good to a
+ * few hundredths, and the model turns any more into a predicted gain. */
+#define PREDICT_IDLE_CPU 0.25
 /* Other processes using this many CPUs compete with the job once the CPUs are its limit. */
 #define PREDICT_OTHER_CPU 0.25
 /* A thread on-CPU this share of the window runs compute (an intra-op pool thread, say). */
@@ -69,10 +70,9 @@ struct prediction {
 	const char *knob;	/* what the user changes */
 	int from, to;
 	double speedup;		/* predicted steps/s over today's; 0 when withheld */
-	double bound;		/* an upper bound in place of a number (Amdahl), or 0 */
-	/* In place of a number when the CPUs would be the limit and other processes use some:
-	 * from their keeping all they use to the job getting it all. 0 when not given. */
-	double low, high;
+	/* An upper bound in place of a number, or 0: Amdahl's for threads; for workers where the
+	 * CPUs would be the limit and other processes use some, the rate with the whole machine. */
+	double bound;
 	enum predict_limit limit;	/* what bounds the predicted rate */
 	char withheld[240];	/* why there is no number, when speedup is 0 */
 };

@@ -153,12 +153,16 @@ static void recommend_busy_workers(struct analysis *a, double bound, double run,
 		because_cpus(r, m);
 		return;
 	}
-	if (pipeline_no_idle_cpu(m) || (next && next->speedup && next->speedup < WORTHWHILE) ||
-	    (next && next->high && next->high < WORTHWHILE)) {
+	/* The model's number decides where it gives one; else the idle CPUs do. */
+	if (next && next->speedup ? next->speedup < WORTHWHILE :
+	    pipeline_no_idle_cpu(m) || (next && next->bound && next->bound < WORTHWHILE)) {
 		r = add_rec(a, "cheaper_transforms", bound);
-		if (!pipeline_no_idle_cpu(m))
+		if (next && next->speedup)
+			say(r, "More workers would not be faster (the model predicts %.2fx)",
+			    next->speedup);
+		else if (!pipeline_no_idle_cpu(m))
 			say(r, "More workers would not be faster (the model predicts no gain)");
-		else if (m->other_cpus >= PREDICT_IDLE_CPU)
+		else if (m->other_cpus >= PREDICT_OTHER_CPU)
 			say(r, "The machine has no idle CPU: more workers would only take CPU time "
 			    "from other processes");
 		else
@@ -171,9 +175,9 @@ static void recommend_busy_workers(struct analysis *a, double bound, double run,
 		because_cpus(r, m);
 		if (next && next->speedup)
 			because(r, "; the model predicts %.2fx with %d workers", next->speedup, k + 1);
-		else if (next && next->high)
-			because(r, "; the model puts %d workers between %.2fx and %.2fx, the gain taken "
-				"from the other processes", k + 1, next->low, next->high);
+		else if (next && next->bound)
+			because(r, "; with %d workers the model gives at most %.2fx, the gain taken from "
+				"the other processes", k + 1, next->bound);
 		return;
 	}
 	r = add_rec(a, "more_workers", bound);
@@ -332,11 +336,12 @@ static void recommend_cpu(struct analysis *a, double f)
 
 	/* A CPU-bound GPU job is bound by launches and Python, which intra-op threads do not
 	 * spread. */
+	/* A thread more per idle CPU, counting one idle from half of one on. */
+	to = in->compute_threads + (int)(m->idle_cpus + 0.5);
+	if (to > in->ncpus)
+		to = in->ncpus;
 	if (!in->gpu_mapped && in->compute_threads <= 1 && m->cpu_known &&
-	    !pipeline_no_idle_cpu(m)) {
-		to = in->compute_threads + (int)(m->idle_cpus + 0.5);
-		if (to > in->ncpus)
-			to = in->ncpus;
+	    !pipeline_no_idle_cpu(m) && to > in->compute_threads) {
 		p = pipeline_predict_threads(m, to);
 		r = add_rec(a, "intra_op_threads", p ? p->bound : 0);
 		link_prediction(r, a, p);

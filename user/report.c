@@ -442,8 +442,6 @@ static json_object *model_json(const struct pipeline_model *m)
 		json_object_object_add(po, "to", json_object_new_int(p->to));
 		json_object_object_add(po, "speedup", positive(p->speedup));
 		json_object_object_add(po, "bound", positive(p->bound));
-		json_object_object_add(po, "low", positive(p->low));
-		json_object_object_add(po, "high", positive(p->high));
 		json_object_object_add(po, "limit", json_object_new_string(predict_limit_name(p->limit)));
 		json_object_object_add(po, "withheld", p->withheld[0] ?
 				       json_object_new_string(p->withheld) : NULL);

@@ -90,16 +90,15 @@ TEST(test_model_withholds)
 	struct pipeline_model m;
 	const struct prediction *p;
 
-	/* Other processes hold the CPUs: what another worker gets is the scheduler's call, from
-	 * nothing (they keep theirs) to the whole machine. */
+	/* Other processes hold the CPUs: what another worker gets is the scheduler's call, and
+	 * only the bound of the whole machine stands. */
 	in.cpu_busy = 1.0;
 	pipeline_model_build(&m, &in);
 	CHECK(near(m.other_cpus, 2 - 1.11, 1e-9));
 	p = pipeline_predict_workers(&m, 2);
 	CHECK(p && p->speedup == 0);
 	CHECK_MSG(p && strstr(p->withheld, "other processes use 0.9"), "%s", p ? p->withheld : "");
-	CHECK_MSG(p && near(p->low, 1.0, 1e-9), "%f", p ? p->low : 0);
-	CHECK_MSG(p && near(p->high, 2 / 1.11, 1e-9), "%f", p ? p->high : 0);
+	CHECK_MSG(p && near(p->bound, 2 / 1.11, 1e-9), "%f", p ? p->bound : 0);
 
 	/* Idle CPUs and some other load: as long as the CPUs do not become the limit, the
 	 * others keep what they use and the number stands. */
@@ -109,10 +108,10 @@ TEST(test_model_withholds)
 	pipeline_model_build(&m, &in);
 	CHECK(near(m.other_cpus, 0.5, 1e-9));
 	p = pipeline_predict_workers(&m, 2);
-	CHECK(p && near(p->speedup, 2.0, 1e-9) && p->limit == LIMIT_WORKERS && !p->low);
-	/* ...and once they do, a range. */
+	CHECK(p && near(p->speedup, 2.0, 1e-9) && p->limit == LIMIT_WORKERS && !p->bound);
+	/* ...and once they do, the bound. */
 	p = pipeline_predict_workers(&m, 4);
-	CHECK(p && p->speedup == 0 && p->low > 2.9 && p->low < p->high);
+	CHECK(p && p->speedup == 0 && near(p->bound, 4 / 1.11 / (1 / 0.97), 1e-9));
 
 	/* The machine's load unknown. */
 	in = loader_job();
@@ -268,6 +267,23 @@ TEST(test_rules_data_loading)
 	analyse(th, 2, &in, &a);
 	CHECK(rec(&a, "persistent_workers") != NULL);
 	in.workers_forked = 0;
+
+	/* Under half a CPU idle, yet more than the model's noise: its number decides. */
+	{
+		__u64 tr[PP_NR_STATES] = { [PP_RUNNING] = 300, [PP_DATA_WAIT] = 700 };
+		__u64 loop[PP_NR_STATES] = { [PP_RUNNING] = 990, [PP_OTHER] = 10 };
+		__u64 feeder[PP_NR_STATES] = { [PP_RUNNING] = 200, [PP_THREAD_WAIT] = 800 };
+		struct thread_result t3[3] = { mk(100, 100, tr), mk(200, 200, loop),
+					       mk(201, 200, feeder) };
+
+		in = input(2, 0.78);
+		analyse(t3, 3, &in, &a);
+		CHECK_MSG(near(a.model.idle_cpus, 0.44, 1e-9), "%f", a.model.idle_cpus);
+		CHECK(!pipeline_no_idle_cpu(&a.model));
+		r = rec(&a, "more_workers");
+		CHECK_MSG(r && strstr(r->text, "predicted 1."), "%s", r ? r->text : "(none)");
+		CHECK(!rec(&a, "cheaper_transforms"));
+	}
 
 	/* No idle CPU: never "more workers". */
 	in = input(2, 1.0);
