@@ -209,8 +209,7 @@ static void recommend_busy_workers(struct analysis *a, double bound, double run,
 }
 
 static void recommend_data(struct analysis *a, const struct analysis_input *in,
-			   const struct thread_result *tr, const struct thread_result *threads,
-			   double f)
+			   const struct thread_result *threads, double f)
 {
 	const struct role_result *w = &a->worker_loops;
 	const struct pipeline_model *m = &a->model;
@@ -275,7 +274,6 @@ static void recommend_data(struct analysis *a, const struct analysis_input *in,
 		because(r, "%d worker process%s started during the window", in->workers_forked,
 			in->workers_forked == 1 ? " was" : "es were");
 	}
-	(void)tr;
 }
 
 /* The thread a thread verdict names, with its own breakdown. */
@@ -411,7 +409,7 @@ static void recommend_verdict(struct analysis *a, const struct analysis_input *i
 
 	switch (a->verdict) {
 	case VERDICT_DATA_LOADING:
-		recommend_data(a, in, tr, threads, f);
+		recommend_data(a, in, threads, f);
 		break;
 	case VERDICT_GPU:
 		r = add_rec(a, "gpu_healthy", bound);
