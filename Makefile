@@ -28,7 +28,8 @@ SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS)) $(OUTPUT)/pipepr
 PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hist.c \
 	user/hist_fmt.c user/gpu_apis.c user/proctree.c user/prom.c user/jsonl.c \
 	user/daemon_config.c user/daemon_window.c user/step_baseline.c user/http.c user/waited_on.c \
-	user/btf_percpu.c user/cgroup.c user/target.c user/caps.c user/sanitize.c user/ere_cost.c
+	user/btf_percpu.c user/cgroup.c user/target.c user/caps.c user/sanitize.c user/ere_cost.c \
+	user/cache.c user/kfeatures_entry.c
 PLUMBING_SRCS := $(filter-out $(PURE_SRCS),$(wildcard user/*.c))
 PURE_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PURE_SRCS))
 PLUMBING_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PLUMBING_SRCS))

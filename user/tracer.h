@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <sys/types.h>
+#include "kfeatures.h"
 #include "report.h"
 
 struct pipeprof_bpf;
@@ -63,6 +64,7 @@ struct tracer {
 	struct bpf_link *selftest_links[2];
 	int selftest_fds[2];	/* the same as multi-uprobe links; 0 when not */
 	bool uprobe_multi;	/* the kernel has multi-uprobe links and they are used */
+	struct kfeatures kf;
 
 	/* The dynamic loaders probed (one probe per file serves every process that maps it). */
 	struct tracer_loader *loaders;
