@@ -195,3 +195,62 @@ void cache_prune(int dir_fd, const char *prefix, const char *keep)
 			unlinkat(dirfd(dir), de->d_name, 0);
 	closedir(dir);
 }
+
+struct aged_name {
+	struct timespec mtime;
+	char name[NAME_MAX + 1];
+};
+
+static int newest_first(const void *a, const void *b)
+{
+	const struct aged_name *x = a, *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? 1 : -1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+void cache_trim(int dir_fd, const char *prefix, int max)
+{
+	size_t plen = strlen(prefix);
+	struct aged_name *names = NULL;
+	int n = 0, cap = 0, fd;
+	struct dirent *de;
+	DIR *dir;
+
+	fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(dir))) {
+		struct stat st;
+
+		if (strncmp(de->d_name, prefix, plen) ||
+		    fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (n == cap) {
+			void *grown = realloc(names, (cap ? cap * 2 : 64) * sizeof(*names));
+
+			if (!grown)
+				break;
+			names = grown;
+			cap = cap ? cap * 2 : 64;
+		}
+		names[n].mtime = st.st_mtim;
+		snprintf(names[n].name, sizeof(names[n].name), "%s", de->d_name);
+		n++;
+	}
+	if (n > max) {
+		qsort(names, n, sizeof(*names), newest_first);
+		for (int i = max; i < n; i++)
+			unlinkat(dirfd(dir), names[i].name, 0);
+	}
+	free(names);
+	closedir(dir);
+}

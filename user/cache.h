@@ -29,6 +29,10 @@ int cache_put(int dirfd, const char *name, const char *data, size_t len);
 /* Removes the entries whose names start with prefix, but keep. */
 void cache_prune(int dirfd, const char *prefix, const char *keep);
 
+/* Keeps at most max entries whose names start with prefix, removing the least recently
+ * written first. */
+void cache_trim(int dirfd, const char *prefix, int max);
+
 /* Pure rules, unit-tested. A directory on the path may be written only by its owner, root or
  * euid, unless it is a root-owned sticky directory (/tmp): there, no one else can replace what
  * root made inside it. */

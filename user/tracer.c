@@ -16,6 +16,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "elfsym.h"
+#include "symcache.h"
 #include "gpu_apis.h"
 #include "kfeatures.h"
 #include "pipeprof.h"	/* the types the skeleton's globals use */
@@ -218,7 +219,7 @@ static int self_check(struct tracer *t)
 		return -EIO;
 	}
 
-	if (elf_resolve_funcs("/proc/self/exe", &fn, 1) != 1) {
+	if (symcache_resolve("/proc/self/exe", &fn, 1) != 1) {
 		fprintf(stderr, "pipeprof: self-check failed: cannot find %s in /proc/self/exe\n", fn.name);
 		return -ENOENT;
 	}
@@ -309,7 +310,7 @@ static void attach_phase(struct attach_clock *c, const char *name)
  * cost ~40 ms a read here, two thirds of it page faults, which are dear under a paravirtual MMU.
  * Faulting a heap area in with one madvise() and keeping it for those reads makes each ~10 ms;
  * the area goes back once the object is loaded. */
-#define BTF_HEAP_BYTES (16u << 20)
+#define BTF_HEAP_BYTES (12u << 20)
 
 static void heap_prefault(void)
 {
@@ -474,10 +475,17 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	attach_phase(&clock, "libraries");
 	err = open_window(t);
 	attach_phase(&clock, "threads");
-	if (t->verbose)
+	if (t->verbose) {
+		struct symcache_stats sc;
+
+		symcache_stats(&sc);
 		fprintf(stderr, "pipeprof: attached in %.1f ms (%.1f ms CPU); per phase, ms wall/CPU: "
-			"%s\n", (clock.wall - clock.wall0) / 1e6, (clock.cpu - clock.cpu0) / 1e6,
-			clock.line);
+			"%s; kernel features %s; symbol lookups: %d read, %d from the cache, %d "
+			"from memory\n", (clock.wall - clock.wall0) / 1e6,
+			(clock.cpu - clock.cpu0) / 1e6, clock.line,
+			t->kf.from_cache ? "cached" : "read from BTF", sc.reads, sc.disk_hits,
+			sc.memory_hits);
+	}
 	return err;
 }
 
