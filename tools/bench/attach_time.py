@@ -31,9 +31,9 @@ def cpu_seconds(pid):
     return total / 1e9
 
 
-def one_attach(pid, hist, env):
-    cmd = [PIPEPROF, "hist", "-p", str(pid)] + hist.split() + ["0.3", "1"] if hist else \
-          [PIPEPROF, "-p", str(pid), "-d", "0.3"]
+def one_attach(pipeprof, pid, hist, env):
+    cmd = [pipeprof, "hist", "-p", str(pid)] + hist.split() + ["1", "1"] if hist else \
+          [pipeprof, "-p", str(pid), "-d", "0.3"]
     started = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     line = p.stderr.readline()
@@ -53,6 +53,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--cold", action="store_true", help="an empty attach cache every round")
     ap.add_argument("--hist", default="", help="time `pipeprof hist KINDS` instead of the report")
+    ap.add_argument("--pipeprof", default=PIPEPROF, help="the binary (another build, to compare)")
     args = ap.parse_args()
     workload = None
     pid = args.pid
@@ -72,7 +73,7 @@ def main():
             if cold:
                 env["PIPEPROF_CACHE_DIR"] = os.path.join(cold, "cache")
             try:
-                wall, cpu, rss = one_attach(pid, args.hist, env)
+                wall, cpu, rss = one_attach(args.pipeprof, pid, args.hist, env)
             finally:
                 if cold:
                     shutil.rmtree(cold)
