@@ -174,22 +174,28 @@ int cache_put(int dirfd, const char *name, const char *data, size_t len)
 	return err;
 }
 
+/* readdir needs a descriptor opened for reading, not the O_PATH one. */
+static DIR *open_entries(int dir_fd)
+{
+	int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir;
+
+	if (fd < 0)
+		return NULL;
+	dir = fdopendir(fd);
+	if (!dir)
+		close(fd);
+	return dir;
+}
+
 void cache_prune(int dir_fd, const char *prefix, const char *keep)
 {
 	size_t plen = strlen(prefix);
+	DIR *dir = open_entries(dir_fd);
 	struct dirent *de;
-	DIR *dir;
-	int fd;
 
-	/* readdir needs a descriptor opened for reading, not the O_PATH one */
-	fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	if (!dir)
 		return;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return;
-	}
 	while ((de = readdir(dir)))
 		if (!strncmp(de->d_name, prefix, plen) && strcmp(de->d_name, keep))
 			unlinkat(dirfd(dir), de->d_name, 0);
@@ -216,18 +222,12 @@ void cache_trim(int dir_fd, const char *prefix, int max)
 {
 	size_t plen = strlen(prefix);
 	struct aged_name *names = NULL;
-	int n = 0, cap = 0, fd;
+	DIR *dir = open_entries(dir_fd);
 	struct dirent *de;
-	DIR *dir;
+	int n = 0, cap = 0;
 
-	fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	if (!dir)
 		return;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return;
-	}
 	while ((de = readdir(dir))) {
 		struct stat st;
 
