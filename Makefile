@@ -14,7 +14,7 @@ CFLAGS ?= -g -O2
 BASE_CFLAGS := -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -MMD -MP
 CFLAGS += $(BASE_CFLAGS)
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuser
-LDLIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz -ljson-c -lmicrohttpd
+LDLIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz -ljson-c
 
 # One object per bpf/*.bpf.c, and pipeprof's, linked from its parts split by concern.
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -29,7 +29,7 @@ PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hi
 	user/hist_fmt.c user/gpu_apis.c user/proctree.c user/prom.c user/jsonl.c \
 	user/daemon_config.c user/daemon_window.c user/step_baseline.c user/http.c user/waited_on.c \
 	user/btf_percpu.c user/cgroup.c user/target.c user/caps.c user/sanitize.c user/ere_cost.c \
-	user/cache.c user/kfeatures_entry.c user/symcache.c
+	user/cache.c user/kfeatures_entry.c user/symcache.c user/mhd_lazy.c
 PLUMBING_SRCS := $(filter-out $(PURE_SRCS),$(wildcard user/*.c))
 PURE_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PURE_SRCS))
 PLUMBING_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PLUMBING_SRCS))
