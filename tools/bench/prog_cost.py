@@ -47,9 +47,9 @@ programs' is printed beside it.
 Statistics are turned on with BPF_ENABLE_STATS (unrelated_cost.enable_stats): the kernel undoes
 it when the file descriptor closes, whatever way this script ends; where that is refused, the
 kernel.bpf_stats_enabled sysctl is set and its previous value restored on every exit path
-(SIGTERM and SIGINT included). Before each round the 1-minute load average must fall below
---max-load (waiting up to --wait-quiet seconds, then going on with a warning); it is recorded
-beside every window.
+(SIGTERM and SIGINT included). Before each round of part 1, and once before part 2, the
+1-minute load average must fall below --max-load (waiting up to --wait-quiet seconds, then going
+on with a warning); it is recorded beside every window (the workloads' own load included).
 
     sudo make bench-progs                                   # ~12 minutes
     sudo tools/bench/prog_cost.py --rounds 3 --uprobe-rounds 5 [--only uprobes|programs]
@@ -588,8 +588,10 @@ def uprobes_part(args, stats, notes):
             if not mirrors[mode][0]:
                 raise RuntimeError("pipeprof %s put no uprobe on cuda_loop" % mode)
         rounds = []
+        # Once for the part: a round takes seconds, and the calling thread's CPU time does not
+        # count what other tasks take of its CPU.
+        compare.wait_quiet(args.max_load, args.wait_quiet, notes)
         for r in range(args.uprobe_rounds):
-            compare.wait_quiet(args.max_load, args.wait_quiet, notes)
             order = UPROBE_CONFIGS[r % len(UPROBE_CONFIGS):] + UPROBE_CONFIGS[:r % len(UPROBE_CONFIGS)]
             recs = {}
             for cfg in order:
