@@ -327,8 +327,19 @@ def run_unrelated(stats_note, stats, empty_ids):
         load0 = compare.loadavg()
         stats.on()
         e0 = uc.prog_stats(empty_ids)
-        r = subprocess.run([PY, os.path.join(HERE, "unrelated_cost.py"), "--json", path],
-                           capture_output=True, text=True, timeout=300)
+        proc = subprocess.Popen([PY, os.path.join(HERE, "unrelated_cost.py"), "--json", path],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = proc.communicate(timeout=300)
+        except BaseException:
+            # SIGINT: it then stops its pipeprof, load and target before exiting.
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            raise
+        r = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
         e1 = uc.prog_stats(empty_ids)
         stats.off()
         if r.returncode != 0:
