@@ -66,7 +66,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_a
 # Skeletons and BPF objects are outputs worth keeping (bpftool inspects them), not intermediates.
 .SECONDARY: $(SKELS) $(patsubst %.skel.h,$(OUTPUT)/bpf/%.bpf.o,$(notdir $(SKELS)))
 .PHONY: all clean deps test unit-test fixture-test scenario-test fixtures demo install bench bench-daemon \
-	fuzz fuzz-smoke fuzzers check-asan bench-compare
+	fuzz fuzz-smoke fuzzers check-asan bench-compare bench-progs
 
 all: pipeprof fixtures
 
@@ -75,7 +75,7 @@ pipeprof: $(PURE_OBJS) $(PLUMBING_OBJS)
 
 $(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/bpf/pipeprof $(OUTPUT)/tests $(OUTPUT)/fakecuda \
 		$(SAN_OUTPUT)/user $(SAN_OUTPUT)/tests $(SAN_OUTPUT)/fuzz \
-		$(OUTPUT)/workloads:
+		$(OUTPUT)/workloads $(OUTPUT)/bench:
 	mkdir -p $@
 
 BPF_CC = $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
@@ -174,6 +174,26 @@ bench-daemon: pipeprof
 bench-compare: pipeprof fixtures
 	tools/bench/compare.py
 
+# Each BPF program's cost per run from the kernel's BPF statistics, and pipeprof's uprobes
+# against empty programs on the same instructions (tools/bench/prog_cost.py, ~12 min).
+BENCH_BINS := $(OUTPUT)/bench/empty_progs $(OUTPUT)/bench/cuda_loop
+
+$(OUTPUT)/bench/empty_progs.bpf.o: tools/bench/empty_progs.bpf.c $(VMLINUX) | $(OUTPUT)/bench
+	$(BPF_CC)
+
+$(OUTPUT)/bench/empty_progs.skel.h: $(OUTPUT)/bench/empty_progs.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@
+
+$(OUTPUT)/bench/empty_progs: tools/bench/empty_progs.c $(OUTPUT)/bench/empty_progs.skel.h \
+		$(OUTPUT)/user/uprobe_multi.o
+	$(CC) $(CFLAGS) $(INCLUDES) -I$(OUTPUT)/bench $< $(OUTPUT)/user/uprobe_multi.o $(LDLIBS) -o $@
+
+$(OUTPUT)/bench/cuda_loop: tools/bench/cuda_loop.c | $(OUTPUT)/bench
+	$(CC) -O2 -g -Wall -Wextra $< -o $@ -ldl
+
+bench-progs: pipeprof fixtures $(BENCH_BINS)
+	tools/bench/prog_cost.py
+
 install: pipeprof
 	install -D -m 0755 pipeprof $(DESTDIR)$(PREFIX)/sbin/pipeprof
 	install -D -m 0644 tools/pipeprof.service $(DESTDIR)/etc/systemd/system/pipeprof.service
@@ -185,4 +205,4 @@ clean:
 	rm -rf $(OUTPUT) pipeprof
 
 -include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/bpf/pipeprof/*.d \
-	$(OUTPUT)/tests/*.d $(SAN_OUTPUT)/user/*.d $(SAN_OUTPUT)/tests/*.d $(SAN_OUTPUT)/fuzz/*.d)
+	$(OUTPUT)/tests/*.d $(OUTPUT)/bench/*.d $(SAN_OUTPUT)/user/*.d $(SAN_OUTPUT)/tests/*.d $(SAN_OUTPUT)/fuzz/*.d)
