@@ -127,7 +127,6 @@ static int read_btf(struct kfeatures *kf)
 	kf->has_block_io_start = tracepoint_nr_args(btf, "block_io_start") >= 0;
 	kf->preempt_count_rq_delta = preempt_count_rq_delta(btf);
 	kf->uprobe_multi = uprobe_multi_supported(btf);
-	kf->hash_no_prealloc = btf__find_by_name_kind(btf, "bpf_mem_alloc", BTF_KIND_STRUCT) > 0;
 	btf__free(btf);
 	write_cached(kf);
 	return 0;
@@ -144,15 +143,6 @@ int kfeatures_probe(struct pipeprof_bpf *skel, struct kfeatures *kf, bool *uprob
 	if (!kf->has_block_io_start)
 		bpf_program__set_autoload(skel->progs.on_block_io_start, false);
 	skel->rodata->preempt_count_rq_delta = kf->preempt_count_rq_delta;
-	/* Preallocating these at load was ~4 ms of every attach (32k thread records, filled per
-	 * CPU); entries come one per thread, process or waker pair, not per event. */
-	if (kf->hash_no_prealloc) {
-		struct bpf_map *maps[] = { skel->maps.threads, skel->maps.tracked_procs,
-					   skel->maps.wakers, skel->maps.hists };
-
-		for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
-			bpf_map__set_map_flags(maps[i], bpf_map__map_flags(maps[i]) | BPF_F_NO_PREALLOC);
-	}
 	*uprobe_multi = kf->uprobe_multi && !getenv("PIPEPROF_NO_UPROBE_MULTI");
 	if (*uprobe_multi)
 		use_uprobe_multi(skel);

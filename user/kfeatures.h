@@ -17,9 +17,6 @@ struct kfeatures {
 	bool has_block_io_start;
 	long long preempt_count_rq_delta;
 	bool uprobe_multi;		/* the kernel has multi-uprobe links */
-	/* Hash maps allocate their entries at run time safely in tracing programs (bpf_mem_alloc,
-	 * kernel commit 34dd3bad1a6f, 6.1): the big maps need not be preallocated at load. */
-	bool hash_no_prealloc;
 	/* The self-check saw the preempt count right in interrupts during this boot: later runs
 	 * need not attach the interrupt programs to prove it again. */
 	bool preempt_count_proven;

@@ -6,18 +6,16 @@
 #include <string.h>
 #include "kfeatures.h"
 
-#define KFEATURES_MAGIC "pipeprof-kernel-features 2"
+#define KFEATURES_MAGIC "pipeprof-kernel-features 3"
 
 int kfeatures_format(const struct kfeatures *kf, const char *boot_id, const char *release,
 		     char *buf, size_t size)
 {
 	int n = snprintf(buf, size, KFEATURES_MAGIC "\nboot_id %s\nrelease %s\n"
 			 "sched_switch_has_prev_state %d\nhas_block_io_start %d\n"
-			 "preempt_count_rq_delta %lld\nuprobe_multi %d\nhash_no_prealloc %d\n"
-			 "preempt_count_proven %d\nend\n",
+			 "preempt_count_rq_delta %lld\nuprobe_multi %d\npreempt_count_proven %d\nend\n",
 			 boot_id, release, kf->sched_switch_has_prev_state, kf->has_block_io_start,
-			 kf->preempt_count_rq_delta, kf->uprobe_multi, kf->hash_no_prealloc,
-			 kf->preempt_count_proven);
+			 kf->preempt_count_rq_delta, kf->uprobe_multi, kf->preempt_count_proven);
 
 	return n < 0 || (size_t)n >= size ? -ENOSPC : n;
 }
@@ -33,8 +31,7 @@ static int parse_flag(const char *s, bool *out)
 int kfeatures_parse(const char *text, const char *boot_id, const char *release,
 		    struct kfeatures *kf)
 {
-	enum { BOOT = 1, REL = 2, PREV = 4, BLOCK = 8, DELTA = 16, MULTI = 32, PROVEN = 64, END = 128,
-	       NOPREALLOC = 256 };
+	enum { BOOT = 1, REL = 2, PREV = 4, BLOCK = 8, DELTA = 16, MULTI = 32, PROVEN = 64, END = 128 };
 	char line[256];
 	unsigned int seen = 0;
 	const char *p = text;
@@ -72,8 +69,6 @@ int kfeatures_parse(const char *text, const char *boot_id, const char *release,
 			err = parse_flag(val, &out.has_block_io_start), seen |= BLOCK;
 		else if (!strcmp(line, "uprobe_multi"))
 			err = parse_flag(val, &out.uprobe_multi), seen |= MULTI;
-		else if (!strcmp(line, "hash_no_prealloc"))
-			err = parse_flag(val, &out.hash_no_prealloc), seen |= NOPREALLOC;
 		else if (!strcmp(line, "preempt_count_proven"))
 			err = parse_flag(val, &out.preempt_count_proven), seen |= PROVEN;
 		else if (!strcmp(line, "preempt_count_rq_delta")) {
@@ -89,7 +84,7 @@ int kfeatures_parse(const char *text, const char *boot_id, const char *release,
 		if (err)
 			return err;
 	}
-	if (seen != (BOOT | REL | PREV | BLOCK | DELTA | MULTI | PROVEN | END | NOPREALLOC))
+	if (seen != (BOOT | REL | PREV | BLOCK | DELTA | MULTI | PROVEN | END))
 		return -EINVAL;
 	*kf = out;
 	return 0;

@@ -30,7 +30,6 @@ static void kernel_entry(const char *text)
 		   kf.has_block_io_start == again.has_block_io_start &&
 		   kf.preempt_count_rq_delta == again.preempt_count_rq_delta &&
 		   kf.uprobe_multi == again.uprobe_multi &&
-		   kf.hash_no_prealloc == again.hash_no_prealloc &&
 		   kf.preempt_count_proven == again.preempt_count_proven);
 }
 

@@ -143,7 +143,7 @@ TEST(test_kfeatures_entry)
 {
 	struct kfeatures kf = {
 		.sched_switch_has_prev_state = true, .has_block_io_start = false,
-		.preempt_count_rq_delta = -93328, .uprobe_multi = true, .hash_no_prealloc = true,
+		.preempt_count_rq_delta = -93328, .uprobe_multi = true,
 		.preempt_count_proven = false,
 	}, back;
 	const char *boot = "d54065d9-d8ae-4680-adb0-4dd16716ba42", *rel = "6.18.44";
@@ -157,7 +157,7 @@ TEST(test_kfeatures_entry)
 	CHECK(back.from_cache);
 	CHECK(back.sched_switch_has_prev_state && !back.has_block_io_start);
 	CHECK_EQ_INT(back.preempt_count_rq_delta, -93328);
-	CHECK(back.uprobe_multi && back.hash_no_prealloc && !back.preempt_count_proven);
+	CHECK(back.uprobe_multi && !back.preempt_count_proven);
 
 	/* Another boot or kernel: not this machine's answers. */
 	CHECK_EQ_INT(kfeatures_parse(text, "00000000-0000-0000-0000-000000000000", rel, &back),
