@@ -14,7 +14,7 @@ CFLAGS ?= -g -O2
 BASE_CFLAGS := -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -MMD -MP
 CFLAGS += $(BASE_CFLAGS)
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuser
-LDLIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz -ljson-c -lmicrohttpd
+LDLIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf) -lelf -lz -ljson-c
 
 # One object per bpf/*.bpf.c, and pipeprof's, linked from its parts split by concern.
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -29,7 +29,8 @@ PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hi
 	user/hist_fmt.c user/gpu_apis.c user/proctree.c user/prom.c user/jsonl.c \
 	user/daemon_config.c user/daemon_window.c user/step_baseline.c user/http.c user/waited_on.c \
 	user/btf_percpu.c user/cgroup.c user/target.c user/caps.c user/sanitize.c user/ere_cost.c \
-	user/predict.c user/recommend.c
+	user/cache.c user/kfeatures_entry.c user/symcache.c user/mhd_lazy.c user/predict.c \
+	user/recommend.c
 PLUMBING_SRCS := $(filter-out $(PURE_SRCS),$(wildcard user/*.c))
 PURE_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PURE_SRCS))
 PLUMBING_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PLUMBING_SRCS))
@@ -66,7 +67,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_a
 # Skeletons and BPF objects are outputs worth keeping (bpftool inspects them), not intermediates.
 .SECONDARY: $(SKELS) $(patsubst %.skel.h,$(OUTPUT)/bpf/%.bpf.o,$(notdir $(SKELS)))
 .PHONY: all clean deps test unit-test fixture-test scenario-test fixtures demo install bench bench-daemon \
-	fuzz fuzz-smoke fuzzers check-asan bench-compare
+	fuzz fuzz-smoke fuzzers check-asan bench-compare bench-progs
 
 all: pipeprof fixtures
 
@@ -75,7 +76,7 @@ pipeprof: $(PURE_OBJS) $(PLUMBING_OBJS)
 
 $(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/bpf/pipeprof $(OUTPUT)/tests $(OUTPUT)/fakecuda \
 		$(SAN_OUTPUT)/user $(SAN_OUTPUT)/tests $(SAN_OUTPUT)/fuzz \
-		$(OUTPUT)/workloads:
+		$(OUTPUT)/workloads $(OUTPUT)/bench:
 	mkdir -p $@
 
 BPF_CC = $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
@@ -159,7 +160,9 @@ check-asan: $(SAN_UNIT_BINS) $(FUZZ_BINS)
 	@$(SAN_ENV) tools/run-unit-tests.sh $(SAN_UNIT_BINS)
 	@$(SAN_ENV) tools/run-fuzzers.sh -t 0 -o $(SAN_OUTPUT) $(FUZZ_BINS)
 
-test: pipeprof fixtures unit-test fixture-test check-asan fuzz-smoke scenario-test
+# Fuzzing itself stays out of `test`: a random search is not a regression test, and what it
+# finds is a new bug to fix and add to the corpora, which check-asan replays.
+test: pipeprof fixtures unit-test fixture-test check-asan scenario-test
 
 demo: pipeprof
 	tools/demo.sh
@@ -174,6 +177,26 @@ bench-daemon: pipeprof
 bench-compare: pipeprof fixtures
 	tools/bench/compare.py
 
+# Each BPF program's cost per run from the kernel's BPF statistics, and pipeprof's uprobes
+# against empty programs on the same instructions (tools/bench/prog_cost.py, ~12 min).
+BENCH_BINS := $(OUTPUT)/bench/empty_progs $(OUTPUT)/bench/cuda_loop
+
+$(OUTPUT)/bench/empty_progs.bpf.o: tools/bench/empty_progs.bpf.c $(VMLINUX) | $(OUTPUT)/bench
+	$(BPF_CC)
+
+$(OUTPUT)/bench/empty_progs.skel.h: $(OUTPUT)/bench/empty_progs.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@
+
+$(OUTPUT)/bench/empty_progs: tools/bench/empty_progs.c $(OUTPUT)/bench/empty_progs.skel.h \
+		$(OUTPUT)/user/uprobe_multi.o
+	$(CC) $(CFLAGS) $(INCLUDES) -I$(OUTPUT)/bench $< $(OUTPUT)/user/uprobe_multi.o $(LDLIBS) -o $@
+
+$(OUTPUT)/bench/cuda_loop: tools/bench/cuda_loop.c | $(OUTPUT)/bench
+	$(CC) -O2 -g -Wall -Wextra $< -o $@ -ldl
+
+bench-progs: pipeprof fixtures $(BENCH_BINS)
+	tools/bench/prog_cost.py
+
 install: pipeprof
 	install -D -m 0755 pipeprof $(DESTDIR)$(PREFIX)/sbin/pipeprof
 	install -D -m 0644 tools/pipeprof.service $(DESTDIR)/etc/systemd/system/pipeprof.service
@@ -185,4 +208,4 @@ clean:
 	rm -rf $(OUTPUT) pipeprof
 
 -include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/bpf/pipeprof/*.d \
-	$(OUTPUT)/tests/*.d $(SAN_OUTPUT)/user/*.d $(SAN_OUTPUT)/tests/*.d $(SAN_OUTPUT)/fuzz/*.d)
+	$(OUTPUT)/tests/*.d $(OUTPUT)/bench/*.d $(SAN_OUTPUT)/user/*.d $(SAN_OUTPUT)/tests/*.d $(SAN_OUTPUT)/fuzz/*.d)

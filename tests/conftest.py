@@ -4,6 +4,7 @@
 Every process a test starts goes into its own session (process group) and is killed, group and
 all, when the test ends, whether it passed or not: DataLoader workers and CPU hogs included.
 """
+import glob
 import json
 import os
 import re
@@ -350,3 +351,24 @@ def pytest_terminal_summary(terminalreporter):
         tr.write_line(res.get("table", test_id))
         tr.write_line("")
     tr.write_line("all numbers: %s" % RESULTS)
+
+
+def bpf_objects(pid):
+    """{'prog': ids, 'link': ids, 'map': ids} that process pid holds file descriptors of."""
+    held = {"prog": set(), "link": set(), "map": set()}
+    for path in glob.glob("/proc/%d/fdinfo/*" % pid):
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError:
+            continue
+        for kind in ("link", "map"):
+            m = re.search(r"^%s_id:\s*(\d+)" % kind, text, re.M)
+            if m:
+                held[kind].add(int(m.group(1)))
+                break
+        else:
+            m = re.search(r"^prog_id:\s*(\d+)", text, re.M)
+            if m:
+                held["prog"].add(int(m.group(1)))
+    return held

@@ -28,7 +28,6 @@ target of its own) several times rather than restarting it:
 Needs root, ./pipeprof and `make fixtures` (the helpers under .output/workloads).
 """
 import collections
-import glob
 import json
 import os
 import re
@@ -39,7 +38,7 @@ import time
 import pytest
 
 from conftest import (PIPEPROF, PYTHON, READY_TIMEOUT, ROOT, WORKLOADS, Proc, attempt_pipeprof,
-                      attach_repeatedly, cpu_steal_ticks, groundtruth, save_result,
+                      attach_repeatedly, bpf_objects, cpu_steal_ticks, groundtruth, save_result,
                       steal_fraction)
 from test_scenarios import TOLERANCE, evaluate_attach
 
@@ -152,14 +151,17 @@ def check_runs(name, runs, truth, tid, evidence):
             continue
         w = report["window"]
         allowed = truth_verdicts(groundtruth.shares(truth, w["start_ns"], w["end_ns"]))
-        got = report["verdict"]["name"]
-        verdict = got if got in allowed else " or ".join(sorted(allowed))
         # A wait still open when the window closed and not ended within the naming grace is
         # OTHER by design, and said so: on this VM other load stalls a worker now and then for
-        # that long. Its share widens the tolerance as the hypervisor's steal does.
+        # that long. Its share widens the tolerance as the hypervisor's steal does, and when it
+        # could outweigh every named stall the verdict is withheld, which is no wrong verdict.
         m = re.search(r"the trainer's last wait \(([\d.]+) s of the window\)",
                       " ".join(report["not_traced"]))
         open_wait = float(m.group(1)) / ((w["end_ns"] - w["start_ns"]) / 1e9) if m else 0.0
+        if m:
+            allowed.add("NO VERDICT: THE TRAINER'S WAIT DID NOT END")
+        got = report["verdict"]["name"]
+        verdict = got if got in allowed else " or ".join(sorted(allowed))
         res = evaluate_attach(label, report, truth, tid, verdict, evidence,
                               stolen=run.get("stolen", 0.0) + open_wait)
         res["attach"] = i
@@ -239,27 +241,6 @@ def test_scale(job, pipeprof_bin):
     """1,000 threads and 64 worker processes: all tracked, roles right, nothing dropped."""
     runs = attach_repeatedly(job.proc, job.pid, SCALE_ATTACHES, WINDOW_S)
     check_runs("scale", runs, job.truth(), job.tid, [census(job), roles(job), nothing_lost])
-
-
-def bpf_objects(pid):
-    """{'prog': ids, 'link': ids, 'map': ids} that process pid holds file descriptors of."""
-    held = {"prog": set(), "link": set(), "map": set()}
-    for path in glob.glob("/proc/%d/fdinfo/*" % pid):
-        try:
-            with open(path) as f:
-                text = f.read()
-        except OSError:
-            continue
-        for kind in ("link", "map"):
-            m = re.search(r"^%s_id:\s*(\d+)" % kind, text, re.M)
-            if m:
-                held[kind].add(int(m.group(1)))
-                break
-        else:
-            m = re.search(r"^prog_id:\s*(\d+)", text, re.M)
-            if m:
-                held["prog"].add(int(m.group(1)))
-    return held
 
 
 def bpf_ids_now(kind):

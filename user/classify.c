@@ -26,6 +26,7 @@ static const struct {
 	[VERDICT_DATA_LOADING_THREAD] = { "DATA-LOADING BOUND (thread loader)", "data_loading_thread" },
 	[VERDICT_WAITING_ON_THREAD] = { "WAITING ON A THREAD", "waiting_on_thread" },
 	[VERDICT_GPU_UNOBSERVED] = { "NO VERDICT: GPU NOT OBSERVED", "gpu_unobserved" },
+	[VERDICT_WAIT_NOT_ENDED] = { "NO VERDICT: THE TRAINER'S WAIT DID NOT END", "wait_not_ended" },
 };
 
 /* Stalls that can carry a verdict, and the verdict each one carries. */
@@ -142,10 +143,14 @@ static double frac(const __u64 *ns, __u64 wall, enum pp_state s)
 /* Not working, not waiting on storage or a CPU or the GPU: blocked on a queue or IPC. */
 double role_idle_fraction(const struct role_result *r)
 {
+	double idle;
+
 	if (!r->wall_ns)
 		return 0;
-	return 1.0 - frac(r->ns, r->wall_ns, PP_RUNNING) - frac(r->ns, r->wall_ns, PP_RUNQ) -
+	idle = 1.0 - frac(r->ns, r->wall_ns, PP_RUNNING) - frac(r->ns, r->wall_ns, PP_RUNQ) -
 	       frac(r->ns, r->wall_ns, PP_IO_WAIT) - frac(r->ns, r->wall_ns, PP_GPU_WAIT);
+	/* The four shares can sum a rounding error past 1: no "-0.0%" idle. */
+	return idle > 0 ? idle : 0;
 }
 
 static int pick_trainer(const struct thread_result *threads, int n, const struct analysis_input *in,
@@ -280,6 +285,9 @@ static void format_verdict_line(struct analysis *a, const struct thread_result *
 		append(buf, size, ": a GPU library is mapped but its calls are not timed, so the "
 		       "trainer's %.1f%% %s may be GPU wait", a->verdict_fraction * 100,
 		       state_name(a->verdict_state));
+	else if (a->verdict == VERDICT_WAIT_NOT_ENDED)
+		append(buf, size, ": the trainer was off-CPU for the last %.1f%% of the window and "
+		       "nothing woke it, so that time's cause is unknown", a->verdict_fraction * 100);
 	else if (a->verdict != VERDICT_UNDETERMINED)
 		append(buf, size, ": %s is %.1f%% of the trainer's time", state_name(a->verdict_state),
 		       a->verdict_fraction * 100);
@@ -305,7 +313,7 @@ static void format_verdict_line(struct analysis *a, const struct thread_result *
 	}
 	/* Compute is no stall: removing it all is no fix, and 1/(1-f) of it says nothing. */
 	if (a->verdict != VERDICT_CPU && a->verdict != VERDICT_UNDETERMINED &&
-	    a->verdict != VERDICT_GPU_UNOBSERVED)
+	    a->verdict != VERDICT_GPU_UNOBSERVED && a->verdict != VERDICT_WAIT_NOT_ENDED)
 		append(buf, size, "; removing it entirely would speed the loop up by at most %.2fx",
 		       a->speedup_bound);
 }
@@ -316,7 +324,7 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 	const struct thread_result *tr = NULL;
 	__u32 seen_tgids[PP_MAX_PROCS];
 	int nr_tgids = 0;
-	double best = -1;
+	double best = -1, unnamed;
 
 	memset(a, 0, sizeof(*a));
 	a->verdict_waited_on = -1;
@@ -386,6 +394,15 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 	}
 	a->verdict_fraction = frac(tr->ns, tr->wall_ns, a->verdict_state);
 	a->verdict_waited_on = -1;
+	/* A wait no wakeup named could be any stall: when it is over the threshold and larger
+	 * than every named stall, it could carry another verdict, and a wrong verdict is worse
+	 * than none. (Compute cannot hide in it: the thread was off-CPU.) */
+	unnamed = tr->wall_ns ? (double)tr->open_wait_ns / tr->wall_ns : 0;
+	if (unnamed >= in->threshold && unnamed > best) {
+		a->verdict = VERDICT_WAIT_NOT_ENDED;
+		a->verdict_state = PP_OTHER;
+		a->verdict_fraction = unnamed;
+	}
 	if (a->verdict == VERDICT_WAITING_ON_THREAD)
 		judge_thread_wait(a, threads, in);
 	/* Time inside an unprobed GPU synchronise is RUNNING (spinning) or a wait the driver's own
@@ -400,7 +417,8 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 	/* Unattributed sleep is no stall a fix is known for, and compute none at all: no bound
 	 * to promise. */
 	a->speedup_bound = a->verdict == VERDICT_UNDETERMINED || a->verdict == VERDICT_GPU_UNOBSERVED ||
-			   a->verdict == VERDICT_CPU ? 1.0 : speedup_bound(a->verdict_fraction);
+			   a->verdict == VERDICT_CPU || a->verdict == VERDICT_WAIT_NOT_ENDED ?
+			   1.0 : speedup_bound(a->verdict_fraction);
 	format_verdict_line(a, threads);
 	recommend(a, in, tr, threads, n);
 }

@@ -24,6 +24,7 @@ enum verdict {
 	VERDICT_DATA_LOADING_THREAD,	/* THREAD_WAIT on a busy helper that feeds it */
 	VERDICT_WAITING_ON_THREAD,	/* THREAD_WAIT of any other pattern: locks, the GIL */
 	VERDICT_GPU_UNOBSERVED,	/* GPU libraries mapped but not probed: CPU-BOUND could be GPU wait */
+	VERDICT_WAIT_NOT_ENDED,	/* a wait no wakeup named is larger than any stall it could beat */
 	NR_VERDICTS,
 };
 

@@ -3,8 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/utsname.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include "cache.h"
 #include "kfeatures.h"
 #include "uprobe_multi.h"
 #include "pipeprof.h"	/* the types the skeleton's globals use */
@@ -46,7 +49,69 @@ static void use_uprobe_multi(struct pipeprof_bpf *skel)
 	}
 }
 
-int kfeatures_probe(struct pipeprof_bpf *skel, bool *uprobe_multi)
+/* The names that key and check this boot's entry. */
+static int boot_identity(char *boot_id, size_t id_size, char *release, size_t rel_size)
+{
+	struct utsname u;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	if (!fgets(boot_id, id_size, f))
+		err = -EIO;
+	fclose(f);
+	if (err)
+		return err;
+	boot_id[strcspn(boot_id, "\n")] = '\0';
+	if (uname(&u))
+		return -errno;
+	snprintf(release, rel_size, "%s", u.release);
+	/* the entry's name is made of the id */
+	for (const char *c = boot_id; *c; c++)
+		if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f') || *c == '-'))
+			return -EINVAL;
+	return boot_id[0] ? 0 : -EINVAL;
+}
+
+static int read_cached(struct kfeatures *kf)
+{
+	char boot_id[64], release[sizeof(((struct utsname *)0)->release)], name[96], text[1024];
+	int dirfd, err;
+
+	err = boot_identity(boot_id, sizeof(boot_id), release, sizeof(release));
+	if (err)
+		return err;
+	dirfd = cache_open();
+	if (dirfd < 0)
+		return dirfd;
+	snprintf(name, sizeof(name), "kernel-%s", boot_id);
+	err = cache_get(dirfd, name, text, sizeof(text));
+	close(dirfd);
+	return err < 0 ? err : kfeatures_parse(text, boot_id, release, kf);
+}
+
+static void write_cached(const struct kfeatures *kf)
+{
+	char boot_id[64], release[sizeof(((struct utsname *)0)->release)], name[96], text[1024];
+	int dirfd, len;
+
+	if (boot_identity(boot_id, sizeof(boot_id), release, sizeof(release)))
+		return;
+	len = kfeatures_format(kf, boot_id, release, text, sizeof(text));
+	if (len < 0)
+		return;
+	dirfd = cache_open();
+	if (dirfd < 0)
+		return;
+	snprintf(name, sizeof(name), "kernel-%s", boot_id);
+	/* Best effort: a read-only /var still traces, at the cost of the BTF read. */
+	if (!cache_put(dirfd, name, text, len))
+		cache_prune(dirfd, "kernel-", name);	/* earlier boots' entries */
+	close(dirfd);
+}
+
+static int read_btf(struct kfeatures *kf)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
 
@@ -57,14 +122,37 @@ int kfeatures_probe(struct pipeprof_bpf *skel, bool *uprobe_multi)
 			"pipeprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y\n", strerror(-err));
 		return err;
 	}
-	skel->rodata->sched_switch_has_prev_state = tracepoint_nr_args(btf, "sched_switch") >= 4;
-	skel->rodata->has_block_io_start = tracepoint_nr_args(btf, "block_io_start") >= 0;
-	if (!skel->rodata->has_block_io_start)
+	memset(kf, 0, sizeof(*kf));
+	kf->sched_switch_has_prev_state = tracepoint_nr_args(btf, "sched_switch") >= 4;
+	kf->has_block_io_start = tracepoint_nr_args(btf, "block_io_start") >= 0;
+	kf->preempt_count_rq_delta = preempt_count_rq_delta(btf);
+	kf->uprobe_multi = uprobe_multi_supported(btf);
+	btf__free(btf);
+	write_cached(kf);
+	return 0;
+}
+
+int kfeatures_probe(struct pipeprof_bpf *skel, struct kfeatures *kf, bool *uprobe_multi)
+{
+	int err = read_cached(kf) ? read_btf(kf) : 0;
+
+	if (err)
+		return err;
+	skel->rodata->sched_switch_has_prev_state = kf->sched_switch_has_prev_state;
+	skel->rodata->has_block_io_start = kf->has_block_io_start;
+	if (!kf->has_block_io_start)
 		bpf_program__set_autoload(skel->progs.on_block_io_start, false);
-	skel->rodata->preempt_count_rq_delta = preempt_count_rq_delta(btf);
-	*uprobe_multi = uprobe_multi_supported(btf) && !getenv("PIPEPROF_NO_UPROBE_MULTI");
+	skel->rodata->preempt_count_rq_delta = kf->preempt_count_rq_delta;
+	*uprobe_multi = kf->uprobe_multi && !getenv("PIPEPROF_NO_UPROBE_MULTI");
 	if (*uprobe_multi)
 		use_uprobe_multi(skel);
-	btf__free(btf);
 	return 0;
+}
+
+void kfeatures_remember_preempt_count(struct kfeatures *kf)
+{
+	if (kf->preempt_count_proven)
+		return;
+	kf->preempt_count_proven = true;
+	write_cached(kf);
 }

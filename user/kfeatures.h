@@ -5,15 +5,39 @@
 #define PIPEPROF_KFEATURES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct btf;
 struct pipeprof_bpf;
 
-/* Sets the skeleton's kernel-dependent rodata and autoload flags, and says whether the uprobe
- * programs load for multi-uprobe links (unless PIPEPROF_NO_UPROBE_MULTI is set, which keeps
- * the older one-perf-event-per-probe path testable on new kernels). Fails with a message and
- * -errno when the kernel has no BTF. */
-int kfeatures_probe(struct pipeprof_bpf *skel, bool *uprobe_multi);
+/* What is learnt of the kernel: from its BTF (~15 ms even with the reads pre-faulted), or from
+ * the cache entry of this boot (kernel-BOOT_ID), which holds the same answers. */
+struct kfeatures {
+	bool sched_switch_has_prev_state;
+	bool has_block_io_start;
+	long long preempt_count_rq_delta;
+	bool uprobe_multi;		/* the kernel has multi-uprobe links */
+	/* The self-check saw the preempt count right in interrupts during this boot: later runs
+	 * need not attach the interrupt programs to prove it again. */
+	bool preempt_count_proven;
+	bool from_cache;
+};
+
+/* Sets the skeleton's kernel-dependent rodata and autoload flags from the cache or the BTF,
+ * and says whether the uprobe programs load for multi-uprobe links (unless
+ * PIPEPROF_NO_UPROBE_MULTI is set, which keeps the older one-perf-event-per-probe path testable
+ * on new kernels). Fails with a message and -errno when the kernel has no BTF. */
+int kfeatures_probe(struct pipeprof_bpf *skel, struct kfeatures *kf, bool *uprobe_multi);
+
+/* Records in this boot's cache entry that the preempt count proved right. */
+void kfeatures_remember_preempt_count(struct kfeatures *kf);
+
+/* The cache entry's text, pure for the unit tests: format returns its length (or -ENOSPC);
+ * parse accepts only a complete entry written for this boot id and kernel release. */
+int kfeatures_format(const struct kfeatures *kf, const char *boot_id, const char *release,
+		     char *buf, size_t size);
+int kfeatures_parse(const char *text, const char *boot_id, const char *release,
+		    struct kfeatures *kf);
 
 /* Offset of per-CPU variable var (plus its member, when not NULL) inside the per-CPU area, from
  * the .data..percpu DATASEC of btf; -1 when BTF does not describe it. */

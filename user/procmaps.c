@@ -176,6 +176,7 @@ int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib 
 	size_t cap = 0;
 	int i, nr = 0, err = 0;
 	enum lib_kind kind;
+	bool deleted;
 
 	if (!maps || max < 0 || (max && !libs))
 		return -EINVAL;
@@ -194,6 +195,9 @@ int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib 
 		/* Skip what we cannot parse rather than give up on a whole process. */
 		if (procmaps_parse_line(line, e) || !e->inode)
 			continue;
+		/* The kind from the path as it is kept, so the two always agree (a file really
+		 * named "libcuda.so (deleted)" and then deleted read otherwise). */
+		deleted = strip_deleted(e->path);
 		kind = lib_kind_of_path(e->path);
 		if (!(kind_mask & (1u << kind)))
 			continue;
@@ -211,7 +215,7 @@ int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib 
 		libs[nr].map_start = e->start;
 		libs[nr].map_end = e->end;
 		memcpy(libs[nr].path, e->path, sizeof(libs[nr].path));
-		libs[nr].deleted = strip_deleted(libs[nr].path);
+		libs[nr].deleted = deleted;
 		nr++;
 	}
 

@@ -461,6 +461,19 @@ static void recommend_verdict(struct analysis *a, const struct analysis_input *i
 	case VERDICT_WAITING_ON_THREAD:
 		recommend_thread(a, threads, f);
 		break;
+	case VERDICT_WAIT_NOT_ENDED:
+		r = add_rec(a, "trace_longer", 0);
+		say(r, "Trace for longer than one step: -d at least twice the time between the "
+		    "trainer's wakeups.");
+		because(r, "the trainer's last wait (%.1f s) outlasted the window and the grace after "
+			"it, and a wait's cause is known only when it ends", tr->open_wait_ns / 1e9);
+		r = add_rec(a, "check_hang", 0);
+		say(r, "If the trainer never wakes, the job may be hung or starved: see where it "
+		    "blocks (/proc/%u/task/%u/wchan, py-spy dump --pid %u) and whether the threads "
+		    "that should wake it are running (the per-role breakdown).", tr->tgid, tr->tid,
+		    tr->tgid);
+		because(r, "nothing woke the trainer for the last %.0f%% of the window", f * 100);
+		break;
 	case VERDICT_GPU_UNOBSERVED:
 		r = add_rec(a, "probe_gpu", 0);
 		say(r, "Make the GPU library readable to pipeprof and trace again: until its "

@@ -18,8 +18,12 @@
 
 #define TICK_MS 100
 /* How long past the window a wait open at its close may take to end and be named: a starved
- * DataLoader can keep the trainer waiting this long for one batch. */
+ * DataLoader can keep the trainer waiting this long for one batch. A wait still open then has
+ * lasted most of a short window (a step longer than -d): it is given up to the window's own
+ * length, at least NAMING_LONG_MS and at most NAMING_MAX_MS, unless a signal ended the window. */
 #define NAMING_GRACE_MS 500
+#define NAMING_LONG_MS 5000
+#define NAMING_MAX_MS 10000
 
 static volatile sig_atomic_t exiting;
 
@@ -308,14 +312,14 @@ static void fill_input(struct report *r, pid_t tid, double threshold, const stru
 }
 
 /* The trainer's wait that no wakeup named within the grace: honest about what OTHER holds. */
-static void note_open_wait(struct report *r)
+static void note_open_wait(struct report *r, int naming_ms)
 {
 	int i = r->analysis.trainer_index;
 
 	if (i >= 0 && r->threads[i].open_wait_ns)
 		report_not_traced(r, "the trainer's last wait (%.3f s of the window) had not ended %d ms "
 				  "after the window closed: its cause is unknown and it counts as OTHER",
-				  r->threads[i].open_wait_ns / 1e9, NAMING_GRACE_MS);
+				  r->threads[i].open_wait_ns / 1e9, naming_ms);
 }
 
 /* Wakers pipeprof does not trace are named from /proc, while they still exist. */
@@ -346,7 +350,8 @@ int report_cmd_run(const struct report_opts *o)
 	struct launch launch = { .go_fd = -1, .err_fd = -1 };
 	int pidfd = -1, err = 0, status = 1;
 	bool launched = o->argv != NULL, child_reaped = false;
-	__u64 deadline = 0, end_ns;
+	__u64 deadline = 0, end_ns, window_ms;
+	int naming_ms;
 	pid_t pid = o->pid, tid = o->tid;
 
 	sigaction(SIGINT, &sa, NULL);
@@ -418,7 +423,12 @@ int report_cmd_run(const struct report_opts *o)
 		cpu_sample(&cpu);
 	}
 	end_ns = monotonic_ns();
-	tracer_close_window(&tracer, end_ns, tid, NAMING_GRACE_MS);
+	window_ms = (end_ns - tracer.start_ns) / 1000000;
+	naming_ms = tracer_close_window(&tracer, end_ns, tid, NAMING_GRACE_MS,
+					exiting ? NAMING_GRACE_MS :
+					window_ms < NAMING_LONG_MS ? NAMING_LONG_MS :
+					window_ms < NAMING_MAX_MS ? (int)window_ms : NAMING_MAX_MS,
+					&exiting, o->json);
 
 	report.root_pid = pid;
 	report.launched = launched;
@@ -445,7 +455,7 @@ int report_cmd_run(const struct report_opts *o)
 	fill_input(&report, tid, o->threshold, &cpu);
 	analyse(report.threads, report.nr_threads, &report.input, &report.analysis);
 	name_untraced_wakers(&report.analysis);
-	note_open_wait(&report);
+	note_open_wait(&report, naming_ms);
 	if (tid && report.analysis.trainer_index < 0)
 		report_not_traced(&report, "--tid %d: no such thread in the traced processes", tid);
 

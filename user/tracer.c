@@ -16,6 +16,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "elfsym.h"
+#include "symcache.h"
 #include "gpu_apis.h"
 #include "kfeatures.h"
 #include "pipeprof.h"	/* the types the skeleton's globals use */
@@ -140,6 +141,8 @@ static void check_preempt_count(struct tracer *t)
 {
 	__u64 ok = 0, bad = 0;
 
+	if (t->skel->bss->irq_from_preempt_count)
+		return;		/* proven earlier in this boot; the nesting programs never loaded */
 	if (!t->skel->rodata->preempt_count_rq_delta) {
 		snprintf(t->irq_fallback, sizeof(t->irq_fallback), "the kernel's BTF does not place "
 			 "the preempt count relative to the run queue");
@@ -156,6 +159,7 @@ static void check_preempt_count(struct tracer *t)
 		return;
 	}
 	t->skel->bss->irq_from_preempt_count = true;
+	kfeatures_remember_preempt_count(&t->kf);
 	/* The preempt count now says hard interrupt or not, and whether a softirq is being served:
 	 * the nesting these programs kept is not read again, and they ran on every interrupt and
 	 * timer on the host. softirq_entry stays: only it names the vector (NET_RX). */
@@ -167,6 +171,36 @@ static void check_preempt_count(struct tracer *t)
 	t->skel->links.on_irq_handler_entry = t->skel->links.on_irq_handler_exit = NULL;
 	t->skel->links.on_hrtimer_expire_entry = t->skel->links.on_hrtimer_expire_exit = NULL;
 	t->skel->links.on_softirq_exit = NULL;
+}
+
+/* The preempt count proved right earlier in this boot: the programs that kept interrupt
+ * nesting, run on every interrupt and timer on the host only to stand in for it, are neither
+ * loaded nor attached. */
+static void skip_irq_nesting(struct tracer *t)
+{
+	bpf_program__set_autoload(t->skel->progs.on_irq_handler_entry, false);
+	bpf_program__set_autoload(t->skel->progs.on_irq_handler_exit, false);
+	bpf_program__set_autoload(t->skel->progs.on_hrtimer_expire_entry, false);
+	bpf_program__set_autoload(t->skel->progs.on_hrtimer_expire_exit, false);
+	bpf_program__set_autoload(t->skel->progs.on_softirq_exit, false);
+}
+
+/* Uprobe programs of the histogram kinds not asked for are not loaded: verifying them was
+ * ~5 ms of every attach, and want_probe() never attaches them. */
+static void skip_unused_probes(struct tracer *t)
+{
+	struct pipeprof_bpf *skel = t->skel;
+
+	if (!(t->hist_kinds & 1u << PP_HK_LAUNCH))
+		bpf_program__set_autoload(skel->progs.on_launch, false);
+	if (!(t->hist_kinds & 1u << PP_HK_COPY_BYTES)) {
+		bpf_program__set_autoload(skel->progs.on_copy, false);
+		bpf_program__set_autoload(skel->progs.on_copy_return, false);
+	}
+	if (!(t->hist_kinds & 1u << PP_HK_STEP)) {
+		bpf_program__set_autoload(skel->progs.on_step, false);
+		bpf_program__set_autoload(skel->progs.on_step_return, false);
+	}
 }
 
 /* Prove the scheduler tracepoints and the uprobe path fire on this kernel before trusting
@@ -185,7 +219,7 @@ static int self_check(struct tracer *t)
 		return -EIO;
 	}
 
-	if (elf_resolve_funcs("/proc/self/exe", &fn, 1) != 1) {
+	if (symcache_resolve("/proc/self/exe", &fn, 1) != 1) {
 		fprintf(stderr, "pipeprof: self-check failed: cannot find %s in /proc/self/exe\n", fn.name);
 		return -ENOENT;
 	}
@@ -276,7 +310,7 @@ static void attach_phase(struct attach_clock *c, const char *name)
  * cost ~40 ms a read here, two thirds of it page faults, which are dear under a paravirtual MMU.
  * Faulting a heap area in with one madvise() and keeping it for those reads makes each ~10 ms;
  * the area goes back once the object is loaded. */
-#define BTF_HEAP_BYTES (16u << 20)
+#define BTF_HEAP_BYTES (12u << 20)
 
 static void heap_prefault(void)
 {
@@ -365,9 +399,12 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		return err;
 	}
 	attach_phase(&clock, "checks+open");
-	err = kfeatures_probe(t->skel, &t->uprobe_multi);
+	err = kfeatures_probe(t->skel, &t->kf, &t->uprobe_multi);
 	if (err)
 		return err;
+	if (t->kf.preempt_count_proven && t->kf.preempt_count_rq_delta)
+		skip_irq_nesting(t);
+	skip_unused_probes(t);
 	attach_phase(&clock, "kernel features");
 	t->skel->rodata->trainer_tid = o->trainer_tid;
 	t->skel->rodata->record_wakers = o->record_wakers;
@@ -386,6 +423,8 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	err = pipeprof_bpf__load(t->skel);
 	heap_release();
 	attach_phase(&clock, "load");
+	if (!err && t->kf.preempt_count_proven && t->kf.preempt_count_rq_delta)
+		t->skel->bss->irq_from_preempt_count = true;
 	if (err) {
 		if (errno_is_privilege(err))
 			fprintf(stderr, "pipeprof: permission denied loading BPF programs although "
@@ -436,10 +475,17 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	attach_phase(&clock, "libraries");
 	err = open_window(t);
 	attach_phase(&clock, "threads");
-	if (t->verbose)
+	if (t->verbose) {
+		struct symcache_stats sc;
+
+		symcache_stats(&sc);
 		fprintf(stderr, "pipeprof: attached in %.1f ms (%.1f ms CPU); per phase, ms wall/CPU: "
-			"%s\n", (clock.wall - clock.wall0) / 1e6, (clock.cpu - clock.cpu0) / 1e6,
-			clock.line);
+			"%s; kernel features %s; symbol lookups: %d read, %d from the cache, %d "
+			"from memory\n", (clock.wall - clock.wall0) / 1e6,
+			(clock.cpu - clock.cpu0) / 1e6, clock.line,
+			t->kf.from_cache ? "cached" : "read from BTF", sc.reads, sc.disk_hits,
+			sc.memory_hits);
+	}
 	return err;
 }
 

@@ -4,8 +4,10 @@
 #ifndef PIPEPROF_TRACER_H
 #define PIPEPROF_TRACER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
+#include "kfeatures.h"
 #include "report.h"
 
 struct pipeprof_bpf;
@@ -63,6 +65,7 @@ struct tracer {
 	struct bpf_link *selftest_links[2];
 	int selftest_fds[2];	/* the same as multi-uprobe links; 0 when not */
 	bool uprobe_multi;	/* the kernel has multi-uprobe links and they are used */
+	struct kfeatures kf;
 
 	/* The dynamic loaders probed (one probe per file serves every process that maps it). */
 	struct tracer_loader *loaders;
@@ -144,8 +147,11 @@ int tracer_drain_hists(struct tracer *t,
 
 /* From end_ns on nothing more is accounted, while tracer_collect() reads the maps. Waits of
  * thread `tid` (and of the root's GPU-calling threads) still open at end_ns are given up to
- * naming_ms to end, so that their wakeups name them; only their part before end_ns counts. */
-void tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms);
+ * naming_ms to end, so that their wakeups name them; only their part before end_ns counts.
+ * A wait still open then is given up to max_naming_ms in all, saying so on stderr unless
+ * quiet, until *stop is set. Returns the milliseconds the naming was open. */
+int tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms, int max_naming_ms,
+			const volatile sig_atomic_t *stop, bool quiet);
 
 /* Summed over the programs: re-entries the kernel skipped (each a lost event) and, with
  * kernel.bpf_stats_enabled on, their run time and count. */

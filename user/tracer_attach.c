@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "elfsym.h"
+#include "symcache.h"
 #include "gpu_apis.h"
 #include "pipeprof.h"
 #include "pipeprof.skel.h"
@@ -188,7 +189,7 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 	}
 	if (!n)
 		return 0;
-	found = elf_resolve_funcs(path, funcs, n);
+	found = symcache_resolve(path, funcs, n);
 	if (found < 0) {
 		t->libs_unreadable++;
 		snprintf(t->last_lib_error, sizeof(t->last_lib_error), "%.160s%s (pid %d, opened as %.80s): %s",

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "elfsym.h"
+#include "symcache.h"
 #include "pipeprof.h"
 #include "pipeprof.skel.h"
 #include "procmaps.h"
@@ -64,7 +65,7 @@ void tracer_attach_loader(struct tracer *t, pid_t pid, const struct mapped_lib *
 				     .dev_minor = lib->dev_minor, .fd = -1 };
 
 	lib_open_path(pid, lib, path, sizeof(path));
-	if (elf_resolve_funcs(path, &fn, 1) != 1) {
+	if (symcache_resolve(path, &fn, 1) != 1) {
 		l->err = -ENOENT;
 	} else if (t->uprobe_multi) {
 		uint64_t offset = fn.offset, cookie = 0;

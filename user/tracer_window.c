@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Closing the report's window: waits still open at its end are given a grace to be named by
  * their wakeup before the maps are read. BPF plumbing, beside tracer.c. */
+#include <stdio.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -32,15 +33,31 @@ static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
 	return false;
 }
 
-void tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms)
+int tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms, int max_naming_ms,
+			const volatile sig_atomic_t *stop, bool quiet)
 {
-	__u64 deadline = end_ns + (__u64)naming_ms * 1000000;
+	__u64 deadline = end_ns + (__u64)naming_ms * 1000000, now;
+	__u64 last = end_ns + (__u64)(max_naming_ms > naming_ms ? max_naming_ms : naming_ms) * 1000000;
+	bool pending;
 
-	t->skel->bss->naming_until_ns = deadline;
+	t->skel->bss->naming_until_ns = last;
 	__atomic_store_n(&t->skel->bss->window_end_ns, end_ns, __ATOMIC_SEQ_CST);
-	while (monotonic_ns() < deadline && open_wait_pending(t, end_ns, tid))
+	while ((pending = open_wait_pending(t, end_ns, tid)) && (now = monotonic_ns()) < deadline)
 		usleep(5000);
+	/* A step longer than the window leaves the trainer waiting at its close for most of it:
+	 * the wakeup that ends that wait is what names it, so it is worth waiting for. */
+	if (pending && last > deadline && !(stop && *stop)) {
+		if (!quiet)
+			fprintf(stderr, "pipeprof: the trainer is in a wait that began before the window "
+				"closed; only its wakeup names its cause: waiting up to %.1f s more "
+				"(Ctrl-C: report now)\n", (last - deadline) / 1e9);
+		while ((pending = open_wait_pending(t, end_ns, tid)) &&
+		       (now = monotonic_ns()) < last && !(stop && *stop))
+			usleep(20000);
+	}
 	/* Stop, and let any program still naming finish before the maps are read. */
 	__atomic_store_n(&t->skel->bss->naming_until_ns, end_ns, __ATOMIC_SEQ_CST);
 	tracer_wait_programs();
+	now = monotonic_ns();
+	return now > end_ns ? (int)((now - end_ns) / 1000000) : 0;
 }

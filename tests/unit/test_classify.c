@@ -601,6 +601,74 @@ TEST(test_close_open_wait)
 	CHECK_EQ_U64(r.open_wait_ns, 0);
 }
 
+/* A wait no wakeup named could be any stall: it withholds the verdict only when it could
+ * change it, i.e. when it is over the threshold and larger than every named stall. */
+TEST(test_verdict_wait_not_ended)
+{
+	/* RUNNING, RUNQ, GPU, IO, DATA, THREAD, COMM, OTHER (ms) */
+	const __u64 all_open[PP_NR_STATES] = { 0, 0, 0, 0, 0, 0, 0, 1000 };
+	const __u64 data_then_open[PP_NR_STATES] = { 10, 0, 0, 0, 690, 0, 0, 300 };
+	const __u64 data_under_open[PP_NR_STATES] = { 10, 0, 0, 0, 400, 0, 0, 590 };
+	const __u64 compute_then_open[PP_NR_STATES] = { 700, 0, 0, 0, 0, 0, 0, 300 };
+	const __u64 compute_small_open[PP_NR_STATES] = { 850, 0, 0, 0, 0, 0, 0, 150 };
+	struct analysis_input in = input();
+	struct thread_result th[1];
+	struct analysis a;
+
+	th[0] = mk(100, 100, all_open, 0);
+	th[0].open_wait_ns = 1000 * MS;
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_WAIT_NOT_ENDED);
+	CHECK_STR(verdict_id(a.verdict), "wait_not_ended");
+	CHECK(near(a.speedup_bound, 1.0));
+	CHECK(has_rec(&a, "trace_longer"));
+	CHECK(has_rec(&a, "check_hang"));
+	CHECK_MSG(strstr(a.verdict_line, "last 100.0% of the window") &&
+		  !strstr(a.verdict_line, "speed the loop"), "%s", a.verdict_line);
+
+	/* Closed waits alone are no reason: the same OTHER, named (timers), is undetermined. */
+	th[0].open_wait_ns = 0;
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_UNDETERMINED);
+
+	/* 69% named data wait: whatever the open 30% was, the data wait is the largest stall. */
+	th[0] = mk(100, 100, data_then_open, 0);
+	th[0].open_wait_ns = 300 * MS;
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING);
+
+	/* 59% open beside 40% data: it could be a larger stall of another kind. */
+	th[0] = mk(100, 100, data_under_open, 0);
+	th[0].open_wait_ns = 590 * MS;
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_WAIT_NOT_ENDED);
+	CHECK_MSG(strstr(a.verdict_line, "also DATA_WAIT 40.0%"), "%s", a.verdict_line);
+
+	/* On-CPU 70% with 30% open: a 30% stall would beat compute, so no CPU-BOUND... */
+	th[0] = mk(100, 100, compute_then_open, 0);
+	th[0].open_wait_ns = 300 * MS;
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_WAIT_NOT_ENDED);
+	/* ...but 15% open is under the threshold: no stall can come of it. */
+	th[0] = mk(100, 100, compute_small_open, 0);
+	th[0].open_wait_ns = 150 * MS;
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_CPU);
+}
+
+/* Shares that sum past 1 by a rounding error give no negative idle. */
+TEST(test_idle_never_negative)
+{
+	struct role_result r = { .wall_ns = 5 };
+
+	/* 1 - 0.4 - 0.2 - 0.4 is -5.6e-17 in doubles */
+	r.ns[PP_RUNNING] = 2;
+	r.ns[PP_RUNQ] = 1;
+	r.ns[PP_IO_WAIT] = 2;
+	CHECK(role_idle_fraction(&r) >= 0);
+	CHECK(!signbit(role_idle_fraction(&r)));
+}
+
 int main(void)
 {
 	RUN_TEST(test_names);
@@ -621,6 +689,8 @@ int main(void)
 	RUN_TEST(test_no_dominant_stall_has_no_bound);
 	RUN_TEST(test_worker_main_thread_missing);
 	RUN_TEST(test_close_open_wait);
+	RUN_TEST(test_verdict_wait_not_ended);
+	RUN_TEST(test_idle_never_negative);
 	RUN_TEST(test_gpu_unprobed);
 	RUN_TEST(test_chain_rule);
 	RUN_TEST(test_waited_on);

@@ -122,10 +122,16 @@ TEST(test_match_cost)
 	static const char *const fine[] = {
 		"^python", "^(python[0-9.]*|torchrun|pt_main_thread)$", "[a-z_]{1,15}",
 		"^[[:alpha:]]+[0-9]*$", "a++", "((a|b)+c?)*", "[]a-z{]+x{3}",
+		"python.*train.*", "(a*)+", "(worker|b*)+", "x*{5}", "[a-z]{1,64}", "a{1,300}",
+		"a{4000,}",
 	};
 	static const char *const costly[] = {
 		"a++++++++++++++++++++++++", "((a{1,100}){1,100}){1,10}",
 		"((((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+)+", "x{32767}",
+		/* copies of a star: 1.4 s and 110 MB in regcomp (found by fuzz_daemon_config) */
+		"a\243++*++++++++++", "a++*++++++++++", "a*+++++++++", "(a{0,3})+++++++++",
+		/* nested optional copies: 2.2 s and 756 MB (found by fuzz_daemon_config) */
+		"ch {1,09900}", "a{0,4000}", "(a|b){1,2000}", "(a{1,100}){1,100}",
 	};
 	struct daemon_config c;
 	char err[256];

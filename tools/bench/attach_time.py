@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""How long `pipeprof -p PID` takes to attach: wall time from exec to its "tracing" line, and the
-CPU time it has used by then (its own /proc stat, user + system). Several rounds on one running
-target; prints each round and the median.
+"""How long `pipeprof -p PID` takes to attach: wall time from exec to its "tracing" line, the
+CPU time it has used by then (its threads' schedstat, in ns: /proc stat counts 10 ms ticks), and
+its peak RSS over the whole run. Several rounds on one running target; prints each round and the
+medians. Warm: with the attach cache (/var/cache/pipeprof) as it is, which the first round fills;
+--cold gives every round an empty cache directory of its own, as on a machine's first run.
 
-    sudo tools/bench/attach_time.py --pid PID [--rounds 7]
+    sudo tools/bench/attach_time.py --pid PID [--rounds 7] [--cold]
     sudo tools/bench/attach_time.py            # starts tools/workloads/gpu.py (torch + fake CUDA)
+    sudo tools/bench/attach_time.py --hist step   # `pipeprof hist step`: reads libtorch_cpu too
 """
 import argparse
 import os
+import shutil
+import tempfile
 import statistics
 import subprocess
 import sys
@@ -16,33 +21,39 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PIPEPROF = os.path.join(ROOT, "pipeprof")
-HZ = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / HZ
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+            total += int(f.read().split()[0])
+    return total / 1e9
 
 
-def one_attach(pid, extra):
+def one_attach(pipeprof, pid, hist, env):
+    cmd = [pipeprof, "hist", "-p", str(pid)] + hist.split() + ["1", "1"] if hist else \
+          [pipeprof, "-p", str(pid), "-d", "0.3"]
     started = time.monotonic()
-    p = subprocess.Popen([PIPEPROF, "-p", str(pid), "-d", "0.3"] + extra,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     line = p.stderr.readline()
     wall = time.monotonic() - started
     cpu = cpu_seconds(p.pid)
     p.stderr.read()
-    rc = p.wait()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = rc = os.waitstatus_to_exitcode(status)
     if "tracing" not in line or rc:
         sys.exit("attach failed (rc %d): %s" % (rc, line))
-    return wall, cpu
+    return wall, cpu, usage.ru_maxrss / 1024
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pid", type=int)
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--cold", action="store_true", help="an empty attach cache every round")
+    ap.add_argument("--hist", default="", help="time `pipeprof hist KINDS` instead of the report")
+    ap.add_argument("--pipeprof", default=PIPEPROF, help="the binary (another build, to compare)")
     args = ap.parse_args()
     workload = None
     pid = args.pid
@@ -55,15 +66,27 @@ def main():
                 pid = int(line.split()[1].split("=")[1])
                 break
     try:
-        walls, cpus = [], []
+        walls, cpus, rsss = [], [], []
         for i in range(args.rounds):
-            wall, cpu = one_attach(pid, [])
+            env = dict(os.environ)
+            cold = tempfile.mkdtemp(prefix="pipeprof-cold-") if args.cold else None
+            if cold:
+                env["PIPEPROF_CACHE_DIR"] = os.path.join(cold, "cache")
+            try:
+                wall, cpu, rss = one_attach(args.pipeprof, pid, args.hist, env)
+            finally:
+                if cold:
+                    shutil.rmtree(cold)
             walls.append(wall)
             cpus.append(cpu)
-            print("round %d: attach %.0f ms wall, %.0f ms CPU" % (i + 1, wall * 1e3, cpu * 1e3))
+            rsss.append(rss)
+            print("round %d: attach %.1f ms wall, %.1f ms CPU, peak RSS %.1f MB, load %.2f" % (
+                i + 1, wall * 1e3, cpu * 1e3, rss, os.getloadavg()[0]))
             time.sleep(0.5)
-        print("median: attach %.0f ms wall, %.0f ms CPU (%d rounds)" % (
-            statistics.median(walls) * 1e3, statistics.median(cpus) * 1e3, args.rounds))
+        print("median: attach %.1f ms wall, %.1f ms CPU, peak RSS %.1f MB (%d rounds, %s cache%s)" % (
+            statistics.median(walls) * 1e3, statistics.median(cpus) * 1e3,
+            statistics.median(rsss), args.rounds, "cold" if args.cold else "warm",
+            ", hist " + args.hist if args.hist else ""))
     finally:
         if workload:
             workload.kill()

@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Windows shorter than a step: the trainer's wait open when the window closes.
+
+A wait's cause is named by the wakeup that ends it. With `-d 1` on a loop whose steps take
+~2.4 s, the trainer is waiting for a batch for most of every window and nothing wakes it before
+the window closes: pipeprof then waits for that wakeup (up to the window's length, at least 5 s)
+and gives the verdict the truth has, where it once read the whole window as OTHER and said NO
+DOMINANT STALL. A trainer that never wakes gets no verdict at all, says why, and Ctrl-C ends
+that wait at once.
+"""
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import (PIPEPROF, PYTHON, ROOT, attach_repeatedly, finish_workload,
+                      start_workload)
+from test_scenarios import check_attaches, workload_duration
+
+ATTACHES = 3
+WINDOW_S = 1
+# 8 items of 300 ms of worker CPU: a 2.4 s step, 2.4 windows.
+SLOW_ARGS = ["--item-ms", "300"]
+# The longest wait for a wakeup after a 1 s window, and slack for attach and exit.
+MAX_NAMING_S = 5
+SLACK_S = 3
+
+
+def test_step_longer_than_window(procs, tmp_path):
+    truth_path = str(tmp_path / "long_step.truth.json")
+    w, pid, tid = start_workload(procs, "data_bound.py", SLOW_ARGS, truth_path,
+                                 duration=workload_duration(ATTACHES, WINDOW_S + MAX_NAMING_S))
+    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S)
+    truth = finish_workload(w, truth_path)
+    slow = [r["wall_s"] for r in runs if r["wall_s"] > WINDOW_S + MAX_NAMING_S + SLACK_S]
+    check_attaches("long_step", runs, truth, tid, "DATA-LOADING BOUND", [],
+                   extra={"window_s": WINDOW_S})
+    assert not slow, "attaches took %s s: more than the window, the naming wait and %d s" % (
+        slow, SLACK_S)
+
+
+BLOCKED = "import os, sys; r, w = os.pipe(); print('READY', flush=True); os.read(r, 1)"
+
+
+def start_blocked(procs):
+    p = procs([PYTHON, "-c", BLOCKED], name="blocked")
+    if p.wait_line(r"^READY", 30) is None:
+        pytest.fail("the blocked job did not start\n" + p.output(), pytrace=False)
+    time.sleep(0.3)
+    return p
+
+
+def test_trainer_never_woken(procs):
+    p = start_blocked(procs)
+    t0 = time.monotonic()
+    r = subprocess.run([PIPEPROF, "-p", str(p.p.pid), "-d", str(WINDOW_S), "-j"],
+                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    v = rep["verdict"]
+    assert v["id"] == "wait_not_ended", v
+    assert v["name"] == "NO VERDICT: THE TRAINER'S WAIT DID NOT END", v
+    assert v["speedup_bound"] is None, v
+    assert v["fraction"] > 0.95, v
+    ids = [x["id"] for x in rep["recommendations"]]
+    assert ids[:2] == ["trace_longer", "check_hang"], ids
+    notes = " ".join(rep["not_traced"])
+    assert "the trainer's last wait" in notes and "had not ended" in notes, notes
+    # It did wait for the wakeup (the window, then ~5 s), and no longer.
+    assert MAX_NAMING_S - 0.5 <= took <= WINDOW_S + MAX_NAMING_S + SLACK_S, took
+    # -j keeps stderr free of the progress line; the text report says what it waits for.
+    assert "waiting up to" not in r.stderr, r.stderr
+
+
+def test_ctrl_c_ends_the_naming_wait(procs):
+    p = start_blocked(procs)
+    pp = subprocess.Popen([PIPEPROF, "-p", str(p.p.pid), "-d", str(WINDOW_S)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        # The progress line comes once the base grace (0.5 s) has passed with the wait open.
+        deadline = time.monotonic() + 30
+        seen = ""
+        while time.monotonic() < deadline:
+            line = pp.stderr.readline()
+            if not line:
+                break
+            seen += line
+            if "waiting up to" in line:
+                break
+        assert "waiting up to" in seen and "Ctrl-C: report now" in seen, seen
+        t0 = time.monotonic()
+        pp.send_signal(signal.SIGINT)
+        out, err = pp.communicate(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        if pp.poll() is None:
+            pp.kill()
+            pp.wait()
+    assert pp.returncode == 0, seen + err
+    assert "Verdict: NO VERDICT: THE TRAINER'S WAIT DID NOT END" in out, out
+    assert took < 1.5, "the report came %.2f s after Ctrl-C" % took
