@@ -514,13 +514,7 @@ def uprobe_links(holder, target_pid):
     """pipeprof's multi-uprobe links on target_pid: [(is a return probe, prog id, path,
     [offsets])]."""
     links = []
-    fdinfo = "/proc/%d/fdinfo" % holder
-    for fd in os.listdir(fdinfo):
-        try:
-            with open(os.path.join(fdinfo, fd)) as f:
-                text = f.read()
-        except OSError:
-            continue
+    for text in uc.fdinfo_texts(holder):
         kind = re.search(r"^link_type:\s*(uprobe_multi|uretprobe_multi)$", text, re.M)
         if not kind:
             continue

@@ -71,16 +71,21 @@ def ctxt():
     raise RuntimeError("no ctxt line in /proc/stat")
 
 
-def bpf_ids(pid):
-    """({prog ids}, {link ids}) held by process pid's file descriptors."""
-    progs, links = set(), set()
+def fdinfo_texts(pid):
+    """The text of /proc/PID/fdinfo/FD for each of process pid's file descriptors still open."""
     fdinfo = "/proc/%d/fdinfo" % pid
     for fd in os.listdir(fdinfo):
         try:
             with open(os.path.join(fdinfo, fd)) as f:
-                text = f.read()
+                yield f.read()
         except OSError:
             continue
+
+
+def bpf_ids(pid):
+    """({prog ids}, {link ids}) held by process pid's file descriptors."""
+    progs, links = set(), set()
+    for text in fdinfo_texts(pid):
         m = re.search(r"^link_id:\s*(\d+)", text, re.M)
         if m:
             links.add(int(m.group(1)))
