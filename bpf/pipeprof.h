@@ -146,6 +146,9 @@ struct pp_thread {
 	__u32 copy_dir;		/* enum pp_copy_dir */
 	__u32 step_depth;	/* nested autograd Engine::execute calls in progress */
 	__u64 last_step_ns;	/* start of the previous backward pass (hist step) */
+	__u64 gc_start_ns;	/* Python garbage collection in progress since, 0 when none */
+	__u64 gc_ns;		/* its pauses inside the window */
+	__u64 gc_count;		/* collections that began inside the window */
 	char comm[16];
 };
 

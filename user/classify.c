@@ -96,6 +96,8 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 	out->comm[sizeof(out->comm) - 1] = 0;
 	out->exited = t->phase == PP_PHASE_EXITED;
 	out->gpu_calls = t->gpu_calls;
+	out->gc_ns = t->gc_ns;
+	out->gc_count = t->gc_count;
 	memcpy(out->ns, t->ns, sizeof(out->ns));
 
 	switch (t->phase) {
@@ -340,6 +342,8 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 		r = &a->roles[t->role];
 		r->threads++;
 		r->wall_ns += t->wall_ns;
+		r->gc_ns += t->gc_ns;
+		r->gc_count += t->gc_count;
 		for (int s = 0; s < PP_NR_STATES; s++)
 			r->ns[s] += t->ns[s];
 		for (int k = 0; k < nr_tgids; k++)

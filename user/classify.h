@@ -39,11 +39,13 @@ struct thread_result {
 	__u64 ns[PP_NR_STATES];		/* sums to wall_ns */
 	__u64 gpu_calls;
 	__u64 open_wait_ns;		/* OTHER from a wait no wakeup named before the maps were read */
+	__u64 gc_ns, gc_count;		/* Python garbage collections: pause time, how many */
 };
 
 struct role_result {
 	__u64 wall_ns;
 	__u64 ns[PP_NR_STATES];
+	__u64 gc_ns, gc_count;
 	int threads;
 	int processes;
 };

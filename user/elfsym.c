@@ -249,3 +249,114 @@ int elf_vaddr_to_offset(const char *path, uint64_t vaddr, uint64_t *offset)
 	close(fd);
 	return err;
 }
+
+#define NT_STAPSDT 3
+
+/* One stapsdt note's descriptor: three addresses (the site, the link-time address of
+ * .stapsdt.base, the semaphore), then provider, name and argument strings. */
+static void match_usdt_note(Elf *elf, const uint8_t *desc, size_t len, int addr_size,
+			    bool have_base, uint64_t base_addr, struct elf_usdt *probes, int n,
+			    int *nr)
+{
+	uint64_t addr[3] = {};
+	const char *provider, *name, *end = (const char *)desc + len;
+
+	if (len < (size_t)addr_size * 3)
+		return;
+	for (int i = 0; i < 3; i++) {
+		if (addr_size == 8) {
+			memcpy(&addr[i], desc + 8 * i, 8);
+		} else {
+			uint32_t a32;
+
+			memcpy(&a32, desc + 4 * i, 4);
+			addr[i] = a32;
+		}
+	}
+	provider = (const char *)desc + addr_size * 3;
+	name = memchr(provider, 0, end - provider);
+	if (!name++ || name >= end || !memchr(name, 0, end - name))
+		return;
+	/* A prelinked object moved its sections: the note holds the base's address at link time. */
+	if (have_base && addr[1]) {
+		addr[0] += base_addr - addr[1];
+		if (addr[2])
+			addr[2] += base_addr - addr[1];
+	}
+	for (int i = 0; i < n; i++) {
+		struct elf_usdt *p = &probes[i];
+
+		if (p->found || !p->provider || !p->name || strcmp(p->provider, provider) ||
+		    strcmp(p->name, name))
+			continue;
+		if (load_offset(elf, addr[0], &p->offset))
+			continue;
+		if (addr[2] && load_offset(elf, addr[2], &p->semaphore_offset))
+			continue;
+		p->found = true;
+		(*nr)++;
+	}
+}
+
+int elf_find_usdt(const char *path, struct elf_usdt *probes, int n)
+{
+	uint64_t base_addr = 0;
+	bool have_base = false;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	int fd, err, nr = 0, addr_size;
+	Elf *elf;
+	GElf_Shdr sh;
+
+	if (n < 0 || (n && !probes))
+		return -EINVAL;
+	for (int i = 0; i < n; i++) {
+		probes[i].found = false;
+		probes[i].offset = probes[i].semaphore_offset = 0;
+	}
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
+	addr_size = gelf_getclass(elf) == ELFCLASS32 ? 4 : 8;
+	if (elf_getshdrstrndx(elf, &shstrndx)) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *sname;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		sname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (sname && !strcmp(sname, ".stapsdt.base")) {
+			base_addr = sh.sh_addr;
+			have_base = true;
+		}
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off, next;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data || !data->d_buf)
+			continue;
+		while (off < data->d_size &&
+		       (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > off) {
+			off = next;
+			if (nh.n_type != NT_STAPSDT || nh.n_namesz != sizeof("stapsdt") ||
+			    memcmp((const char *)data->d_buf + name_off, "stapsdt", sizeof("stapsdt")))
+				continue;
+			match_usdt_note(elf, (const uint8_t *)data->d_buf + desc_off, nh.n_descsz,
+					addr_size, have_base, base_addr, probes, n, &nr);
+		}
+	}
+	err = nr;
+
+cleanup:
+	elf_end(elf);
+	close(fd);
+	return err;
+}

@@ -22,6 +22,21 @@ struct elf_func {
  * read or is not ELF. */
 int elf_resolve_funcs(const char *path, struct elf_func *funcs, int n);
 
+/* A USDT probe (a SystemTap "stapsdt" note, as sys/sdt.h and CPython's --with-dtrace make). */
+struct elf_usdt {
+	const char *provider, *name;	/* in: "python", "gc__start" */
+	bool found;			/* out */
+	uint64_t offset;		/* out: file offset of the probe site */
+	uint64_t semaphore_offset;	/* out: file offset of its is-enabled counter, 0 for none
+					 * (the kernel's uprobe ref_ctr_offset) */
+};
+
+/* Find the probes in the .note.stapsdt notes of path: addresses adjusted for prelinking (the
+ * .stapsdt.base section) and turned into file offsets. A probe site listed several times
+ * (inlined) gives its first. Returns how many were found, or -errno when the file cannot be
+ * read or is not ELF. */
+int elf_find_usdt(const char *path, struct elf_usdt *probes, int n);
+
 /* File offset for a virtual address using the PT_LOAD program headers; -ENOENT if none covers it. */
 int elf_vaddr_to_offset(const char *path, uint64_t vaddr, uint64_t *offset);
 

@@ -106,6 +106,33 @@ static bool is_soname_of(const char *base, size_t len, const char *stem)
 	return len == 0 || (len >= 2 && base[0] == '.');
 }
 
+/* "python", "python3", "python3.11", "python3.13t", "python3.6m": an interpreter executable
+ * (the ABI flags d, m, t, u may follow the version). */
+static bool is_python_name(const char *base, size_t len, size_t stem_len)
+{
+	size_t i = stem_len;
+
+	while (i < len && ((base[i] >= '0' && base[i] <= '9') || base[i] == '.'))
+		i++;
+	while (i < len && strchr("dmtu", base[i]))
+		i++;
+	return i == len;
+}
+
+/* The file that holds CPython's interpreter loop: the executable, or libpythonX.Y[abi].so[.N]
+ * for a shared build. */
+static bool is_python(const char *base, size_t len)
+{
+	const char *so;
+
+	if (len >= 6 && !strncmp(base, "python", 6))
+		return is_python_name(base, len, 6);
+	if (len < 12 || strncmp(base, "libpython", 9) || !(so = memmem(base, len, ".so", 3)))
+		return false;
+	return so > base + 9 && is_python_name(base, so - base, 9) &&
+	       (so + 3 == base + len || so[3] == '.');
+}
+
 enum lib_kind lib_kind_of_path(const char *path)
 {
 	static const char *const torch_stems[] = {
@@ -137,6 +164,8 @@ enum lib_kind lib_kind_of_path(const char *path)
 	/* The loader's name carries its ABI and version in ways that vary by libc and release. */
 	if (len > 3 && !strncmp(base, "ld-", 3) && memmem(base, len, ".so", 3))
 		return LIB_LOADER;
+	if (is_python(base, len))
+		return LIB_PYTHON;
 	return LIB_NONE;
 }
 
@@ -155,6 +184,8 @@ const char *lib_kind_name(enum lib_kind kind)
 		return "nccl";
 	case LIB_LOADER:
 		return "loader";
+	case LIB_PYTHON:
+		return "python";
 	}
 	return "unknown";
 }

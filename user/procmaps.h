@@ -17,6 +17,7 @@ enum lib_kind {
 	LIB_TORCH,	/* libtorch.so, libtorch_cpu.so, libtorch_cuda.so, libtorch_python.so */
 	LIB_NCCL,	/* libnccl.so, libnccl.so.2 */
 	LIB_LOADER,	/* the dynamic loader: ld-linux-x86-64.so.2, ld-musl-x86_64.so.1, ld-2.31.so */
+	LIB_PYTHON,	/* the interpreter: python3.11, python3, libpython3.12.so.1.0, libpython3.6m.so */
 };
 
 struct maps_entry {

@@ -57,6 +57,24 @@ static void print_bar(FILE *out, double percent)
 		fputc('#', out);
 }
 
+/* Pauses of the interpreter's garbage collector, per role: a pause is on-CPU time of the
+ * thread that ran it, so the trainer's is also given as a share of its RUNNING. */
+static void print_gc(FILE *out, const struct report *r)
+{
+	static const char *const who[NR_ROLES] = { "trainer", "workers", "helpers" };
+	const struct analysis *a = &r->analysis;
+	const struct role_result *tr = &a->roles[ROLE_TRAINER];
+
+	fprintf(out, "  Python GC: trainer %llu collection%s, %.1f ms (%.1f%% of its on-CPU time)",
+		(unsigned long long)tr->gc_count, tr->gc_count == 1 ? "" : "s", tr->gc_ns / 1e6,
+		pct(tr->gc_ns, tr->ns[PP_RUNNING]));
+	for (int k = ROLE_WORKER; k < NR_ROLES; k++)
+		if (a->roles[k].threads)
+			fprintf(out, "; %s %llu, %.1f ms", who[k],
+				(unsigned long long)a->roles[k].gc_count, a->roles[k].gc_ns / 1e6);
+	fprintf(out, "\n");
+}
+
 static void print_evidence(FILE *out, const struct report *r)
 {
 	const struct analysis *a = &r->analysis;
@@ -78,6 +96,8 @@ static void print_evidence(FILE *out, const struct report *r)
 	if (in->cpu_busy >= 0)
 		fprintf(out, "  CPUs: %d, %.0f%% busy machine-wide, %.1f runnable tasks on average\n",
 			in->ncpus, in->cpu_busy * 100, in->runnable_avg);
+	if (r->gc_traced)
+		print_gc(out, r);
 	if (r->gpu_traced) {
 		for (int i = 0; i < r->nr_apis; i++) {
 			const struct api_result *api = &r->apis[i];
@@ -339,6 +359,29 @@ static json_object *waited_on_json(const struct report *r)
 	return arr;
 }
 
+static json_object *gc_json(const struct report *r)
+{
+	const struct analysis *a = &r->analysis;
+	json_object *o = json_object_new_object(), *roles = json_object_new_object();
+
+	json_object_object_add(o, "traced", json_object_new_boolean(r->gc_traced));
+	json_object_object_add(o, "why_not", r->gc_traced ? NULL :
+			       json_object_new_string(r->gc_why_not));
+	for (int k = 0; k < NR_ROLES; k++) {
+		json_object *ro = json_object_new_object();
+
+		json_object_object_add(ro, "collections", json_object_new_int64(a->roles[k].gc_count));
+		json_object_object_add(ro, "seconds", json_object_new_double(a->roles[k].gc_ns / 1e9));
+		json_object_object_add(ro, "share_of_running", json_object_new_double(
+			pct(a->roles[k].gc_ns, a->roles[k].ns[PP_RUNNING]) / 100));
+		json_object_object_add(roles, role_name(k), ro);
+	}
+	json_object_object_add(o, "roles", r->gc_traced ? roles : NULL);
+	if (!r->gc_traced)
+		json_object_put(roles);
+	return o;
+}
+
 static json_object *gpu_json(const struct report *r)
 {
 	json_object *o = json_object_new_object(), *libs = json_object_new_array();
@@ -594,6 +637,7 @@ int report_print_json(FILE *out, const struct report *r)
 	json_object_object_add(root, "processes", arr);
 
 	json_object_object_add(root, "gpu", gpu_json(r));
+	json_object_object_add(root, "python_gc", gc_json(r));
 
 	o = json_object_new_object();
 	json_object_object_add(o, "requests", json_object_new_int64(r->io.count));

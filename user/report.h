@@ -69,6 +69,8 @@ struct report {
 	bool gpu_traced;
 	bool gpu_libs_unprobed;	/* a GPU library is mapped, and no synchronising call is timed */
 	char gpu_why_not[512];
+	bool gc_traced;			/* a Python interpreter's GC probes are attached */
+	char gc_why_not[512];
 	int nr_libs;
 	struct lib_result *libs;
 	int nr_apis;

@@ -375,7 +375,8 @@ int report_cmd_run(const struct report_opts *o)
 	}
 
 	err = tracer_start(&tracer, &(struct tracer_opts){ .root = pid, .trainer_tid = tid,
-							   .verbose = o->verbose, .record_wakers = true });
+							   .verbose = o->verbose, .record_wakers = true,
+							   .python_gc = true });
 	if (err) {
 		status = err == -ESRCH ? 2 : 1;
 		goto cleanup;

@@ -201,6 +201,10 @@ static void skip_unused_probes(struct tracer *t)
 		bpf_program__set_autoload(skel->progs.on_step, false);
 		bpf_program__set_autoload(skel->progs.on_step_return, false);
 	}
+	if (!t->python_gc) {
+		bpf_program__set_autoload(skel->progs.on_gc_start, false);
+		bpf_program__set_autoload(skel->progs.on_gc_done, false);
+	}
 }
 
 /* Prove the scheduler tracepoints and the uprobe path fire on this kernel before trusting
@@ -377,6 +381,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	t->root = root;
 	t->verbose = o->verbose;
 	t->hist_kinds = o->hist_kinds;
+	t->python_gc = o->python_gc;
 	libbpf_set_print(o->verbose ? libbpf_print_fn : libbpf_quiet_fn);
 
 	if (stat("/sys/kernel/btf/vmlinux", &st)) {
@@ -645,6 +650,8 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 			r->io = io;
 	}
 	collect_gpu(t, r);
+	if (t->python_gc)
+		tracer_collect_python(t, r);
 	err = collect_wakers(t, r);
 	if (err)
 		return err;
@@ -748,6 +755,7 @@ void tracer_stop(struct tracer *t)
 			close(t->attached[i].fds[k]);
 	}
 	tracer_notes_close(t);
+	tracer_python_close(t);
 	for (int k = 0; k < 2; k++)
 		if (t->selftest_fds[k] > 0)
 			close(t->selftest_fds[k]);

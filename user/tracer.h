@@ -14,6 +14,7 @@ struct pipeprof_bpf;
 struct pp_pid_block;
 
 struct tracer_loader;
+struct tracer_interp;
 struct ring_buffer;
 struct mapped_lib;
 
@@ -27,6 +28,7 @@ struct tracer_opts {
 	__u64 hist_time_div;
 	__u32 hist_entries;	/* histograms per interval; 0: PP_MAX_HISTS */
 	bool record_wakers;	/* who ended each wait, for the report's "waited on" */
+	bool python_gc;		/* time the interpreters' garbage collections */
 };
 
 /* The probes on one library file in one process. */
@@ -70,6 +72,10 @@ struct tracer {
 	/* The dynamic loaders probed (one probe per file serves every process that maps it). */
 	struct tracer_loader *loaders;
 	int nr_loaders;
+	/* The Python interpreters whose GC probes were looked for (tracer_python.c). */
+	bool python_gc;
+	struct tracer_interp *interps;
+	int nr_interps;
 	struct ring_buffer *notes;
 	__u32 *noted;		/* processes named by notes since they were last handled */
 	int nr_noted, cap_noted;
@@ -110,6 +116,13 @@ int tracer_refresh_pid(struct tracer *t, pid_t pid);
 /* tracer_notes.c: the loader probe, and the notes that make periodic rescans unnecessary. */
 void tracer_attach_loader(struct tracer *t, pid_t pid, const struct mapped_lib *lib);
 int tracer_notes_open(struct tracer *t);
+/* tracer_python.c: GC probes on an interpreter file, once per file; why none is probed (NULL
+ * when one is); detach. */
+void tracer_attach_python(struct tracer *t, pid_t pid, const struct mapped_lib *lib);
+const char *tracer_python_gc_why_not(struct tracer *t, char *buf, size_t size);
+/* Fills r's GC fields, with a "not traced" line when an interpreter is mapped unprobed. */
+void tracer_collect_python(struct tracer *t, struct report *r);
+void tracer_python_close(struct tracer *t);
 /* A pollable fd that is readable when notes wait; -1 when there is none. */
 int tracer_notes_fd(const struct tracer *t);
 /* Handles the waiting notes: looks at each process named (a full scan when notes were lost). */

@@ -251,7 +251,8 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 int tracer_refresh_pid(struct tracer *t, pid_t pid)
 {
 	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA | 1u << LIB_LOADER |
-			    (t->hist_kinds & 1u << PP_HK_STEP ? 1u << LIB_TORCH : 0);
+			    (t->hist_kinds & 1u << PP_HK_STEP ? 1u << LIB_TORCH : 0) |
+			    (t->python_gc ? 1u << LIB_PYTHON : 0);
 	struct mapped_lib libs[16];
 	bool runtime_mapped = false;
 	int n, err;
@@ -262,6 +263,10 @@ int tracer_refresh_pid(struct tracer *t, pid_t pid)
 	for (int i = 0; i < n; i++) {
 		if (libs[i].kind == LIB_LOADER) {
 			tracer_attach_loader(t, pid, &libs[i]);
+			continue;
+		}
+		if (libs[i].kind == LIB_PYTHON) {
+			tracer_attach_python(t, pid, &libs[i]);
 			continue;
 		}
 		if (find_attached(t, pid, &libs[i]))

@@ -45,8 +45,9 @@ bool uprobe_multi_supported(const struct btf *vmlinux)
 	return false;
 }
 
-int uprobe_multi_attach(const struct bpf_program *prog, pid_t pid, const char *path,
-			const uint64_t *offsets, const uint64_t *cookies, unsigned int cnt, bool ret)
+static int link_create(const struct bpf_program *prog, pid_t pid, const char *path,
+		       const uint64_t *offsets, const uint64_t *ref_ctr_offsets,
+		       const uint64_t *cookies, unsigned int cnt, bool ret)
 {
 	union {
 		struct link_create_uprobe_multi lc;
@@ -61,12 +62,28 @@ int uprobe_multi_attach(const struct bpf_program *prog, pid_t pid, const char *p
 	attr.lc.attach_type = PP_BPF_TRACE_UPROBE_MULTI;
 	attr.lc.path = (uintptr_t)path;
 	attr.lc.offsets = (uintptr_t)offsets;
+	attr.lc.ref_ctr_offsets = (uintptr_t)ref_ctr_offsets;
 	attr.lc.cookies = (uintptr_t)cookies;
 	attr.lc.cnt = cnt;
 	attr.lc.multi_flags = ret ? PP_BPF_F_UPROBE_MULTI_RETURN : 0;
 	attr.lc.pid = pid;
 	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 	return fd < 0 ? -errno : fd;
+}
+
+int uprobe_multi_attach(const struct bpf_program *prog, pid_t pid, const char *path,
+			const uint64_t *offsets, const uint64_t *cookies, unsigned int cnt, bool ret)
+{
+	return link_create(prog, pid, path, offsets, NULL, cookies, cnt, ret);
+}
+
+int uprobe_multi_attach_usdt(const struct bpf_program *prog, pid_t pid, const char *path,
+			     uint64_t offset, uint64_t semaphore_offset)
+{
+	uint64_t cookie = 0;
+
+	return link_create(prog, pid, path, &offset, semaphore_offset ? &semaphore_offset : NULL,
+			   &cookie, 1, false);
 }
 
 /* Every spec of one program in one direction, in one link; one by one if that fails. */

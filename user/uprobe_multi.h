@@ -26,6 +26,11 @@ bool uprobe_multi_supported(const struct btf *vmlinux);
 int uprobe_multi_attach(const struct bpf_program *prog, pid_t pid, const char *path,
 			const uint64_t *offsets, const uint64_t *cookies, unsigned int cnt, bool ret);
 
+/* One USDT probe site of path, with its is-enabled counter (0: none), which the kernel raises
+ * in every process the link covers for as long as it lives. Returns the link's fd or -errno. */
+int uprobe_multi_attach_usdt(const struct bpf_program *prog, pid_t pid, const char *path,
+			     uint64_t offset, uint64_t semaphore_offset);
+
 /* One function to probe: its entry program, its return program (or NULL), where, and the
  * cookie both get. attach fills in err and attached. */
 struct uprobe_spec {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * ELF shared objects as the tracer reads them before attaching uprobes: symbol tables, symbol
- * versions and program headers, of any file a process maps, truncated or hostile. elfsym takes
+ * versions, program headers and USDT notes, of any file a process maps, truncated or hostile. elfsym takes
  * paths, so the input is written to a memfd and opened as /proc/self/fd/N.
  */
 #include <fcntl.h>
@@ -58,6 +58,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(offset == funcs[i].offset);
 	}
 	FUZZ_CHECK(n < 0 || n == found);
+
+	/* USDT notes, as the Python GC probes are found: the ones asked for, and names that
+	 * could run past a note's end. */
+	{
+		struct elf_usdt usdt[3] = {
+			{ .provider = "python", .name = "gc__start" },
+			{ .provider = "python", .name = "gc__done" },
+			{ .provider = "", .name = "" },
+		};
+
+		n = elf_find_usdt(path, usdt, 3);
+		found = 0;
+		for (int i = 0; i < 3; i++)
+			found += usdt[i].found;
+		FUZZ_CHECK(n < 0 || n == found);
+	}
 
 	/* An address out of the input itself, as a uprobe's offset lookup would get it. */
 	if (size >= sizeof(vaddr))

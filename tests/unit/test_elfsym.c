@@ -428,6 +428,86 @@ TEST(prefix_names)
 	CHECK(engine.value && engine.offset);
 }
 
+/*
+ * A USDT probe as sys/sdt.h lays it out (the header is not installed here): a nop at the probe
+ * site, a "stapsdt" note holding its address, the .stapsdt.base anchor and a semaphore in
+ * .probes. The test finds it in its own executable and checks the offsets against where the
+ * kernel mapped the site and the semaphore.
+ */
+unsigned short pp_test_semaphore __attribute__((section(".probes"), used));
+
+__attribute__((noinline)) static void usdt_site(void)
+{
+	__asm__ __volatile__(
+		".globl pp_test_site\n"
+		"pp_test_site: nop\n"
+		".pushsection .note.stapsdt,\"?\",\"note\"\n"
+		".balign 4\n"
+		".4byte 992f-991f, 994f-993f, 3\n"
+		"991: .asciz \"stapsdt\"\n"
+		"992: .balign 4\n"
+		"993: .8byte pp_test_site\n"
+		".8byte _.stapsdt.base\n"
+		".8byte pp_test_semaphore\n"
+		".asciz \"pptest\"\n"
+		".asciz \"probe__one\"\n"
+		".asciz \"-4@%%eax\"\n"
+		"994: .balign 4\n"
+		".popsection\n"
+		".ifndef _.stapsdt.base\n"
+		".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat\n"
+		".weak _.stapsdt.base\n"
+		".hidden _.stapsdt.base\n"
+		"_.stapsdt.base: .space 1\n"
+		".size _.stapsdt.base, 1\n"
+		".popsection\n"
+		".endif\n");
+}
+
+/* The file offset at which /proc/self/maps says addr is mapped from the executable. */
+static uint64_t self_file_offset(const void *addr)
+{
+	uint64_t start, end, off, a = (uintptr_t)addr, found = UINT64_MAX;
+	char line[512], self[PATH_MAX], path[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (len <= 0 || !f)
+		return UINT64_MAX;
+	self[len] = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*u %4095s", &start, &end,
+			   &off, path) == 4 && !strcmp(path, self) && a >= start && a < end)
+			found = a - start + off;
+	}
+	fclose(f);
+	return found;
+}
+
+TEST(usdt_notes)
+{
+	extern char pp_test_site[];
+	struct elf_usdt p[3] = {
+		{ .provider = "pptest", .name = "probe__one" },
+		{ .provider = "pptest", .name = "probe__two" },
+		{ .provider = "other", .name = "probe__one" },
+	};
+
+	usdt_site();
+	CHECK_EQ_INT(elf_find_usdt("/proc/self/exe", p, 3), 1);
+	CHECK(p[0].found && !p[1].found && !p[2].found);
+	CHECK_EQ_U64(p[0].offset, self_file_offset(pp_test_site));
+	CHECK_EQ_U64(p[0].semaphore_offset, self_file_offset(&pp_test_semaphore));
+	CHECK(p[0].semaphore_offset != 0);
+
+	/* No notes at all, a missing file, a file that is not ELF. */
+	CHECK_EQ_INT(elf_find_usdt("/proc/self/exe", p + 1, 2), 0);
+	CHECK_EQ_INT(elf_find_usdt("/nonexistent/x", p, 1), -ENOENT);
+	CHECK_EQ_INT(elf_find_usdt("/proc/self/cmdline", p, 1), -EINVAL);
+	CHECK(!p[0].found);
+	CHECK_EQ_INT(elf_find_usdt("/proc/self/exe", NULL, 1), -EINVAL);
+}
+
 int main(void)
 {
 	RUN_TEST(real_libcudart);
@@ -437,5 +517,6 @@ int main(void)
 	RUN_TEST(symtab_fallback);
 	RUN_TEST(relocatable_object);
 	RUN_TEST(errors);
+	RUN_TEST(usdt_notes);
 	return unit_summary();
 }

@@ -259,7 +259,19 @@ TEST(classify)
 		{ "libnccl_static.a", LIB_NONE },
 
 		{ "/usr/lib/x86_64-linux-gnu/libc.so.6", LIB_NONE },
-		{ "/usr/bin/python3.11", LIB_NONE },
+		{ "/usr/bin/python3.11", LIB_PYTHON },
+		{ "/usr/bin/python3", LIB_PYTHON },
+		{ "/opt/py/bin/python", LIB_PYTHON },
+		{ "python3.13t", LIB_PYTHON },
+		{ "/root/.pyenv/versions/3.6.15/lib/libpython3.6m.so.1.0", LIB_PYTHON },
+		{ "libpython3.12.so", LIB_PYTHON },
+		{ "libpython3.11d.so.1.0 (deleted)", LIB_PYTHON },
+		{ "python3-config", LIB_NONE },
+		{ "python3.11.py", LIB_NONE },
+		{ "pythonista", LIB_NONE },
+		{ "libpython.so", LIB_NONE },
+		{ "libpython3.11.a", LIB_NONE },
+		{ "libpython3.11.sox", LIB_NONE },
 		{ "[heap]", LIB_NONE },
 		{ "[vdso]", LIB_NONE },
 		{ "", LIB_NONE },
@@ -284,6 +296,7 @@ TEST(kind_names)
 	CHECK_STR(lib_kind_name(LIB_CUDA), "cuda");
 	CHECK_STR(lib_kind_name(LIB_TORCH), "torch");
 	CHECK_STR(lib_kind_name(LIB_NCCL), "nccl");
+	CHECK_STR(lib_kind_name(LIB_PYTHON), "python");
 	CHECK_STR(lib_kind_name((enum lib_kind)42), "unknown");
 }
 
@@ -336,22 +349,30 @@ TEST(find_in_fixture)
 		CHECK(libs[i].map_end > libs[i].map_start);
 	}
 
-	/* Everything file-backed that is not an ML library: python, devices, memfd, cudnn, libc. */
+	/* The interpreter, found once though mapped several times. */
+	f = fopen(path, "re");
+	if (!CHECK(f != NULL))
+		return;
+	ret = procmaps_find_libs_in(f, 1u << LIB_PYTHON, libs, MAX_LIBS);
+	fclose(f);
+	if (CHECK_EQ_INT(ret, 1))
+		CHECK_STR(libs[0].path, "/usr/bin/python3.11");
+
+	/* Everything file-backed that is not an ML library: devices, memfd, cudnn, libc. */
 	f = fopen(path, "re");
 	if (!CHECK(f != NULL))
 		return;
 	ret = procmaps_find_libs_in(f, 1u << LIB_NONE, libs, MAX_LIBS);
 	fclose(f);
-	if (CHECK_EQ_INT(ret, 6)) {
-		CHECK_STR(libs[0].path, "/usr/bin/python3.11");
-		CHECK_STR(libs[1].path, "/dev/nvidiactl");
-		CHECK_STR(libs[2].path, "/memfd:cuda-ipc");
-		CHECK(libs[2].deleted);
-		CHECK_STR(libs[3].path,
+	if (CHECK_EQ_INT(ret, 5)) {
+		CHECK_STR(libs[0].path, "/dev/nvidiactl");
+		CHECK_STR(libs[1].path, "/memfd:cuda-ipc");
+		CHECK(libs[1].deleted);
+		CHECK_STR(libs[2].path,
 			  "/opt/venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9");
-		CHECK_STR(libs[4].path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
-		CHECK_STR(libs[5].path, "/dev/nvidia0");
-		CHECK_EQ_INT(libs[5].kind, LIB_NONE);
+		CHECK_STR(libs[3].path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+		CHECK_STR(libs[4].path, "/dev/nvidia0");
+		CHECK_EQ_INT(libs[4].kind, LIB_NONE);
 	}
 }
 
