@@ -241,11 +241,11 @@ def steal_fraction(before, after, seconds):
     return worst / hz / seconds if seconds > 0 else 0.0
 
 
-def start_workload(procs, script, args, truth, duration=60):
+def start_workload(procs, script, args, truth, duration=60, env=None):
     """Starts tools/workloads/SCRIPT and waits for its READY line; returns (proc, pid, tid)."""
     argv = [PYTHON, os.path.join(WORKLOADS, script), "--duration", str(duration),
             "--truth", truth] + list(args)
-    w = procs(argv, name=script)
+    w = procs(argv, name=script, env=env)
     m = w.wait_line(r"^READY pid=(\d+) tid=(\d+)", READY_TIMEOUT)
     if m is None:
         pytest.fail("%s did not print READY within %d s (exit status %s)\n%s" % (

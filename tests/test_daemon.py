@@ -46,7 +46,7 @@ ROLES = ("TRAINER", "WORKER", "HELPER")
 # user/classify.c's ids
 VERDICTS = ("data_loading_bound", "gpu_bound", "cpu_bound", "io_bound", "cpu_contention",
             "communication_bound", "undetermined", "data_loading_thread", "waiting_on_thread",
-            "gpu_unobserved", "wait_not_ended")
+            "gpu_unobserved", "wait_not_ended", "gpu_backlog")
 JSONL_TYPES = ("snapshot", "verdict_change", "step_regression", "attach", "detach")
 ALLOWED_LABELS = {"pid", "comm", "role", "state", "verdict", "le"}
 JOB_FAMILIES = {

@@ -27,6 +27,7 @@ static const struct {
 	[VERDICT_WAITING_ON_THREAD] = { "WAITING ON A THREAD", "waiting_on_thread" },
 	[VERDICT_GPU_UNOBSERVED] = { "NO VERDICT: GPU NOT OBSERVED", "gpu_unobserved" },
 	[VERDICT_WAIT_NOT_ENDED] = { "NO VERDICT: THE TRAINER'S WAIT DID NOT END", "wait_not_ended" },
+	[VERDICT_GPU_BACKLOG] = { "NO VERDICT: THE GPU RUNS BEHIND", "gpu_backlog" },
 };
 
 /* Stalls that can carry a verdict, and the verdict each one carries. */
@@ -52,6 +53,11 @@ enum verdict verdict_of_stall(enum pp_state state)
 /* "Step after step": a feeding thread ends the trainer's waits at least this often. */
 #define FEEDER_MIN_WAKEUPS 5
 #define FEEDER_MIN_WAKEUPS_PER_S 1.0
+
+/* A synchronising call waits for all the GPU work queued before it: waits this long on
+ * average mean the GPU had that much work queued, i.e. it runs behind the CPU. A loop whose CPU
+ * side is the bottleneck keeps the queue near empty (its syncs wait for the last kernel). */
+#define GPU_BACKLOG_US 50000.0
 
 const char *state_name(enum pp_state state)
 {
@@ -272,8 +278,10 @@ void format_waker_name(char *buf, size_t size, const struct waited_on *w)
 
 /* The verdict and every notable stall in one line, so that two attaches on either side of the
  * threshold name the same stalls and say they are close to it. */
-static void format_verdict_line(struct analysis *a, const struct thread_result *threads)
+static void format_verdict_line(struct analysis *a, const struct thread_result *threads,
+				const struct analysis_input *in)
 {
+	const struct thread_result *tr = a->trainer_index >= 0 ? &threads[a->trainer_index] : NULL;
 	char *buf = a->verdict_line, who[64];
 	size_t size = sizeof(a->verdict_line);
 	int shown = 0;
@@ -287,6 +295,11 @@ static void format_verdict_line(struct analysis *a, const struct thread_result *
 		append(buf, size, ": a GPU library is mapped but its calls are not timed, so the "
 		       "trainer's %.1f%% %s may be GPU wait", a->verdict_fraction * 100,
 		       state_name(a->verdict_state));
+	else if (a->verdict == VERDICT_GPU_BACKLOG && tr)
+		append(buf, size, ": the trainer's GPU syncs wait %.0f ms on average, so the GPU has "
+		       "that much work queued; launches blocked on a full queue read as RUNNING (%.1f%%) "
+		       "and may make this loop GPU-BOUND", in->gpu_sync_mean_us / 1e3,
+		       100 * frac(tr->ns, tr->wall_ns, PP_RUNNING));
 	else if (a->verdict == VERDICT_WAIT_NOT_ENDED)
 		append(buf, size, ": the trainer was off-CPU for the last %.1f%% of the window and "
 		       "nothing woke it, so that time's cause is unknown", a->verdict_fraction * 100);
@@ -315,7 +328,8 @@ static void format_verdict_line(struct analysis *a, const struct thread_result *
 	}
 	/* Compute is no stall: removing it all is no fix, and 1/(1-f) of it says nothing. */
 	if (a->verdict != VERDICT_CPU && a->verdict != VERDICT_UNDETERMINED &&
-	    a->verdict != VERDICT_GPU_UNOBSERVED && a->verdict != VERDICT_WAIT_NOT_ENDED)
+	    a->verdict != VERDICT_GPU_UNOBSERVED && a->verdict != VERDICT_WAIT_NOT_ENDED &&
+	    a->verdict != VERDICT_GPU_BACKLOG)
 		append(buf, size, "; removing it entirely would speed the loop up by at most %.2fx",
 		       a->speedup_bound);
 }
@@ -373,7 +387,7 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 	a->verdict_state = PP_OTHER;
 	if (a->trainer_index < 0 || !threads[a->trainer_index].wall_ns) {
 		a->speedup_bound = 1.0;
-		format_verdict_line(a, threads);
+		format_verdict_line(a, threads, in);
 		recommend(a, in, NULL, threads, n);
 		return;
 	}
@@ -417,12 +431,24 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 		a->verdict = VERDICT_GPU_UNOBSERVED;
 		a->verdict_waited_on = -1;
 	}
+	/* The GPU runs far behind, yet GPU_WAIT is no stall over the threshold: the loop syncs
+	 * rarely, and in between a launch on a full queue blocks (spinning: RUNNING), as do the
+	 * threads waiting on the launching thread. Those verdicts may be GPU-BOUND in disguise. */
+	if (tr->gpu_calls && in->gpu_sync_mean_us >= GPU_BACKLOG_US &&
+	    (a->verdict == VERDICT_CPU || a->verdict == VERDICT_UNDETERMINED ||
+	     a->verdict == VERDICT_WAITING_ON_THREAD || a->verdict == VERDICT_DATA_LOADING_THREAD)) {
+		a->verdict = VERDICT_GPU_BACKLOG;
+		a->verdict_state = PP_GPU_WAIT;
+		a->verdict_fraction = frac(tr->ns, tr->wall_ns, PP_GPU_WAIT);
+		a->verdict_waited_on = -1;
+	}
 	note_stalls(a, in, tr);
 	/* Unattributed sleep is no stall a fix is known for, and compute none at all: no bound
 	 * to promise. */
 	a->speedup_bound = a->verdict == VERDICT_UNDETERMINED || a->verdict == VERDICT_GPU_UNOBSERVED ||
-			   a->verdict == VERDICT_CPU || a->verdict == VERDICT_WAIT_NOT_ENDED ?
+			   a->verdict == VERDICT_CPU || a->verdict == VERDICT_WAIT_NOT_ENDED ||
+			   a->verdict == VERDICT_GPU_BACKLOG ?
 			   1.0 : speedup_bound(a->verdict_fraction);
-	format_verdict_line(a, threads);
+	format_verdict_line(a, threads, in);
 	recommend(a, in, tr, threads, n);
 }

@@ -25,6 +25,7 @@ enum verdict {
 	VERDICT_WAITING_ON_THREAD,	/* THREAD_WAIT of any other pattern: locks, the GIL */
 	VERDICT_GPU_UNOBSERVED,	/* GPU libraries mapped but not probed: CPU-BOUND could be GPU wait */
 	VERDICT_WAIT_NOT_ENDED,	/* a wait no wakeup named is larger than any stall it could beat */
+	VERDICT_GPU_BACKLOG,	/* syncs show the GPU far behind: blocked launches read as compute */
 	NR_VERDICTS,
 };
 

@@ -474,6 +474,21 @@ static void recommend_verdict(struct analysis *a, const struct analysis_input *i
 		    tr->tgid);
 		because(r, "nothing woke the trainer for the last %.0f%% of the window", f * 100);
 		break;
+	case VERDICT_GPU_BACKLOG:
+		r = add_rec(a, "sync_to_measure", 0);
+		say(r, "To see how much of the loop waits for the GPU, trace a window in which it "
+		    "synchronises every step (a loss.item() or torch.cuda.synchronize() per step): "
+		    "then that wait is timed as GPU_WAIT instead of hiding in blocked launches.");
+		because(r, "the trainer's %.0f GPU sync%s waited %.0f ms on average: the GPU had that "
+			"much work queued, so it runs behind the CPU", (double)tr->gpu_calls,
+			tr->gpu_calls == 1 ? "" : "s", in->gpu_sync_mean_us / 1e3);
+		r = add_rec(a, "gpu_healthy", 0);
+		say(r, "If the GPU is the bottleneck, which is what a GPU job should be, make its work "
+		    "cheaper: mixed precision (torch.autocast, bf16/fp16), a larger batch if memory "
+		    "allows.");
+		because(r, "a GPU that runs %.0f ms behind the CPU is busy all that time",
+			in->gpu_sync_mean_us / 1e3);
+		break;
 	case VERDICT_GPU_UNOBSERVED:
 		r = add_rec(a, "probe_gpu", 0);
 		say(r, "Make the GPU library readable to pipeprof and trace again: until its "
@@ -512,13 +527,17 @@ void recommend(struct analysis *a, const struct analysis_input *in, const struct
 		double f = share(tr->ns, tr->wall_ns, s);
 		enum verdict v = verdict_of_stall(s);
 
-		if (v == NR_VERDICTS || (enum pp_state)s == a->verdict_state || f < in->threshold)
+		/* Behind a GPU backlog, thread waits are waits on the blocked launching thread. */
+		if (v == NR_VERDICTS || (enum pp_state)s == a->verdict_state || f < in->threshold ||
+		    a->verdict == VERDICT_GPU_BACKLOG)
 			continue;
 		r = add_rec(a, "secondary_stall", speedup_bound(f));
 		say(r, "Then %s: it would follow once the first is fixed.", verdict_name(v));
 		because(r, "%s also takes %.0f%% of the trainer's time", state_name(s), f * 100);
 	}
-	if (a->verdict != VERDICT_CPU && share(tr->ns, tr->wall_ns, PP_RUNNING) >= in->threshold) {
+	/* Behind a GPU backlog, RUNNING holds launches blocked on the queue: no compute to bound. */
+	if (a->verdict != VERDICT_CPU && a->verdict != VERDICT_GPU_BACKLOG &&
+	    share(tr->ns, tr->wall_ns, PP_RUNNING) >= in->threshold) {
 		r = add_rec(a, "compute_share", 0);
 		say(r, "After the stall is removed, the trainer's compute bounds the step time.");
 		because(r, "the trainer computes on the CPU %.0f%% of the time",

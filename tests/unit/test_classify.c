@@ -656,6 +656,46 @@ TEST(test_verdict_wait_not_ended)
 	CHECK_EQ_INT(a.verdict, VERDICT_CPU);
 }
 
+/* Syncs that wait long mean a GPU far behind the CPU: the verdicts that blocked launches
+ * could fake are withheld; a loop whose syncs are short, or a stall of its own, keeps its own. */
+TEST(test_gpu_backlog)
+{
+	/* the loop that syncs every 500 steps: spinning launches, waits on the autograd thread */
+	__u64 nosync[PP_NR_STATES] = { [PP_RUNNING] = 613, [PP_GPU_WAIT] = 150,
+				       [PP_THREAD_WAIT] = 237 };
+	__u64 compute[PP_NR_STATES] = { [PP_RUNNING] = 900, [PP_GPU_WAIT] = 100 };
+	__u64 data[PP_NR_STATES] = { [PP_RUNNING] = 100, [PP_GPU_WAIT] = 150, [PP_DATA_WAIT] = 750 };
+	struct thread_result th[1] = { mk(100, 100, nosync, 1) };
+	struct analysis_input in = input();
+	struct analysis a;
+
+	in.gpu_sync_mean_us = 451783;
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_GPU_BACKLOG);
+	CHECK_STR(verdict_id(a.verdict), "gpu_backlog");
+	CHECK(near(a.speedup_bound, 1.0));
+	CHECK(has_rec(&a, "sync_to_measure"));
+	CHECK(!has_rec(&a, "compute_share") && !has_rec(&a, "secondary_stall"));
+	CHECK_MSG(strstr(a.verdict_line, "wait 452 ms on average") &&
+		  strstr(a.verdict_line, "RUNNING (61.3%)"), "%s", a.verdict_line);
+
+	th[0] = mk(100, 100, compute, 3);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_GPU_BACKLOG);
+	/* Short syncs: the queue is near empty, the CPU side is the bottleneck. */
+	in.gpu_sync_mean_us = 800;
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_CPU);
+	/* Nor is a data wait made of GPU time; and no trainer syncs, no evidence. */
+	in.gpu_sync_mean_us = 451783;
+	th[0] = mk(100, 100, data, 2);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING);
+	th[0] = mk(100, 100, compute, 0);
+	analyse(th, 1, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_CPU);
+}
+
 /* Shares that sum past 1 by a rounding error give no negative idle. */
 TEST(test_idle_never_negative)
 {
@@ -692,6 +732,7 @@ int main(void)
 	RUN_TEST(test_verdict_wait_not_ended);
 	RUN_TEST(test_idle_never_negative);
 	RUN_TEST(test_gpu_unprobed);
+	RUN_TEST(test_gpu_backlog);
 	RUN_TEST(test_chain_rule);
 	RUN_TEST(test_waited_on);
 	RUN_TEST(test_thread_verdicts);

@@ -60,6 +60,9 @@ static struct {
 	uint64_t legacy_until;
 	unsigned int flags;
 	unsigned int default_flags;
+	/* A real device's queue holds so many launches; a launch on a full one spins until there
+	 * is room. Modelled as queued time: 0 (FAKECUDA_MAX_BACKLOG_MS unset) for no limit. */
+	uint64_t max_backlog_ns;
 } gpu = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -88,6 +91,9 @@ static void init(void)
 	}
 	gpu.default_flags = flags;
 	gpu.flags = flags;
+	s = getenv("FAKECUDA_MAX_BACKLOG_MS");
+	if (s && *s)
+		gpu.max_backlog_ns = (uint64_t)(strtod(s, NULL) * 1e6);
 }
 
 static void gpu_lock(void)
@@ -219,6 +225,11 @@ static CUresult enqueue(CUstream s, uint64_t dur, uint64_t *endp)
 	gpu.busy_until = max_u64(gpu.busy_until, end);
 	gpu_unlock();
 
+	/* The queue is full: the launching thread spins (as the real driver does) until the
+	 * device has worked it down to the limit. */
+	if (gpu.max_backlog_ns)
+		while (now_ns() + gpu.max_backlog_ns < end)
+			;
 	if (endp)
 		*endp = end;
 	return CUDA_SUCCESS;

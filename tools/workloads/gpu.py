@@ -8,6 +8,7 @@ a "kernel" whose simulated duration is --gpu-ms (the fake device runs grid x blo
 busy loop (the thread never leaves the CPU; CUDA's default), --sync block a sleep
 (cudaDeviceScheduleBlockingSync). --load-after S sleeps S seconds after READY before loading
 the library, to check that a library mapped after pipeprof attached is still traced.
+--sync-every N synchronises every N steps only.
 
 Ground truth: the torch work is a 'compute' segment, each cudaStreamSynchronize call a 'gpu'
 segment (its whole wall time is GPU_WAIT, on-CPU or not), the --load-after sleep 'other'
@@ -80,6 +81,10 @@ def main(argv=None):
     p.add_argument("--load-after", type=float, default=0.0, metavar="SECONDS",
                    help="load the CUDA library only this long after READY (default: before)")
     p.add_argument("--lib", default=DEFAULT_LIB, help="CUDA runtime to load (default %(default)s)")
+    p.add_argument("--sync-every", type=int, default=1, metavar="N",
+                   help="synchronise every N steps only, as a loop that reads its loss every N "
+                   "steps does; the fake queue is unbounded, so with more GPU than CPU time a "
+                   "step the GPU falls behind (default %(default)s)")
     args = p.parse_args(argv)
     rec = groundtruth.Recorder("gpu_" + args.sync, args.truth)
     st = {"cuda": None, "syncs": 0, "launches": 0}
@@ -116,6 +121,8 @@ def main(argv=None):
             st["step"]()
         cuda.launch(args.gpu_ms * 1e6)
         st["launches"] += 1
+        if st["launches"] % args.sync_every:
+            return
         with rec.seg("gpu"):
             cuda.sync()
         st["syncs"] += 1
