@@ -365,8 +365,10 @@ static json_object *gc_json(const struct report *r)
 	json_object *o = json_object_new_object(), *roles = json_object_new_object();
 
 	json_object_object_add(o, "traced", json_object_new_boolean(r->gc_traced));
+	/* The daemon does not probe interpreters: say so rather than give an empty reason. */
 	json_object_object_add(o, "why_not", r->gc_traced ? NULL :
-			       json_object_new_string(r->gc_why_not));
+			       json_object_new_string(r->gc_why_not[0] ? r->gc_why_not :
+						      "not probed by this command"));
 	for (int k = 0; k < NR_ROLES; k++) {
 		json_object *ro = json_object_new_object();
 
