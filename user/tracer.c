@@ -635,8 +635,11 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 			r->threads = grown;
 			cap *= 2;
 		}
-		if (th.phase == PP_PHASE_UNKNOWN)
-			state = proc_thread_state(PROCFS, th.tgid, key);
+		if (th.phase == PP_PHASE_UNKNOWN) {
+			state = tracer_close_state_of(t, key);
+			if (!state)
+				state = proc_thread_state(PROCFS, th.tgid, key);
+		}
 		thread_close(&th, t->start_ns, end_ns, state, &r->threads[r->nr_threads]);
 		r->threads[r->nr_threads].tid = key;
 		r->nr_threads++;
@@ -756,6 +759,9 @@ void tracer_stop(struct tracer *t)
 	}
 	tracer_notes_close(t);
 	tracer_python_close(t);
+	free(t->close_states);
+	t->close_states = NULL;
+	t->nr_close_states = 0;
 	for (int k = 0; k < 2; k++)
 		if (t->selftest_fds[k] > 0)
 			close(t->selftest_fds[k]);

@@ -15,6 +15,10 @@ struct pp_pid_block;
 
 struct tracer_loader;
 struct tracer_interp;
+struct tracer_close_state {
+	__u32 tid;
+	char state;
+};
 struct ring_buffer;
 struct mapped_lib;
 
@@ -76,6 +80,9 @@ struct tracer {
 	bool python_gc;
 	struct tracer_interp *interps;
 	int nr_interps;
+	/* /proc states, at the window's close, of the threads no event had shown by then. */
+	struct tracer_close_state *close_states;
+	int nr_close_states;
 	struct ring_buffer *notes;
 	__u32 *noted;		/* processes named by notes since they were last handled */
 	int nr_noted, cap_noted;
@@ -165,6 +172,10 @@ int tracer_drain_hists(struct tracer *t,
  * quiet, until *stop is set. Returns the milliseconds the naming was open. */
 int tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms, int max_naming_ms,
 			const volatile sig_atomic_t *stop, bool quiet);
+
+/* The /proc state letter tid had at the window's close if no event had shown it by then,
+ * else 0. */
+char tracer_close_state_of(const struct tracer *t, __u32 tid);
 
 /* Summed over the programs: re-entries the kernel skipped (each a lost event) and, with
  * kernel.bpf_stats_enabled on, their run time and count. */

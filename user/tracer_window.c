@@ -7,6 +7,7 @@
 #include <bpf/libbpf.h>
 #include "pipeprof.h"	/* the types the skeleton's globals use */
 #include "pipeprof.skel.h"
+#include "proctree.h"
 #include "tracer.h"
 
 /* Whether a thread the verdict may rest on is still in a wait that began before end_ns. */
@@ -33,6 +34,47 @@ static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
 	return false;
 }
 
+/*
+ * A thread no event has shown since the attach was in one state all along, and /proc says
+ * which: asleep, running, in I/O. Read at the close, not when the maps are read: that comes
+ * after the naming grace, seconds later for a long wait, by when a thread asleep all through
+ * the window may have been woken and be running.
+ */
+static void snapshot_unknown(struct tracer *t)
+{
+	int fd = bpf_map__fd(t->skel->maps.threads), cap = 0;
+	__u32 key, next, *prev = NULL;
+	struct pp_thread th;
+
+	t->nr_close_states = 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &th) || th.phase != PP_PHASE_UNKNOWN)
+			continue;
+		if (t->nr_close_states == cap) {
+			int grown_cap = cap ? 2 * cap : 64;
+			void *grown = realloc(t->close_states, grown_cap * sizeof(*t->close_states));
+
+			if (!grown)
+				return;
+			t->close_states = grown;
+			cap = grown_cap;
+		}
+		t->close_states[t->nr_close_states++] = (struct tracer_close_state){
+			.tid = key, .state = proc_thread_state(PROCFS, th.tgid, key),
+		};
+	}
+}
+
+char tracer_close_state_of(const struct tracer *t, __u32 tid)
+{
+	for (int i = 0; i < t->nr_close_states; i++)
+		if (t->close_states[i].tid == tid)
+			return t->close_states[i].state;
+	return 0;
+}
+
 int tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms, int max_naming_ms,
 			const volatile sig_atomic_t *stop, bool quiet)
 {
@@ -42,6 +84,7 @@ int tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms
 
 	t->skel->bss->naming_until_ns = last;
 	__atomic_store_n(&t->skel->bss->window_end_ns, end_ns, __ATOMIC_SEQ_CST);
+	snapshot_unknown(t);
 	while ((pending = open_wait_pending(t, end_ns, tid)) && (now = monotonic_ns()) < deadline)
 		usleep(5000);
 	/* A step longer than the window leaves the trainer waiting at its close for most of it:
