@@ -2,6 +2,7 @@
 /* Closing the report's window: waits still open at its end are given a grace to be named by
  * their wakeup before the maps are read. BPF plumbing, beside tracer.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -32,6 +33,14 @@ static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
 			return true;
 	}
 	return false;
+}
+
+static int by_tid(const void *a, const void *b)
+{
+	__u32 x = ((const struct tracer_close_state *)a)->tid;
+	__u32 y = ((const struct tracer_close_state *)b)->tid;
+
+	return x < y ? -1 : x > y;
 }
 
 /*
@@ -65,14 +74,18 @@ static void snapshot_unknown(struct tracer *t)
 			.tid = key, .state = proc_thread_state(PROCFS, th.tgid, key),
 		};
 	}
+	/* Sorted for bsearch: a job may have tens of thousands of idle threads. */
+	qsort(t->close_states, t->nr_close_states, sizeof(*t->close_states), by_tid);
 }
 
 char tracer_close_state_of(const struct tracer *t, __u32 tid)
 {
-	for (int i = 0; i < t->nr_close_states; i++)
-		if (t->close_states[i].tid == tid)
-			return t->close_states[i].state;
-	return 0;
+	struct tracer_close_state key = { .tid = tid }, *found;
+
+	if (!t->nr_close_states)
+		return 0;
+	found = bsearch(&key, t->close_states, t->nr_close_states, sizeof(key), by_tid);
+	return found ? found->state : 0;
 }
 
 int tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms, int max_naming_ms,
