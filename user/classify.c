@@ -59,6 +59,13 @@ enum verdict verdict_of_stall(enum pp_state state)
  * side is the bottleneck keeps the queue near empty (its syncs wait for the last kernel). */
 #define GPU_BACKLOG_US 50000.0
 
+/* Verdicts that name no stall to remove, and compute, which is none: no 1/(1-f) to give. */
+static bool verdict_has_bound(enum verdict v)
+{
+	return v != VERDICT_CPU && v != VERDICT_UNDETERMINED && v != VERDICT_GPU_UNOBSERVED &&
+	       v != VERDICT_WAIT_NOT_ENDED && v != VERDICT_GPU_BACKLOG;
+}
+
 const char *state_name(enum pp_state state)
 {
 	return state < PP_NR_STATES ? state_names[state] : "?";
@@ -326,10 +333,7 @@ static void format_verdict_line(struct analysis *a, const struct thread_result *
 		append(buf, size, "%s%s %.1f%%%s", shown++ ? ", " : "; also ", state_name(sn->state),
 		       sn->fraction * 100, sn->near_threshold ? " (near the threshold)" : "");
 	}
-	/* Compute is no stall: removing it all is no fix, and 1/(1-f) of it says nothing. */
-	if (a->verdict != VERDICT_CPU && a->verdict != VERDICT_UNDETERMINED &&
-	    a->verdict != VERDICT_GPU_UNOBSERVED && a->verdict != VERDICT_WAIT_NOT_ENDED &&
-	    a->verdict != VERDICT_GPU_BACKLOG)
+	if (verdict_has_bound(a->verdict))
 		append(buf, size, "; removing it entirely would speed the loop up by at most %.2fx",
 		       a->speedup_bound);
 }
@@ -445,10 +449,7 @@ void analyse(struct thread_result *threads, int n, const struct analysis_input *
 	note_stalls(a, in, tr);
 	/* Unattributed sleep is no stall a fix is known for, and compute none at all: no bound
 	 * to promise. */
-	a->speedup_bound = a->verdict == VERDICT_UNDETERMINED || a->verdict == VERDICT_GPU_UNOBSERVED ||
-			   a->verdict == VERDICT_CPU || a->verdict == VERDICT_WAIT_NOT_ENDED ||
-			   a->verdict == VERDICT_GPU_BACKLOG ?
-			   1.0 : speedup_bound(a->verdict_fraction);
+	a->speedup_bound = verdict_has_bound(a->verdict) ? speedup_bound(a->verdict_fraction) : 1.0;
 	format_verdict_line(a, threads, in);
 	recommend(a, in, tr, threads, n);
 }

@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 #include "cache.h"
 #include "kfeatures.h"
+#include "proctree.h"
 #include "uprobe_multi.h"
 #include "pipeprof.h"	/* the types the skeleton's globals use */
 #include "pipeprof.skel.h"
@@ -53,14 +54,8 @@ static void use_uprobe_multi(struct pipeprof_bpf *skel)
 static int boot_identity(char *boot_id, size_t id_size, char *release, size_t rel_size)
 {
 	struct utsname u;
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	int err = 0;
+	int err = proc_read_line("/proc/sys/kernel/random/boot_id", boot_id, id_size);
 
-	if (!f)
-		return -errno;
-	if (!fgets(boot_id, id_size, f))
-		err = -EIO;
-	fclose(f);
 	if (err)
 		return err;
 	boot_id[strcspn(boot_id, "\n")] = '\0';

@@ -234,8 +234,7 @@ int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib 
 			continue;
 		/* A library is mapped several times (text, rodata, data): count the file once. */
 		for (i = 0; i < nr; i++)
-			if (libs[i].inode == e->inode && libs[i].dev_major == e->dev_major &&
-			    libs[i].dev_minor == e->dev_minor)
+			if (lib_is_file(&libs[i], e->inode, e->dev_major, e->dev_minor))
 				break;
 		if (i < nr)
 			continue;

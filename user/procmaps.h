@@ -40,6 +40,13 @@ struct mapped_lib {
 	uint64_t map_start, map_end;
 };
 
+/* Whether lib is the file (inode on device major:minor) a record was made for. */
+static inline bool lib_is_file(const struct mapped_lib *lib, uint64_t inode, unsigned int dev_major,
+			       unsigned int dev_minor)
+{
+	return lib->inode == inode && lib->dev_major == dev_major && lib->dev_minor == dev_minor;
+}
+
 /* Parse one line of /proc/PID/maps. Returns 0, or -EINVAL when the line is malformed. */
 int procmaps_parse_line(const char *line, struct maps_entry *out);
 

@@ -42,7 +42,7 @@ int proc_parse_stat_start(const char *line, pid_t *ppid, unsigned long long *sta
 	return 0;
 }
 
-static int read_line(const char *path, char *buf, size_t size)
+int proc_read_line(const char *path, char *buf, size_t size)
 {
 	FILE *f = fopen(path, "re");
 	int err = 0;
@@ -109,7 +109,7 @@ int proc_descendants(const char *procfs, pid_t root, pid_t *out, pid_t *out_ppid
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/stat", procfs, de->d_name);
 		/* Processes vanish while we walk: skip, do not fail. */
-		if (read_line(path, line, sizeof(line)) || proc_parse_stat(line, &ppid, NULL))
+		if (proc_read_line(path, line, sizeof(line)) || proc_parse_stat(line, &ppid, NULL))
 			continue;
 		if (nr_all == cap) {
 			cap = cap ? cap * 2 : 256;
@@ -166,7 +166,7 @@ char proc_thread_state(const char *procfs, pid_t tgid, pid_t tid)
 	char path[PATH_MAX], line[1024], state;
 
 	snprintf(path, sizeof(path), "%s/%d/task/%d/stat", procfs, tgid, tid);
-	if (read_line(path, line, sizeof(line)) || proc_parse_stat(line, NULL, &state))
+	if (proc_read_line(path, line, sizeof(line)) || proc_parse_stat(line, NULL, &state))
 		return 0;
 	return state;
 }

@@ -23,6 +23,9 @@ int proc_parse_stat_start(const char *line, pid_t *ppid, unsigned long long *sta
  * or -errno. */
 int proc_descendants(const char *procfs, pid_t root, pid_t *out, pid_t *out_ppid, int max);
 
+/* The first line of a file (newline kept), into buf: 0, -errno, or -EIO when empty. */
+int proc_read_line(const char *path, char *buf, size_t size);
+
 /* A thread's name (tid == tgid: the process's); "" when it cannot be read. */
 void proc_comm(const char *procfs, pid_t tgid, pid_t tid, char *buf, size_t size);
 

@@ -26,8 +26,7 @@ static struct tracer_lib_attach *find_attached(struct tracer *t, pid_t pid, cons
 	for (int i = 0; i < t->nr_attached; i++) {
 		struct tracer_lib_attach *a = &t->attached[i];
 
-		if (a->pid == pid && a->inode == lib->inode && a->dev_major == lib->dev_major &&
-		    a->dev_minor == lib->dev_minor)
+		if (a->pid == pid && lib_is_file(lib, a->inode, a->dev_major, a->dev_minor))
 			return a;
 	}
 	return NULL;

@@ -40,8 +40,7 @@ static struct tracer_loader *find_loader(struct tracer *t, const struct mapped_l
 	for (int i = 0; i < t->nr_loaders; i++) {
 		struct tracer_loader *l = &t->loaders[i];
 
-		if (l->inode == lib->inode && l->dev_major == lib->dev_major &&
-		    l->dev_minor == lib->dev_minor)
+		if (lib_is_file(lib, l->inode, l->dev_major, l->dev_minor))
 			return l;
 	}
 	return NULL;

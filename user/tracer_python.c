@@ -32,8 +32,7 @@ static struct tracer_interp *find_interp(struct tracer *t, const struct mapped_l
 	for (int i = 0; i < t->nr_interps; i++) {
 		struct tracer_interp *in = &t->interps[i];
 
-		if (in->inode == lib->inode && in->dev_major == lib->dev_major &&
-		    in->dev_minor == lib->dev_minor)
+		if (lib_is_file(lib, in->inode, in->dev_major, in->dev_minor))
 			return in;
 	}
 	return NULL;
