@@ -66,7 +66,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_a
 .DELETE_ON_ERROR:
 # Skeletons and BPF objects are outputs worth keeping (bpftool inspects them), not intermediates.
 .SECONDARY: $(SKELS) $(patsubst %.skel.h,$(OUTPUT)/bpf/%.bpf.o,$(notdir $(SKELS)))
-.PHONY: all clean deps test unit-test fixture-test scenario-test fixtures demo install bench bench-daemon \
+.PHONY: all clean deps test unit-test fixture-test scenario-test test-predictions fixtures demo install bench bench-daemon \
 	fuzz fuzz-smoke fuzzers check-asan bench-compare bench-progs
 
 all: pipeprof fixtures
@@ -143,7 +143,13 @@ fixture-test: fixtures
 	$(PYTHON) tools/fakecuda/smoke.py
 
 scenario-test: pipeprof fixtures
-	$(PYTHON) -m pytest -v -p no:cacheprovider tests/
+	$(PYTHON) -m pytest -v -p no:cacheprovider --ignore=tests/test_recommendations.py tests/
+
+# Predicted steps/s held against measured rates: timings of two runs side by side, which this
+# VM's host perturbs unseen by the guest (a vCPU slowed 2.7x for one run, a 1 -> 2 thread
+# speed-up measured at 5.5x on 2 CPUs), so they stay out of `test`, as the benchmarks do.
+test-predictions: pipeprof fixtures
+	$(PYTHON) -m pytest -v -p no:cacheprovider tests/test_recommendations.py
 
 fuzzers: $(FUZZ_BINS)
 
