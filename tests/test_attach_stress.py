@@ -71,14 +71,15 @@ def local_timer_interrupts():
 def test_attach_stress(procs, pipeprof_bin, tmp_path):
     truth_path = str(tmp_path / "attach_stress.truth.json")
     duration = workload_duration(STRESS_ATTACHES, STRESS_WINDOW_S)
-    w, pid, tid = start_workload(procs, "data_bound.py", [], truth_path, duration=duration)
-
-    # its own session (procs starts every process in a new one): not a descendant of the job
+    # The load first: SCHED_IDLE on the CPU where data_bound.py's worker is busy all the time,
+    # it got too little CPU to even start within 30 s once in a clean-clone run.
+    # Its own session (procs starts every process in a new one): not a descendant of the job.
     load = procs([PYTHON, os.path.join(WORKLOADS, "load_gen.py"), "--duration", str(duration)]
                  + LOAD_ARGS, name="load_gen.py")
     if load.wait_line(r"^READY pid=\d+ port=\d+", 30) is None:
         pytest.fail("load_gen.py did not print READY within 30 s (exit status %s)\n%s" % (
             load.p.poll(), load.output()), pytrace=False)
+    w, pid, tid = start_workload(procs, "data_bound.py", [], truth_path, duration=duration)
     time.sleep(0.5)
 
     irq0, loc0, t0 = softirq_totals(), local_timer_interrupts(), time.monotonic()
