@@ -22,10 +22,12 @@ static __always_inline __s64 task_state(struct task_struct *task)
 	return BPF_CORE_READ(old, state);
 }
 
-/* in_iowait is a bitfield; its byte offset moves between builds, so read it probed. */
+/* in_iowait is a bitfield whose byte offset moves between builds: CO-RE relocates a direct
+ * load of its byte (the task is a BTF pointer of the tracepoint), which costs the context
+ * switch no helper call. */
 static __always_inline bool task_in_iowait(struct task_struct *task)
 {
-	return BPF_CORE_READ_BITFIELD_PROBED(task, in_iowait);
+	return BPF_CORE_READ_BITFIELD(task, in_iowait);
 }
 
 /* Whether the whole thread group is gone with this exit. Newer kernels pass group_dead to
@@ -85,9 +87,12 @@ static __always_inline struct rq *task_cpu_rq(struct task_struct *task)
 
 	if (!bpf_core_field_exists(task->se.cfs_rq))
 		return NULL;
-	rq = BPF_CORE_READ(task, se.cfs_rq, rq);
+	/* Direct loads through the task's BTF pointer, not probed reads: every wakeup reads this,
+	 * and three helper calls were a third of what sched_waking cost a traced task. A NULL on
+	 * the way reads as 0 (the JIT's exception table), never a fault. */
+	rq = task->se.cfs_rq->rq;
 	/* The current task's cfs_rq is its CPU's; anything else is not a run queue we know. */
-	if (!rq || BPF_CORE_READ(rq, cpu) != (int)bpf_get_smp_processor_id())
+	if (!rq || rq->cpu != (int)bpf_get_smp_processor_id())
 		return NULL;
 	return rq;
 }

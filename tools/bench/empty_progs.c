@@ -8,7 +8,8 @@
  *
  * (file offsets, hex with 0x or decimal), or, with --sched, the empty programs on the
  * scheduler tracepoints pipeprof uses (sched_switch, sched_waking, sched_wakeup,
- * sched_process_fork, sched_process_exec, sched_process_exit):
+ * sched_process_fork, sched_process_exec, sched_process_exit) and the programs that only read
+ * the clock on the first three:
  *
  *   empty_progs --sched
  *
@@ -28,6 +29,7 @@
 #include "empty_progs.skel.h"
 
 #define MAX_OFFSETS 256
+#define NR_TPS 9
 #define MAX_LINKS 256
 
 static volatile sig_atomic_t stop;
@@ -86,8 +88,8 @@ static int attach_uprobes(struct empty_progs_bpf *skel, int argc, char **argv, i
 
 int main(int argc, char **argv)
 {
-	struct bpf_link *tp_links[6] = {};
-	struct bpf_program *prog, *tps[6];
+	struct bpf_link *tp_links[NR_TPS] = {};
+	struct bpf_program *prog, *tps[NR_TPS];
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct empty_progs_bpf *skel;
 	int links[MAX_LINKS], nlinks = 0, err = 1;
@@ -129,8 +131,11 @@ int main(int argc, char **argv)
 	tps[3] = skel->progs.empty_fork;
 	tps[4] = skel->progs.empty_exec;
 	tps[5] = skel->progs.empty_exit;
+	tps[6] = skel->progs.clock_switch;
+	tps[7] = skel->progs.clock_waking;
+	tps[8] = skel->progs.clock_wakeup;
 	if (sched) {
-		for (int i = 0; i < 6; i++) {
+		for (int i = 0; i < NR_TPS; i++) {
 			tp_links[i] = bpf_program__attach(tps[i]);
 			if (!tp_links[i]) {
 				fprintf(stderr, "empty_progs: attach %s: %s\n", bpf_program__name(tps[i]),
@@ -143,7 +148,7 @@ int main(int argc, char **argv)
 	}
 	printf("READY");
 	if (sched) {
-		for (int i = 0; i < 6; i++)
+		for (int i = 0; i < NR_TPS; i++)
 			print_id(tps[i]);
 	} else {
 		print_id(skel->progs.empty_uprobe);
@@ -157,7 +162,7 @@ int main(int argc, char **argv)
 out:
 	for (int i = 0; i < nlinks; i++)
 		close(links[i]);
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < NR_TPS; i++)
 		bpf_link__destroy(tp_links[i]);
 	empty_progs_bpf__destroy(skel);
 	return err;

@@ -19,7 +19,9 @@ file descriptors, read with bpftool) are taken before and after a --seconds wind
 statistics on; ns per run is their quotient, and the median over the rounds is reported.
 Programs that return at once, on the same six scheduler tracepoints (tools/bench/empty_progs.bpf.c,
 attached by .output/bench/empty_progs --sched for the whole part), are read in the same windows:
-the floor of each hook (the tracepoint, the dispatch and the statistics themselves). The cost
+the floor of each hook (the tracepoint, the dispatch and the statistics themselves); on
+sched_switch, sched_waking and sched_wakeup, programs that only read the clock give the floor
+of a traced task's event ("clock": pipeprof reads the clock once per such event). The cost
 per event of tasks pipeprof does not trace is tools/bench/unrelated_cost.py's figure: it is run
 once per round and its numbers are taken as they are. "job%" is the job's context switches over
 sched_switch's runs in the window: the share of switches with a traced task switching out.
@@ -146,6 +148,9 @@ SUMMARY = [
 EMPTY_OF = {"on_sched_switch": "empty_switch", "on_sched_waking": "empty_waking",
             "on_sched_wakeup": "empty_wakeup", "on_sched_process_fork": "empty_fork",
             "on_sched_process_exec": "empty_exec", "on_sched_process_exit": "empty_exit"}
+# The same hooks with one clock read: what a traced task's event costs before any accounting.
+CLOCK_OF = {"on_sched_switch": "clock_switch", "on_sched_waking": "clock_waking",
+            "on_sched_wakeup": "clock_wakeup"}
 STARTUP_ONLY = ("on_softirq_exit", "on_irq_handler_entry", "on_irq_handler_exit",
                 "on_hrtimer_expire_entry", "on_hrtimer_expire_exit")
 
@@ -443,23 +448,25 @@ def summary_rows(meds):
             if not e or not e["runs"]:
                 continue
             floor = meds[name]["progs"].get(EMPTY_OF.get(prog), {}).get("ns_per_run")
+            clock = meds[name]["progs"].get(CLOCK_OF.get(prog), {}).get("ns_per_run")
             rows.append({"program": prog, "fires": fires, "config": name,
                          "ns_per_run": e["ns_per_run"], "empty_ns_per_run": floor,
+                         "clock_ns_per_run": clock,
                          "runs_per_s": e["runs_per_s"],
                          "runs": e["runs"], "load": meds[name]["load_median"],
                          "traced_share": meds[name]["traced_share"]})
             shown = True
         if not shown:
             rows.append({"program": prog, "fires": fires, "config": None, "ns_per_run": None,
-                         "empty_ns_per_run": None,
+                         "empty_ns_per_run": None, "clock_ns_per_run": None,
                          "runs_per_s": None, "runs": 0, "load": None, "traced_share": None})
     return rows
 
 
 def print_programs(meds, rows):
     print("\nPer program (median ns per run over the rounds; runs/s in the window):")
-    print("  %-22s %-20s %10s %8s %6s %6s %6s" % ("program", "measured on", "runs/s", "ns/run",
-                                                   "empty", "load", "job%"))
+    print("  %-22s %-20s %10s %8s %6s %6s %6s %6s" % ("program", "measured on", "runs/s", "ns/run",
+                                                       "empty", "clock", "load", "job%"))
     for r in rows:
         if r["config"] is None:
             print("  %-22s %-20s %10s %8s" % (r["program"], "(did not fire)", "-", "-"))
@@ -467,9 +474,10 @@ def print_programs(meds, rows):
         share = "" if r["traced_share"] is None or not r["program"].startswith("on_sched_s") \
             else "%.0f%%" % (100 * r["traced_share"])
         empty = "" if r["empty_ns_per_run"] is None else "%.0f" % r["empty_ns_per_run"]
-        print("  %-22s %-20s %10.0f %8.0f %6s %6.2f %6s" % (
-            r["program"], r["config"], r["runs_per_s"], r["ns_per_run"], empty, r["load"] or 0,
-            share))
+        clock = "" if r.get("clock_ns_per_run") is None else "%.0f" % r["clock_ns_per_run"]
+        print("  %-22s %-20s %10.0f %8.0f %6s %6s %6.2f %6s" % (
+            r["program"], r["config"], r["runs_per_s"], r["ns_per_run"], empty, clock,
+            r["load"] or 0, share))
     if SIZES:
         print("  sizes (translated bytes / JITed bytes / instructions the verifier walked): " +
               ", ".join("%s %s/%s/%s" % (n, v["bytes_xlated"], v["bytes_jited"], v["verified_insns"])
