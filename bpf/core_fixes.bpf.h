@@ -97,6 +97,46 @@ static __always_inline struct rq *task_cpu_rq(struct task_struct *task)
 	return rq;
 }
 
+/* The thread pointer of a task's user mode, which glibc makes pthread_self() and CPython
+ * records as each thread state's thread_id: fsbase on x86-64, tpidr_el0 on arm64. The field
+ * moved into struct thread_struct's uw on arm64 with 9e0f085c5f2a ("arm64: Move
+ * thread_struct's user-writable fields into a struct", 4.17). */
+struct thread_struct___x86 {
+	unsigned long fsbase;
+} __attribute__((preserve_access_index));
+
+struct thread_struct___arm64 {
+	struct {
+		unsigned long tp_value;
+	} uw;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 task_user_tls(struct task_struct *task)
+{
+	struct thread_struct___x86 *x86 = (void *)&task->thread;
+	struct thread_struct___arm64 *arm64 = (void *)&task->thread;
+
+	if (bpf_core_field_exists(x86->fsbase))
+		return BPF_CORE_READ(x86, fsbase);
+	if (bpf_core_field_exists(arm64->uw.tp_value))
+		return BPF_CORE_READ(arm64, uw.tp_value);
+	return 0;
+}
+
+/* Whether the registers a perf event sampled (its context's, read directly) are user mode's:
+ * the privilege level in the code segment on x86, the exception level in pstate on arm64.
+ * The context allows only whole 8-byte loads of them, and cs is a u16 in kernels since
+ * 8a19c47f6bf9 ("x86/entry: Add fields to struct pt_regs for FRED"): its slot is read whole
+ * (pt_regs is ptrace's ABI, so the slot does not move). */
+#if defined(__TARGET_ARCH_x86)
+#define perf_sample_in_user_mode(ctx) \
+	((((const __u64 *)&(ctx)->regs)[__builtin_offsetof(struct pt_regs, cs) / 8] & 3) != 0)
+#elif defined(__TARGET_ARCH_arm64)
+#define perf_sample_in_user_mode(ctx) (((ctx)->regs.pstate & 0xf) == 0)
+#else
+#define perf_sample_in_user_mode(ctx) true
+#endif
+
 /*
  * fa2c3254d7cf ("sched/tracing: Don't re-read p->state when emitting sched_switch event")
  * added prev_state as the tracepoint's 4th argument in 5.18, because re-reading the task's

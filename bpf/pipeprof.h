@@ -201,6 +201,9 @@ enum pp_counter {
 	PP_CNT_SWITCH_IN_MISSED,	/* a thread left a CPU it was not seen to get: time lost */
 	PP_CNT_NOTES_LOST,		/* library notes dropped: ring buffer full (a full scan follows) */
 	PP_CNT_NOTES,			/* library notes sent: forks, execs and loader events */
+	PP_CNT_SAMPLES,			/* CPU samples of the job's threads sent (pystack.bpf.c) */
+	PP_CNT_SAMPLES_LOST,		/* ... dropped: sample ring buffer full */
+	PP_CNT_PY_THREAD_UNFOUND,	/* samples of an interpreter's thread with no thread state */
 	PP_NR_COUNTERS,
 };
 
@@ -289,5 +292,53 @@ struct pp_hist {
 #define PP_COOKIE_DIR(c)	(((c) >> 8) & 0xff)
 #define PP_COPY_DIR_FROM_ARG	0xff
 #define PP_COOKIE(api, dir)	((api) | (dir) << 8)
+
+/*
+ * CPU samples (pystack.bpf.c): a perf event per CPU at a low frequency; a sample of a thread of
+ * the job goes to userspace with the user-mode instruction pointer and, in a process whose
+ * interpreter pipeprof can walk, the code objects of its Python frames, innermost first.
+ * Userspace resolves them (qualified name, file, first line) through the target's memory.
+ */
+#define PP_PY_MAX_DEPTH		64	/* frames kept per sample; a power of two */
+#define PP_PY_MAX_THREADS	128	/* thread states walked to find the sampled thread's */
+#define PP_PY_NONE		0xffff	/* a layout field this version does not have */
+
+/* Where an interpreter version keeps what the walk reads, as offsets into its own structs
+ * (user/pystack.c holds the table, with the source of each). */
+struct pp_py_layout {
+	__u16 runtime_interp;		/* _PyRuntimeState: the main interpreter */
+	__u16 interp_threads;		/* PyInterpreterState: its newest thread state */
+	__u16 tstate_next;		/* PyThreadState: the next (older) one */
+	__u16 tstate_thread_id;		/* PyThreadState: pthread_self() of its thread */
+	__u16 tstate_frame;		/* PyThreadState: the frame, or the _PyCFrame holding it */
+	__u16 cframe_frame;		/* _PyCFrame: the current frame; PP_PY_NONE without one */
+	__u16 frame_code;		/* frame: its code object */
+	__u16 frame_previous;		/* frame: its caller's */
+	__u16 frame_owner;		/* frame: who owns it (a byte); PP_PY_NONE when absent */
+	__u16 owner_cstack;		/* owner of the C-stack shim frames to skip; PP_PY_NONE */
+	__u16 pad[2];
+};
+
+/* py_procs value: a process of the job whose interpreter can be walked. */
+struct pp_py_proc {
+	__u64 runtime;			/* address of _PyRuntime in the process */
+	struct pp_py_layout layout;
+};
+
+enum pp_sample_py {
+	PP_SAMPLE_NO_PY = 0,		/* no interpreter walked in this process */
+	PP_SAMPLE_PY_OK,		/* frames walked (depth may be 0: between frames) */
+	PP_SAMPLE_PY_NO_THREAD,		/* a thread the interpreter has no state for */
+};
+
+struct pp_sample {
+	__u32 tid, tgid;
+	__u64 user_ip;			/* where user mode was (the leaf, or the syscall's caller) */
+	__u32 kernel;			/* the sample hit kernel mode */
+	__u32 py;			/* enum pp_sample_py */
+	__u32 depth;			/* code objects in code[] */
+	__u32 truncated;		/* more frames than PP_PY_MAX_DEPTH */
+	__u64 code[PP_PY_MAX_DEPTH];
+};
 
 #endif /* PIPEPROF_H */

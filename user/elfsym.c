@@ -132,7 +132,8 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_
 		if (!gelf_getsym(data, j, &sym))
 			break;
 		type = GELF_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF)
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT) ||
+		    sym.st_shndx == SHN_UNDEF)
 			continue;
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || !*name)
@@ -148,7 +149,7 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_
 			r = RANK_DEFAULT;	/* cannot tell: the first one wins */
 
 		for (i = 0; i < n; i++) {
-			if (settled[i] || r <= rank[i])
+			if (settled[i] || r <= rank[i] || funcs[i].object != (type == STT_OBJECT))
 				continue;
 			if (!name_matches(funcs[i].name, name, blen))
 				continue;
@@ -359,4 +360,140 @@ cleanup:
 	elf_end(elf);
 	close(fd);
 	return err;
+}
+
+int elf_offset_to_vaddr(const char *path, uint64_t offset, uint64_t *vaddr, bool *relocatable)
+{
+	size_t i, phnum;
+	GElf_Ehdr eh;
+	GElf_Phdr ph;
+	Elf *elf;
+	int fd, err;
+
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
+	err = -ENOENT;
+	if (!gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &phnum)) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	*relocatable = eh.e_type == ET_DYN;
+	for (i = 0; i < phnum; i++) {
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		/* A mapping starts at the page holding the segment's first byte. */
+		if (offset >= (ph.p_offset & ~0xfffULL) && offset < ph.p_offset + ph.p_filesz) {
+			*vaddr = offset + ph.p_vaddr - ph.p_offset;
+			err = 0;
+			break;
+		}
+	}
+cleanup:
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct elf_sym_entry *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int load_table(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_syms *out)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t nr_syms, j;
+	int cap = 0;
+
+	if (!data || !sh->sh_entsize)
+		return 0;
+	nr_syms = sh->sh_size / sh->sh_entsize;
+	for (j = 0; j < nr_syms; j++) {
+		const char *name;
+		GElf_Sym sym;
+		int type;
+
+		if (!gelf_getsym(data, j, &sym))
+			break;
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
+		    !sym.st_value)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		if (out->nr == cap) {
+			void *grown;
+
+			cap = cap ? 2 * cap : 256;
+			grown = realloc(out->e, cap * sizeof(*out->e));
+			if (!grown)
+				return -ENOMEM;
+			out->e = grown;
+		}
+		out->e[out->nr].name = strndup(name, strcspn(name, "@"));
+		if (!out->e[out->nr].name)
+			return -ENOMEM;
+		out->e[out->nr].addr = sym.st_value;
+		out->e[out->nr].size = sym.st_size;
+		out->nr++;
+	}
+	return 0;
+}
+
+int elf_syms_load(const char *path, struct elf_syms *out)
+{
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	Elf *elf;
+	int fd, err;
+
+	*out = (struct elf_syms){ 0 };
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
+	scn = find_section(elf, SHT_SYMTAB, &sh);
+	if (!scn)
+		scn = find_section(elf, SHT_DYNSYM, &sh);
+	err = scn ? load_table(elf, scn, &sh, out) : 0;
+	if (err)
+		elf_syms_free(out);
+	else if (out->nr)
+		qsort(out->e, out->nr, sizeof(*out->e), by_addr);
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+const char *elf_syms_find(const struct elf_syms *s, uint64_t vaddr)
+{
+	int lo = 0, hi = s->nr - 1, best = -1;
+
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (s->e[mid].addr <= vaddr) {
+			best = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	if (best < 0)
+		return NULL;
+	/* Aliases share an address: any of them names it. A sized symbol must hold vaddr. */
+	if (s->e[best].size && vaddr - s->e[best].addr >= s->e[best].size)
+		return NULL;
+	return s->e[best].name;
+}
+
+void elf_syms_free(struct elf_syms *s)
+{
+	for (int i = 0; i < s->nr; i++)
+		free(s->e[i].name);
+	free(s->e);
+	*s = (struct elf_syms){ 0 };
 }

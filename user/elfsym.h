@@ -14,6 +14,7 @@ struct elf_func {
 	uint64_t size;		/* out: st_size */
 	uint64_t offset;	/* out: file offset of the first instruction (via PT_LOAD) */
 	bool starts_with_endbr64; /* out: first 4 bytes are f3 0f 1e fa */
+	bool object;		/* in: a data object (STT_OBJECT), not a function */
 };
 
 /* Look every name up in .dynsym (then .symtab), STT_FUNC/STT_GNU_IFUNC defined symbols only;
@@ -39,5 +40,25 @@ int elf_find_usdt(const char *path, struct elf_usdt *probes, int n);
 
 /* File offset for a virtual address using the PT_LOAD program headers; -ENOENT if none covers it. */
 int elf_vaddr_to_offset(const char *path, uint64_t vaddr, uint64_t *offset);
+
+/* Virtual address (as the symbols use them) of a file offset, through the PT_LOAD headers;
+ * -ENOENT if no segment holds it. relocatable: the object is position-independent (ET_DYN),
+ * so its symbols move with where it is mapped. */
+int elf_offset_to_vaddr(const char *path, uint64_t offset, uint64_t *vaddr, bool *relocatable);
+
+/* The function symbols of a file, to name addresses: .symtab where the file has one, else
+ * .dynsym; sorted by address. */
+struct elf_syms {
+	int nr;
+	struct elf_sym_entry {
+		uint64_t addr, size;
+		char *name;
+	} *e;
+};
+int elf_syms_load(const char *path, struct elf_syms *out);
+/* The symbol whose [addr, addr + size) holds vaddr (or the nearest one below it, when it has
+ * no size), or NULL. */
+const char *elf_syms_find(const struct elf_syms *s, uint64_t vaddr);
+void elf_syms_free(struct elf_syms *s);
 
 #endif

@@ -267,6 +267,7 @@ void report_print_text(FILE *out, const struct report *r)
 
 	print_waited_on(out, r);
 	print_evidence(out, r);
+	where_print_text(out, r);
 
 	print_recommendations(out, a, shown, sizeof(shown));
 
@@ -640,6 +641,8 @@ int report_print_json(FILE *out, const struct report *r)
 
 	json_object_object_add(root, "gpu", gpu_json(r));
 	json_object_object_add(root, "python_gc", gc_json(r));
+	if (r->sample_hz)
+		json_object_object_add(root, "where", where_json(r));
 
 	o = json_object_new_object();
 	json_object_object_add(o, "requests", json_object_new_int64(r->io.count));

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include "classify.h"
 #include "procmaps.h"
+#include "pystack.h"
 
 #define REPORT_SCHEMA "pipeprof.report/v1"
 #define MAX_NOT_TRACED 24
@@ -49,6 +50,15 @@ struct proc_result {
 	char comm[16];
 };
 
+#define MAX_PY_PROCS 64
+
+/* A process that maps a Python interpreter: walked, or why not. */
+struct py_proc_result {
+	pid_t pid;
+	int major, minor;
+	int err;		/* 0: its stacks are walked */
+};
+
 struct report {
 	pid_t root_pid;
 	char cmdline[512];
@@ -80,6 +90,17 @@ struct report {
 	int nr_wakes;
 	struct wake_record *wakes;	/* the wakers map: who ended each wait */
 
+	/* "Where": CPU samples of the job's threads (0 Hz: not sampled). */
+	unsigned int sample_hz;
+	char sample_err[160];		/* why sampling failed, "" when it ran */
+	uint64_t samples_lost;
+	int nr_where_samples;
+	struct where_sample *where_samples;
+	struct where_names where_names;
+	struct where_role where[NR_ROLES];	/* filled by where_finish() */
+	int nr_py_procs;
+	struct py_proc_result py_procs[MAX_PY_PROCS];
+
 	uint64_t counters[PP_NR_COUNTERS];
 	int probe_attach_failures;
 	uint64_t bpf_recursion_misses;	/* program runs the kernel skipped: re-entry on a CPU */
@@ -96,6 +117,13 @@ struct report {
 	bool partial;
 	char partial_why[512];
 };
+
+/* Gives each sample its thread's role and counts them per role (after the analysis). */
+int where_finish(struct report *r);
+void where_print_text(FILE *out, const struct report *r);
+struct json_object;
+struct json_object *where_json(const struct report *r);
+void where_free(struct report *r);
 
 void report_not_traced(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void report_print_text(FILE *out, const struct report *r);

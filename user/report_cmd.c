@@ -17,6 +17,9 @@
 #include "tracer.h"
 
 #define TICK_MS 100
+/* Low and prime: few samples to walk, and no lockstep with a loop's own 10 ms or 100 ms
+ * periods. */
+#define DEFAULT_SAMPLE_HZ 49
 /* How long past the window a wait open at its close may take to end and be named: a starved
  * DataLoader can keep the trainer waiting this long for one batch. A wait still open then has
  * lasted most of a short window (a step longer than -d): it is given up to the window's own
@@ -56,6 +59,7 @@ static const char report_doc[] =
 	"  sudo pipeprof -p 4242 -d 10     # trace 10 seconds\n"
 	"  sudo pipeprof -p 4242 -d 10 -j  # JSON report (pipeprof.report/v1)\n"
 	"  sudo pipeprof -d 10 -- /usr/bin/python3 train.py  # launch and follow\n"
+	"  sudo pipeprof -p 4242 -d 10 --folded out.folded  # and a flame graph's input\n"
 	"\n"
 	"A launched command is sent SIGTERM if it still runs when tracing ends.\n"
 	"Exit status: 0 report printed, 1 tracing failed, 2 bad arguments or no\n"
@@ -67,6 +71,10 @@ static const struct argp_option report_options[] = {
 	{ "json", 'j', NULL, 0, "Print the report as JSON (schema pipeprof.report/v1)", 0 },
 	{ "tid", 't', "TID", 0, "The trainer thread (default: most GPU calls, else the main thread)", 0 },
 	{ "threshold", 'T', "PCT", 0, "Share of wall time a stall needs for a verdict (default 20)", 0 },
+	{ "frequency", 'F', "HZ", 0, "CPU samples a second on each CPU for the \"where\" section "
+	  "(default 49; 0 turns sampling off)", 0 },
+	{ "folded", 'f', "FILE", 0, "Write the CPU samples as folded stacks (flamegraph.pl, "
+	  "speedscope): role;Python frames, outermost first;[native leaf] count", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose: libbpf logs and every probe attached", 0 },
 	{},
 };
@@ -138,6 +146,20 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 		}
 		o->threshold /= 100;
 		break;
+	case 'F':
+		if (parse_long(arg, 0, 1000, &v)) {
+			argp_error(state, "invalid sampling frequency (0-1000 Hz): %s", arg);
+			return EINVAL;
+		}
+		o->sample_hz = (unsigned int)v;
+		break;
+	case 'f':
+		if (!*arg) {
+			argp_error(state, "--folded needs a file name");
+			return EINVAL;
+		}
+		o->folded = arg;
+		break;
 	case 'v':
 		o->verbose = true;
 		break;
@@ -153,6 +175,10 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 		}
 		if (!o->pid && !o->argv) {
 			argp_error(state, "nothing to trace: give -p PID or -- COMMAND");
+			return EINVAL;
+		}
+		if (o->folded && !o->sample_hz) {
+			argp_error(state, "--folded needs samples: -F 0 turns them off");
 			return EINVAL;
 		}
 		break;
@@ -173,7 +199,7 @@ int report_cmd_parse(int argc, char **argv, unsigned int flags, struct report_op
 	};
 	error_t err;
 
-	*o = (struct report_opts){ .threshold = 0.20 };
+	*o = (struct report_opts){ .threshold = 0.20, .sample_hz = DEFAULT_SAMPLE_HZ };
 	/* argp exits with status 64 on usage errors; the report's contract says 2. */
 	argp_err_exit_status = 2;
 	err = argp_parse(&argp, argc, argv, ARGP_IN_ORDER | flags, NULL, o);
@@ -339,6 +365,20 @@ static void free_report(struct report *r)
 	free(r->procs);
 	free(r->libs);
 	free(r->wakes);
+	where_free(r);
+}
+
+static int write_folded(const char *path, const struct report *r)
+{
+	FILE *f = fopen(path, "we");
+	int err;
+
+	if (!f)
+		return -errno;
+	err = where_write_folded(f, r->where_samples, r->nr_where_samples, -1, &r->where_names);
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
 }
 
 int report_cmd_run(const struct report_opts *o)
@@ -376,7 +416,8 @@ int report_cmd_run(const struct report_opts *o)
 
 	err = tracer_start(&tracer, &(struct tracer_opts){ .root = pid, .trainer_tid = tid,
 							   .verbose = o->verbose, .record_wakers = true,
-							   .python_gc = true });
+							   .python_gc = true,
+							   .sample_hz = o->sample_hz });
 	if (err) {
 		status = err == -ESRCH ? 2 : 1;
 		goto cleanup;
@@ -457,9 +498,21 @@ int report_cmd_run(const struct report_opts *o)
 	analyse(report.threads, report.nr_threads, &report.input, &report.analysis);
 	name_untraced_wakers(&report.analysis);
 	note_open_wait(&report, naming_ms);
+	err = where_finish(&report);
+	if (err) {
+		fprintf(stderr, "pipeprof: cannot sum up the CPU samples: %s\n", strerror(-err));
+		goto cleanup;
+	}
 	if (tid && report.analysis.trainer_index < 0)
 		report_not_traced(&report, "--tid %d: no such thread in the traced processes", tid);
 
+	if (o->folded) {
+		err = write_folded(o->folded, &report);
+		if (err) {
+			fprintf(stderr, "pipeprof: cannot write %s: %s\n", o->folded, strerror(-err));
+			goto cleanup;
+		}
+	}
 	if (o->json)
 		err = report_print_json(stdout, &report);
 	else

@@ -13,6 +13,8 @@ struct report_opts {
 	bool verbose;
 	pid_t tid;		/* --tid */
 	double threshold;	/* fraction */
+	unsigned int sample_hz;	/* -F: CPU samples a second per CPU for "where"; 0: none */
+	const char *folded;	/* --folded FILE: the samples as folded stacks */
 };
 
 /*

@@ -205,6 +205,8 @@ static void skip_unused_probes(struct tracer *t)
 		bpf_program__set_autoload(skel->progs.on_gc_start, false);
 		bpf_program__set_autoload(skel->progs.on_gc_done, false);
 	}
+	if (!t->sample_hz)
+		bpf_program__set_autoload(skel->progs.on_cpu_sample, false);
 }
 
 /* Prove the scheduler tracepoints and the uprobe path fire on this kernel before trusting
@@ -382,6 +384,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	t->verbose = o->verbose;
 	t->hist_kinds = o->hist_kinds;
 	t->python_gc = o->python_gc;
+	t->sample_hz = o->sample_hz;
 	libbpf_set_print(o->verbose ? libbpf_print_fn : libbpf_quiet_fn);
 
 	if (stat("/sys/kernel/btf/vmlinux", &st)) {
@@ -478,6 +481,10 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	if (err)
 		return err;
 	attach_phase(&clock, "libraries");
+	/* The report goes on without the "where" section, and says why, when sampling fails. */
+	if (tracer_sampler_start(t) && t->verbose)
+		fprintf(stderr, "pipeprof: %s\n", t->sample_err);
+	attach_phase(&clock, "sampler");
 	err = open_window(t);
 	attach_phase(&clock, "threads");
 	if (t->verbose) {
@@ -653,6 +660,9 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 			r->io = io;
 	}
 	collect_gpu(t, r);
+	err = tracer_collect_samples(t, r);
+	if (err)
+		return err;
 	if (t->python_gc)
 		tracer_collect_python(t, r);
 	err = collect_wakers(t, r);
@@ -759,6 +769,7 @@ void tracer_stop(struct tracer *t)
 	}
 	tracer_notes_close(t);
 	tracer_python_close(t);
+	tracer_sampler_close(t);
 	free(t->close_states);
 	t->close_states = NULL;
 	t->nr_close_states = 0;

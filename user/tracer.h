@@ -15,6 +15,8 @@ struct pp_pid_block;
 
 struct tracer_loader;
 struct tracer_interp;
+struct tracer_sample;
+struct tracer_pyproc;
 struct tracer_close_state {
 	__u32 tid;
 	char state;
@@ -33,6 +35,7 @@ struct tracer_opts {
 	__u32 hist_entries;	/* histograms per interval; 0: PP_MAX_HISTS */
 	bool record_wakers;	/* who ended each wait, for the report's "waited on" */
 	bool python_gc;		/* time the interpreters' garbage collections */
+	unsigned int sample_hz;	/* CPU samples a second per CPU ("where"); 0: none */
 };
 
 /* The probes on one library file in one process. */
@@ -89,6 +92,18 @@ struct tracer {
 	__u64 notes_lost_seen;	/* PP_CNT_NOTES_LOST when last handled */
 	int full_scans, pid_scans;
 	__u64 last_scan_ns;
+	/* The CPU sampler (tracer_pystack.c). */
+	unsigned int sample_hz;
+	int sample_ncpus, nr_sample_cpus;
+	int *sample_fds;
+	struct bpf_link **sample_links;
+	struct ring_buffer *samples_rb;
+	struct tracer_sample *samples;
+	int nr_samples, cap_samples;
+	__u64 samples_over_cap;
+	struct tracer_pyproc *pyprocs;
+	int nr_pyprocs;
+	char sample_err[160];
 	/* Interrupt context from the tracepoint nesting instead of the preempt count: why. */
 	char irq_fallback[160];
 };
@@ -130,6 +145,14 @@ const char *tracer_python_gc_why_not(struct tracer *t, char *buf, size_t size);
 /* Fills r's GC fields, with a "not traced" line when an interpreter is mapped unprobed. */
 void tracer_collect_python(struct tracer *t, struct report *r);
 void tracer_python_close(struct tracer *t);
+/* tracer_pystack.c: the CPU sampler. Start after the programs load; register a process that
+ * maps an interpreter (its stacks are walked where its version can be); take what the ring
+ * buffer holds; resolve every sample into r (before tracer_stop()); stop. */
+int tracer_sampler_start(struct tracer *t);
+void tracer_sampler_add_process(struct tracer *t, pid_t pid, const struct mapped_lib *lib);
+void tracer_sampler_poll(struct tracer *t);
+int tracer_collect_samples(struct tracer *t, struct report *r);
+void tracer_sampler_close(struct tracer *t);
 /* A pollable fd that is readable when notes wait; -1 when there is none. */
 int tracer_notes_fd(const struct tracer *t);
 /* Handles the waiting notes: looks at each process named (a full scan when notes were lost). */

@@ -251,7 +251,7 @@ int tracer_refresh_pid(struct tracer *t, pid_t pid)
 {
 	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA | 1u << LIB_LOADER |
 			    (t->hist_kinds & 1u << PP_HK_STEP ? 1u << LIB_TORCH : 0) |
-			    (t->python_gc ? 1u << LIB_PYTHON : 0);
+			    (t->python_gc || t->sample_hz ? 1u << LIB_PYTHON : 0);
 	struct mapped_lib libs[16];
 	bool runtime_mapped = false;
 	int n, err;
@@ -265,7 +265,9 @@ int tracer_refresh_pid(struct tracer *t, pid_t pid)
 			continue;
 		}
 		if (libs[i].kind == LIB_PYTHON) {
-			tracer_attach_python(t, pid, &libs[i]);
+			if (t->python_gc)
+				tracer_attach_python(t, pid, &libs[i]);
+			tracer_sampler_add_process(t, pid, &libs[i]);
 			continue;
 		}
 		if (find_attached(t, pid, &libs[i]))

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Where the job's threads spend their CPU: a perf event per CPU fires this at a low frequency
+ * on whatever runs there; a thread of the job is sampled with its user-mode instruction
+ * pointer and, in a process whose interpreter userspace registered in py_procs, the code
+ * objects of its Python frames. The interpreter is read as it is, without the GIL: a frame
+ * pushed or popped under the sample can tear one stack, which userspace checks each code
+ * object's type against (never a garbage name).
+ */
+#include "pipeprof.bpf.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct pp_py_proc);
+} py_procs SEC(".maps");
+
+/* The thread state last found for a thread: checked against its thread id at every use, so
+ * a stale entry (a thread state freed and reused) costs one read, never a wrong stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_tstates SEC(".maps");
+
+/* Read by userspace every 100 ms tick, so nothing wakes it per sample: at the default rate a
+ * CPU sends a few samples a tick, and the buffer holds thousands. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1024 * 1024);
+} samples SEC(".maps");
+
+static __always_inline __u64 read_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (!addr || bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/* bpf_loop() callbacks: verified once each, where unrolled loops of loops would make the
+ * verifier walk every combination of their branches. */
+struct thread_walk {
+	const struct pp_py_layout *l;
+	__u64 tls;
+	__u64 ts;		/* in: the newest thread state; out: this thread's, or 0 */
+};
+
+static long thread_step(__u64 i, void *ctx)
+{
+	struct thread_walk *w = ctx;
+
+	if (!w->ts)
+		return 1;
+	if (read_ptr(w->ts + w->l->tstate_thread_id) == w->tls)
+		return 1;
+	w->ts = read_ptr(w->ts + w->l->tstate_next);
+	return 0;
+}
+
+/* The thread state whose thread_id is this thread's, or 0. */
+static __always_inline __u64 find_tstate(const struct pp_py_proc *p, __u32 tid, __u64 tls)
+{
+	const struct pp_py_layout *l = &p->layout;
+	__u64 *cached = bpf_map_lookup_elem(&py_tstates, &tid);
+	struct thread_walk w = { .l = l, .tls = tls };
+
+	if (!tls)
+		return 0;
+	if (cached && *cached && read_ptr(*cached + l->tstate_thread_id) == tls)
+		return *cached;
+	w.ts = read_ptr(read_ptr(p->runtime + l->runtime_interp) + l->interp_threads);
+	bpf_loop(PP_PY_MAX_THREADS, thread_step, &w, 0);
+	if (!w.ts || read_ptr(w.ts + l->tstate_thread_id) != tls)
+		return 0;
+	bpf_map_update_elem(&py_tstates, &tid, &w.ts, BPF_ANY);
+	return w.ts;
+}
+
+struct frame_walk {
+	const struct pp_py_layout *l;
+	struct pp_sample *s;
+	__u64 frame;
+	__u32 n;
+};
+
+static long frame_step(__u64 i, void *ctx)
+{
+	struct frame_walk *w = ctx;
+	const struct pp_py_layout *l = w->l;
+	__u8 owner = 0;
+
+	if (!w->frame || w->n >= PP_PY_MAX_DEPTH)
+		return 1;
+	if (l->frame_owner != PP_PY_NONE &&
+	    bpf_probe_read_user(&owner, sizeof(owner), (void *)(w->frame + l->frame_owner)))
+		return 1;
+	if (l->owner_cstack == PP_PY_NONE || owner != l->owner_cstack) {
+		w->s->code[w->n & (PP_PY_MAX_DEPTH - 1)] = read_ptr(w->frame + l->frame_code);
+		w->n++;
+	}
+	w->frame = read_ptr(w->frame + l->frame_previous);
+	return 0;
+}
+
+static __always_inline void walk_frames(const struct pp_py_layout *l, __u64 ts, struct pp_sample *s)
+{
+	struct frame_walk w = { .l = l, .s = s, .frame = read_ptr(ts + l->tstate_frame) };
+
+	if (l->cframe_frame != PP_PY_NONE)
+		w.frame = read_ptr(w.frame + l->cframe_frame);
+	/* Shim frames take no slot, so a few more steps than slots. */
+	bpf_loop(PP_PY_MAX_DEPTH + 8, frame_step, &w, 0);
+	s->depth = w.n > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : w.n;
+	s->truncated = w.frame != 0;
+}
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tid = task->pid, tgid = task->tgid;
+	struct pp_py_proc *p;
+	struct pp_sample *s;
+	__u64 ts;
+
+	/* Only inside the window, and only the job's threads (the idle task is pid 0). */
+	if (!tid || !window_start_ns || window_end_ns || !pid_tracked(tgid))
+		return 0;
+	s = bpf_ringbuf_reserve(&samples, sizeof(*s), 0);
+	if (!s) {
+		count(PP_CNT_SAMPLES_LOST);
+		return 0;
+	}
+	s->tid = tid;
+	s->tgid = tgid;
+	s->user_ip = 0;
+	s->kernel = !perf_sample_in_user_mode(ctx);
+	s->py = PP_SAMPLE_NO_PY;
+	s->depth = s->truncated = 0;
+	/* The first frame of the user stack is where user mode was, wherever the sample hit. */
+	bpf_get_stack(ctx, &s->user_ip, sizeof(s->user_ip), BPF_F_USER_STACK);
+	p = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (p) {
+		ts = find_tstate(p, tid, task_user_tls(task));
+		if (ts) {
+			s->py = PP_SAMPLE_PY_OK;
+			walk_frames(&p->layout, ts, s);
+		} else {
+			s->py = PP_SAMPLE_PY_NO_THREAD;
+			count(PP_CNT_PY_THREAD_UNFOUND);
+		}
+	}
+	bpf_ringbuf_submit(s, BPF_RB_NO_WAKEUP);
+	count(PP_CNT_SAMPLES);
+	return 0;
+}

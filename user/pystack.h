@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* CPython as the CPU sampler reads it from outside: where each interpreter version keeps its
+ * frames and code objects, how its str objects are stored, and what the samples add up to per
+ * role. Pure: no BPF, no /proc. */
+#ifndef PIPEPROF_PYSTACK_H
+#define PIPEPROF_PYSTACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "pipeprof.h"
+
+struct py_layout {
+	int major, minor;
+	struct pp_py_layout walk;	/* what the BPF walker reads */
+	uint16_t code_name;		/* PyCodeObject: co_qualname, co_name before 3.11 */
+	uint16_t code_filename;
+	uint16_t code_firstlineno;	/* an int */
+	uint16_t str_ascii_size;	/* sizeof(PyASCIIObject): compact ASCII text follows */
+	uint16_t str_compact_size;	/* sizeof(PyCompactUnicodeObject): other compact text */
+};
+
+/* The layout of CPython major.minor, or NULL for a version pipeprof cannot walk. */
+const struct py_layout *py_layout_for(int major, int minor);
+
+/* The version an interpreter file's name says: python3.11, libpython3.11.so.1.0,
+ * libpython3.8d.so; -EINVAL for another name. */
+int py_version_of_path(const char *path, int *major, int *minor);
+
+/* A str object's text as UTF-8, NUL-terminated in out (truncated to size): state is the
+ * object's state word (kind, compact, ascii), data its characters (length of them, of the
+ * kind's width). -EINVAL for a state that is not a compact str. */
+int py_str_to_utf8(uint32_t state, const void *data, size_t length, char *out, size_t size);
+/* Where the characters of a str object with state begin, from the object's start. */
+int py_str_data_offset(const struct py_layout *l, uint32_t state, size_t *offset);
+#define PY_STR_STATE_OFFSET 32	/* after ob_refcnt, ob_type, length and hash */
+#define PY_STR_LENGTH_OFFSET 16
+
+/* Interned names: a function ("qualname (file:line)") or a native symbol. */
+struct where_names {
+	char **names;
+	int nr, cap;
+};
+int where_name_id(struct where_names *n, const char *name);
+void where_names_free(struct where_names *n);
+
+/* One sample, resolved. */
+struct where_sample {
+	uint32_t tid, tgid;
+	int role;			/* enum role, or -1: not in the report */
+	bool kernel;
+	int native;			/* name id of the user-mode leaf, -1 unknown */
+	int py_depth;			/* -1: no interpreter walked in this thread */
+	int *py;			/* name ids, innermost first; -1 for a frame not resolved */
+};
+
+#define WHERE_TOP 5
+
+struct where_entry {
+	int name;			/* name id */
+	uint64_t samples;
+};
+
+struct where_role {
+	uint64_t samples;		/* on-CPU samples of the role's threads */
+	uint64_t kernel;		/* ... in kernel mode */
+	uint64_t py_samples;		/* ... of threads with a Python stack (depth > 0) */
+	int nr_py, nr_native;
+	struct where_entry py[WHERE_TOP];	/* innermost Python function, most first */
+	struct where_entry native[WHERE_TOP];	/* user-mode leaf symbol, most first */
+};
+
+/* Counts samples[] per role (0..nr_roles-1) into roles[]. */
+int where_aggregate(const struct where_sample *samples, int nr, int nr_roles,
+		    struct where_role *roles);
+
+/* Brendan Gregg's folded stacks, outermost frame first, one line per distinct stack with its
+ * count; role < 0 takes every role. Frames: "[comm]" of the process, Python functions, then
+ * the native leaf in brackets when the leaf is not the interpreter itself. */
+int where_write_folded(FILE *out, const struct where_sample *samples, int nr, int role,
+		       const struct where_names *names);
+
+#endif

@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The CPU sampler's plumbing (pystack.bpf.c): a perf event per CPU, the registration of each
+ * process whose interpreter can be walked, the samples' ring buffer, and at collection the
+ * naming of what was sampled: Python code objects read from the target's memory and checked
+ * against its own code type, native addresses through the mapped file's symbols. The pure
+ * parts (layouts, str decoding, aggregation) are pystack.c.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "elfsym.h"
+#include "pipeprof.h"
+#include "pipeprof.skel.h"
+#include "pystack.h"
+#include "report.h"
+#include "tracer.h"
+
+#define MAX_SAMPLES 200000
+#define NAME_MAX_BYTES 200
+
+struct tracer_pyproc {
+	pid_t pid;
+	const struct py_layout *layout;	/* NULL: a version pipeprof cannot walk */
+	int major, minor;
+	uint64_t code_type;		/* &PyCode_Type in the process */
+	int err;
+};
+
+struct tracer_sample {
+	uint32_t tid, tgid;
+	uint64_t ip;
+	uint8_t kernel, py;
+	uint16_t depth;
+	uint64_t *code;
+};
+
+static int on_sample(void *ctx, void *data, size_t size)
+{
+	struct tracer *t = ctx;
+	const struct pp_sample *s = data;
+	struct tracer_sample *out;
+
+	if (size < sizeof(*s))
+		return 0;
+	if (t->nr_samples >= MAX_SAMPLES) {
+		t->samples_over_cap++;
+		return 0;
+	}
+	if (t->nr_samples == t->cap_samples) {
+		int cap = t->cap_samples ? 2 * t->cap_samples : 1024;
+		void *grown = realloc(t->samples, cap * sizeof(*t->samples));
+
+		if (!grown) {
+			t->samples_over_cap++;
+			return 0;
+		}
+		t->samples = grown;
+		t->cap_samples = cap;
+	}
+	out = &t->samples[t->nr_samples];
+	*out = (struct tracer_sample){ .tid = s->tid, .tgid = s->tgid, .ip = s->user_ip,
+				       .kernel = !!s->kernel, .py = (uint8_t)s->py,
+				       .depth = s->depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : s->depth };
+	if (out->depth) {
+		out->code = malloc(out->depth * sizeof(*out->code));
+		if (!out->code) {
+			t->samples_over_cap++;
+			return 0;
+		}
+		memcpy(out->code, s->code, out->depth * sizeof(*out->code));
+	}
+	t->nr_samples++;
+	return 0;
+}
+
+static int perf_event_open_cpu(unsigned int hz, int cpu)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.freq = 1,
+		.sample_freq = hz,
+	};
+
+	return (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+int tracer_sampler_start(struct tracer *t)
+{
+	int ncpus = libbpf_num_possible_cpus(), err = 0;
+
+	if (!t->sample_hz)
+		return 0;
+	if (ncpus <= 0)
+		return ncpus ? ncpus : -EINVAL;
+	t->sample_fds = calloc(ncpus, sizeof(*t->sample_fds));
+	t->sample_links = calloc(ncpus, sizeof(*t->sample_links));
+	if (!t->sample_fds || !t->sample_links)
+		return -ENOMEM;
+	t->sample_ncpus = ncpus;
+	for (int cpu = 0; cpu < ncpus; cpu++)
+		t->sample_fds[cpu] = -1;
+	for (int cpu = 0; cpu < ncpus; cpu++) {
+		int fd = perf_event_open_cpu(t->sample_hz, cpu);
+
+		if (fd < 0) {
+			if (errno == ENODEV)	/* a possible CPU that is offline */
+				continue;
+			err = -errno;
+			break;
+		}
+		t->sample_fds[cpu] = fd;
+		t->sample_links[cpu] = bpf_program__attach_perf_event(t->skel->progs.on_cpu_sample, fd);
+		if (!t->sample_links[cpu]) {
+			err = -errno;
+			break;
+		}
+		t->nr_sample_cpus++;
+	}
+	if (!err) {
+		t->samples_rb = ring_buffer__new(bpf_map__fd(t->skel->maps.samples), on_sample, t, NULL);
+		if (!t->samples_rb)
+			err = -errno;
+	}
+	if (err)
+		snprintf(t->sample_err, sizeof(t->sample_err), "cannot sample the CPUs: %s",
+			 strerror(-err));
+	return err;
+}
+
+void tracer_sampler_poll(struct tracer *t)
+{
+	if (t->samples_rb)
+		ring_buffer__consume(t->samples_rb);
+}
+
+static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)addr, .iov_len = len };
+
+	if (!addr)
+		return -EFAULT;
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* The mapping of lib's file at file offset 0 (or the lowest), for where the file is loaded. */
+static int find_mapping(pid_t pid, const struct mapped_lib *lib, struct maps_entry *out)
+{
+	char path[64], line[PATH_MAX + 128];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		struct maps_entry e;
+
+		if (procmaps_parse_line(line, &e) || !lib_is_file(lib, e.inode, e.dev_major, e.dev_minor))
+			continue;
+		if (!found || e.pgoff < out->pgoff) {
+			*out = e;
+			found = true;
+		}
+	}
+	fclose(f);
+	return found ? 0 : -ENOENT;
+}
+
+static int register_proc(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
+			 struct tracer_pyproc *p)
+{
+	struct elf_func syms[2] = { { .name = "_PyRuntime", .object = true },
+				    { .name = "PyCode_Type", .object = true } };
+	struct pp_py_proc rec = {};
+	char path[PATH_MAX + 64], tp_name[8] = {};
+	struct maps_entry map = {};
+	uint64_t vaddr, bias = 0, interp = 0, name_ptr = 0;
+	bool relocatable;
+	int err;
+
+	if (py_version_of_path(lib->path, &p->major, &p->minor))
+		return -EPROTONOSUPPORT;
+	p->layout = py_layout_for(p->major, p->minor);
+	if (!p->layout)
+		return -EPROTONOSUPPORT;
+	lib_open_path(pid, lib, path, sizeof(path));
+	err = elf_resolve_funcs(path, syms, 2);
+	if (err < 0)
+		return err;
+	if (!syms[0].found || !syms[1].found)
+		return -ENOENT;
+	err = find_mapping(pid, lib, &map);
+	if (!err)
+		err = elf_offset_to_vaddr(path, map.pgoff, &vaddr, &relocatable);
+	if (err)
+		return err;
+	if (relocatable)
+		bias = map.start - vaddr;
+	rec.runtime = bias + syms[0].value;
+	p->code_type = bias + syms[1].value;
+	/* Proof that the layout and the addresses are right before a program relies on them:
+	 * the code type's tp_name reads "code" and the main interpreter is there. */
+	if (read_mem(pid, p->code_type + 0x18, &name_ptr, sizeof(name_ptr)) ||
+	    read_mem(pid, name_ptr, tp_name, 5) || strcmp(tp_name, "code") ||
+	    read_mem(pid, rec.runtime + p->layout->walk.runtime_interp, &interp, sizeof(interp)) ||
+	    !interp)
+		return -EPROTO;
+	rec.layout = p->layout->walk;
+	if (bpf_map_update_elem(bpf_map__fd(t->skel->maps.py_procs), &pid, &rec, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+void tracer_sampler_add_process(struct tracer *t, pid_t pid, const struct mapped_lib *lib)
+{
+	struct tracer_pyproc *p;
+	void *grown;
+
+	if (!t->sample_hz)
+		return;
+	for (int i = 0; i < t->nr_pyprocs; i++)
+		if (t->pyprocs[i].pid == pid)
+			return;
+	grown = realloc(t->pyprocs, (t->nr_pyprocs + 1) * sizeof(*t->pyprocs));
+	if (!grown)
+		return;
+	t->pyprocs = grown;
+	p = &t->pyprocs[t->nr_pyprocs++];
+	*p = (struct tracer_pyproc){ .pid = pid };
+	p->err = register_proc(t, pid, lib, p);
+	if (t->verbose)
+		fprintf(stderr, "pipeprof: pid %d: Python %d.%d stacks %s%s\n", pid, p->major,
+			p->minor, p->err ? "not walked: " : "walked",
+			p->err ? strerror(-p->err) : "");
+}
+
+static const struct tracer_pyproc *pyproc_of(const struct tracer *t, pid_t pid)
+{
+	for (int i = 0; i < t->nr_pyprocs; i++)
+		if (t->pyprocs[i].pid == pid)
+			return &t->pyprocs[i];
+	return NULL;
+}
+
+/* A str object's text, or -errno. */
+static int read_str(pid_t pid, const struct py_layout *l, uint64_t addr, char *out, size_t size)
+{
+	uint8_t head[64], data[NAME_MAX_BYTES * 4];
+	uint32_t state;
+	int64_t length;
+	size_t off, width;
+
+	if (read_mem(pid, addr, head, l->str_ascii_size))
+		return -EFAULT;
+	memcpy(&state, head + PY_STR_STATE_OFFSET, sizeof(state));
+	memcpy(&length, head + PY_STR_LENGTH_OFFSET, sizeof(length));
+	if (length < 0 || py_str_data_offset(l, state, &off))
+		return -EINVAL;
+	if (length > NAME_MAX_BYTES)
+		length = NAME_MAX_BYTES;
+	width = (state >> 2) & 7;
+	if (width != 1 && width != 2 && width != 4)
+		return -EINVAL;
+	if (length && read_mem(pid, addr + off, data, length * width))
+		return -EFAULT;
+	return py_str_to_utf8(state, data, length, out, size);
+}
+
+/* "qualname (file.py:line)" of a code object, or -errno when it is not one. */
+static int code_name(const struct tracer_pyproc *p, uint64_t code, char *out, size_t size)
+{
+	const struct py_layout *l = p->layout;
+	char name[NAME_MAX_BYTES * 4 + 1], file[PATH_MAX];
+	uint64_t type = 0, name_ptr = 0, file_ptr = 0;
+	const char *base;
+	int line = 0;
+
+	if (read_mem(p->pid, code + 8, &type, sizeof(type)) || type != p->code_type)
+		return -EINVAL;
+	if (read_mem(p->pid, code + l->code_name, &name_ptr, sizeof(name_ptr)) ||
+	    read_mem(p->pid, code + l->code_filename, &file_ptr, sizeof(file_ptr)) ||
+	    read_mem(p->pid, code + l->code_firstlineno, &line, sizeof(line)) ||
+	    read_str(p->pid, l, name_ptr, name, sizeof(name)) ||
+	    read_str(p->pid, l, file_ptr, file, sizeof(file)))
+		return -EFAULT;
+	base = strrchr(file, '/');
+	/* A name too long for out is cut, not refused. */
+	return snprintf(out, size, "%s (%s:%d)", name, base ? base + 1 : file, line) < 0 ? -EINVAL : 0;
+}
+
+/* Open-addressed cache of (pid, address) -> name id. */
+struct addr_cache {
+	struct addr_slot {
+		uint64_t pid_plus_one, addr;
+		int id;
+	} *slots;
+	size_t cap, used;
+};
+
+static struct addr_slot *cache_slot(struct addr_cache *c, pid_t pid, uint64_t addr, bool *fresh)
+{
+	size_t h;
+
+	if (c->used * 2 >= c->cap) {
+		struct addr_cache grown = { .cap = c->cap ? 2 * c->cap : 1024 };
+
+		grown.slots = calloc(grown.cap, sizeof(*grown.slots));
+		if (!grown.slots)
+			return NULL;
+		for (size_t i = 0; i < c->cap; i++) {
+			struct addr_slot *s = &c->slots[i];
+			bool dummy;
+
+			if (s->pid_plus_one)
+				*cache_slot(&grown, (pid_t)(s->pid_plus_one - 1), s->addr, &dummy) = *s;
+		}
+		free(c->slots);
+		*c = grown;
+		c->used = 0;
+		for (size_t i = 0; i < c->cap; i++)
+			c->used += !!c->slots[i].pid_plus_one;
+	}
+	h = (addr * 0x9e3779b97f4a7c15ULL ^ (uint64_t)pid) & (c->cap - 1);
+	while (c->slots[h].pid_plus_one && !(c->slots[h].pid_plus_one == (uint64_t)pid + 1 &&
+					      c->slots[h].addr == addr))
+		h = (h + 1) & (c->cap - 1);
+	*fresh = !c->slots[h].pid_plus_one;
+	if (*fresh) {
+		c->slots[h] = (struct addr_slot){ .pid_plus_one = (uint64_t)pid + 1, .addr = addr,
+						  .id = -1 };
+		c->used++;
+	}
+	return &c->slots[h];
+}
+
+/* A file's symbols, loaded once however many processes map it. */
+struct sym_file {
+	uint64_t inode;
+	unsigned int dev_major, dev_minor;
+	struct elf_syms syms;
+	int err;
+};
+
+struct symbolizer {
+	struct sym_file *files;
+	int nr_files;
+	char *(*demangle)(const char *, char *, size_t *, int *);
+	void *libstdcxx;
+};
+
+static const char *demangled(struct symbolizer *z, const char *name, char **owned)
+{
+	int status = 0;
+
+	*owned = NULL;
+	if (strncmp(name, "_Z", 2))
+		return name;
+	/* libstdc++ only when a C++ name is to be shown: pipeprof itself does not link it. */
+	if (!z->libstdcxx) {
+		z->libstdcxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+		if (z->libstdcxx)
+			*(void **)&z->demangle = dlsym(z->libstdcxx, "__cxa_demangle");
+	}
+	if (z->demangle)
+		*owned = z->demangle(name, NULL, NULL, &status);
+	return *owned && !status ? *owned : name;
+}
+
+static int native_name(struct symbolizer *z, pid_t pid, uint64_t ip, char *out, size_t size)
+{
+	char path[64], line[PATH_MAX + 128], file[96];
+	struct maps_entry e;
+	bool found = false, relocatable;
+	struct sym_file *sf = NULL;
+	const char *sym, *base;
+	uint64_t vaddr;
+	char *owned;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (!procmaps_parse_line(line, &e) && ip >= e.start && ip < e.end) {
+			found = true;
+			break;
+		}
+	fclose(f);
+	if (!found || !e.inode)
+		return -ENOENT;
+	for (int i = 0; i < z->nr_files; i++)
+		if (z->files[i].inode == e.inode && z->files[i].dev_major == e.dev_major &&
+		    z->files[i].dev_minor == e.dev_minor)
+			sf = &z->files[i];
+	snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
+		 (unsigned long long)e.start, (unsigned long long)e.end);
+	if (!sf) {
+		void *grown = realloc(z->files, (z->nr_files + 1) * sizeof(*z->files));
+
+		if (!grown)
+			return -ENOMEM;
+		z->files = grown;
+		sf = &z->files[z->nr_files++];
+		*sf = (struct sym_file){ .inode = e.inode, .dev_major = e.dev_major,
+					 .dev_minor = e.dev_minor };
+		sf->err = elf_syms_load(file, &sf->syms);
+	}
+	base = strrchr(e.path, '/');
+	base = base ? base + 1 : e.path;
+	if (sf->err || elf_offset_to_vaddr(file, ip - e.start + e.pgoff, &vaddr, &relocatable) ||
+	    !(sym = elf_syms_find(&sf->syms, vaddr))) {
+		snprintf(out, size, "%s+0x%llx", base, (unsigned long long)(ip - e.start + e.pgoff));
+		return 0;
+	}
+	snprintf(out, size, "%s (%s)", demangled(z, sym, &owned), base);
+	free(owned);
+	return 0;
+}
+
+int tracer_collect_samples(struct tracer *t, struct report *r)
+{
+	struct addr_cache codes = {}, ips = {};
+	struct symbolizer z = {};
+	char name[PATH_MAX + NAME_MAX_BYTES * 4];
+	int err = 0;
+
+	r->sample_hz = t->sample_hz;
+	if (!t->sample_hz)
+		return 0;
+	tracer_sampler_poll(t);
+	snprintf(r->sample_err, sizeof(r->sample_err), "%s", t->sample_err);
+	r->samples_lost = tracer_counter(t, PP_CNT_SAMPLES_LOST) + t->samples_over_cap;
+	r->nr_py_procs = 0;
+	for (int i = 0; i < t->nr_pyprocs && r->nr_py_procs < MAX_PY_PROCS; i++) {
+		const struct tracer_pyproc *p = &t->pyprocs[i];
+
+		r->py_procs[r->nr_py_procs++] = (struct py_proc_result){
+			.pid = p->pid, .major = p->major, .minor = p->minor, .err = p->err };
+	}
+	r->where_samples = calloc(t->nr_samples ? t->nr_samples : 1, sizeof(*r->where_samples));
+	if (!r->where_samples)
+		return -ENOMEM;
+	for (int i = 0; i < t->nr_samples; i++) {
+		const struct tracer_sample *s = &t->samples[i];
+		const struct tracer_pyproc *p = pyproc_of(t, s->tgid);
+		struct where_sample *w = &r->where_samples[r->nr_where_samples++];
+		struct addr_slot *slot;
+		bool fresh;
+
+		*w = (struct where_sample){ .tid = s->tid, .tgid = s->tgid, .role = -1,
+					    .kernel = s->kernel, .native = -1,
+					    .py_depth = s->py == PP_SAMPLE_PY_OK ? s->depth : -1 };
+		if (s->ip && (slot = cache_slot(&ips, s->tgid, s->ip, &fresh))) {
+			if (fresh && !native_name(&z, s->tgid, s->ip, name, sizeof(name)))
+				slot->id = where_name_id(&r->where_names, name);
+			w->native = slot->id;
+		}
+		if (w->py_depth <= 0)
+			continue;
+		w->py = malloc(w->py_depth * sizeof(*w->py));
+		if (!w->py) {
+			err = -ENOMEM;
+			break;
+		}
+		for (int d = 0; d < w->py_depth; d++) {
+			w->py[d] = -1;
+			slot = p && p->layout ? cache_slot(&codes, s->tgid, s->code[d], &fresh) : NULL;
+			if (!slot)
+				continue;
+			if (fresh && !code_name(p, s->code[d], name, sizeof(name)))
+				slot->id = where_name_id(&r->where_names, name);
+			w->py[d] = slot->id;
+		}
+	}
+	free(codes.slots);
+	free(ips.slots);
+	for (int i = 0; i < z.nr_files; i++)
+		elf_syms_free(&z.files[i].syms);
+	free(z.files);
+	if (z.libstdcxx)
+		dlclose(z.libstdcxx);
+	return err;
+}
+
+void tracer_sampler_close(struct tracer *t)
+{
+	for (int i = 0; i < t->sample_ncpus; i++) {
+		if (t->sample_links)
+			bpf_link__destroy(t->sample_links[i]);
+		if (t->sample_fds && t->sample_fds[i] >= 0)
+			close(t->sample_fds[i]);
+	}
+	free(t->sample_links);
+	free(t->sample_fds);
+	t->sample_links = NULL;
+	t->sample_fds = NULL;
+	t->sample_ncpus = t->nr_sample_cpus = 0;
+	ring_buffer__free(t->samples_rb);
+	t->samples_rb = NULL;
+	for (int i = 0; i < t->nr_samples; i++)
+		free(t->samples[i].code);
+	free(t->samples);
+	t->samples = NULL;
+	t->nr_samples = t->cap_samples = 0;
+	free(t->pyprocs);
+	t->pyprocs = NULL;
+	t->nr_pyprocs = 0;
+}

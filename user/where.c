@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The report's "where" section: what the CPU samples of each role's threads were running, as
+ * shares of that role's samples, in text and JSON. Pure: fed a filled struct report. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+#include "report.h"
+#include "sanitize.h"
+
+int where_finish(struct report *r)
+{
+	for (int i = 0; i < r->nr_where_samples; i++) {
+		struct where_sample *s = &r->where_samples[i];
+
+		s->role = -1;
+		for (int k = 0; k < r->nr_threads; k++)
+			if (r->threads[k].tid == s->tid) {
+				s->role = r->threads[k].role;
+				break;
+			}
+	}
+	return where_aggregate(r->where_samples, r->nr_where_samples, NR_ROLES, r->where);
+}
+
+static const char *py_why_not(int err)
+{
+	switch (err) {
+	case -EPROTONOSUPPORT:
+		return "a version pipeprof has no frame layout for";
+	case -ENOENT:
+		return "no _PyRuntime or PyCode_Type symbol";
+	case -EPROTO:
+		return "its memory does not match the layout (a build pipeprof does not know)";
+	default:
+		return strerror(-err);
+	}
+}
+
+static double share(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * part / whole : 0;
+}
+
+static void print_entries(FILE *out, const char *label, const struct where_entry *e, int n,
+			  uint64_t whole, const struct where_names *names)
+{
+	char shown[SAN_TEXT_SIZE(512)];
+
+	for (int i = 0; i < n; i++)
+		fprintf(out, "    %-7s %5.1f%%  %s\n", i ? "" : label, share(e[i].samples, whole),
+			san_text(shown, sizeof(shown), names->names[e[i].name], 512));
+}
+
+void where_print_text(FILE *out, const struct report *r)
+{
+	uint64_t total = 0;
+
+	if (!r->sample_hz)
+		return;
+	for (int k = 0; k < NR_ROLES; k++)
+		total += r->where[k].samples;
+	fprintf(out, "\nWhere the CPU goes (samples at %u Hz on each CPU: %llu of the job's threads; "
+		"shares of each role's samples):\n", r->sample_hz, (unsigned long long)total);
+	if (r->sample_err[0])
+		fprintf(out, "  not sampled: %s\n", r->sample_err);
+	for (int k = 0; k < NR_ROLES; k++) {
+		const struct where_role *w = &r->where[k];
+
+		if (!w->samples)
+			continue;
+		fprintf(out, "  %s: %llu samples, %.0f%% in the kernel, %.0f%% with a Python stack\n",
+			role_name(k), (unsigned long long)w->samples, share(w->kernel, w->samples),
+			share(w->py_samples, w->samples));
+		print_entries(out, "Python", w->py, w->nr_py, w->samples, &r->where_names);
+		print_entries(out, "native", w->native, w->nr_native, w->samples, &r->where_names);
+	}
+	for (int i = 0; i < r->nr_py_procs; i++)
+		if (r->py_procs[i].err)
+			fprintf(out, "  Python stacks not walked in pid %d (CPython %d.%d): %s\n",
+				r->py_procs[i].pid, r->py_procs[i].major, r->py_procs[i].minor,
+				py_why_not(r->py_procs[i].err));
+	if (r->samples_lost)
+		fprintf(out, "  %llu samples lost (ring buffer full)\n",
+			(unsigned long long)r->samples_lost);
+}
+
+static struct json_object *entries_json(const struct where_entry *e, int n, uint64_t whole,
+					const struct where_names *names)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (int i = 0; i < n; i++) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "function", json_object_new_string(names->names[e[i].name]));
+		json_object_object_add(o, "samples", json_object_new_int64(e[i].samples));
+		json_object_object_add(o, "share", json_object_new_double(whole ? (double)e[i].samples / whole : 0));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
+struct json_object *where_json(const struct report *r)
+{
+	struct json_object *o = json_object_new_object(), *roles, *interps;
+
+	json_object_object_add(o, "sample_hz", json_object_new_int(r->sample_hz));
+	json_object_object_add(o, "error", r->sample_err[0] ? json_object_new_string(r->sample_err) : NULL);
+	json_object_object_add(o, "samples_lost", json_object_new_int64(r->samples_lost));
+	roles = json_object_new_object();
+	for (int k = 0; k < NR_ROLES; k++) {
+		const struct where_role *w = &r->where[k];
+		struct json_object *ro = json_object_new_object();
+
+		json_object_object_add(ro, "samples", json_object_new_int64(w->samples));
+		json_object_object_add(ro, "kernel_samples", json_object_new_int64(w->kernel));
+		json_object_object_add(ro, "python_samples", json_object_new_int64(w->py_samples));
+		json_object_object_add(ro, "python", entries_json(w->py, w->nr_py, w->samples, &r->where_names));
+		json_object_object_add(ro, "native", entries_json(w->native, w->nr_native, w->samples,
+								  &r->where_names));
+		json_object_object_add(roles, role_name(k), ro);
+	}
+	json_object_object_add(o, "roles", roles);
+	interps = json_object_new_array();
+	for (int i = 0; i < r->nr_py_procs; i++) {
+		const struct py_proc_result *p = &r->py_procs[i];
+		struct json_object *po = json_object_new_object();
+		char version[16];
+
+		snprintf(version, sizeof(version), "%d.%d", p->major, p->minor);
+		json_object_object_add(po, "pid", json_object_new_int(p->pid));
+		json_object_object_add(po, "version", json_object_new_string(version));
+		json_object_object_add(po, "walked", json_object_new_boolean(!p->err));
+		json_object_object_add(po, "why_not", p->err ? json_object_new_string(py_why_not(p->err)) : NULL);
+		json_object_array_add(interps, po);
+	}
+	json_object_object_add(o, "interpreters", interps);
+	return o;
+}
+
+void where_free(struct report *r)
+{
+	for (int i = 0; i < r->nr_where_samples; i++)
+		free(r->where_samples[i].py);
+	free(r->where_samples);
+	r->where_samples = NULL;
+	r->nr_where_samples = 0;
+	where_names_free(&r->where_names);
+}
