@@ -17,6 +17,7 @@ struct tracer_loader;
 struct tracer_interp;
 struct tracer_sample;
 struct tracer_pyproc;
+struct py_file;
 struct tracer_close_state {
 	__u32 tid;
 	char state;
@@ -103,7 +104,10 @@ struct tracer {
 	__u64 samples_over_cap;
 	struct tracer_pyproc *pyprocs;
 	int nr_pyprocs;
+	struct py_file *pyfiles;
+	int nr_pyfiles;
 	char sample_err[160];
+	__u64 dither_state;
 	/* Interrupt context from the tracepoint nesting instead of the preempt count: why. */
 	char irq_fallback[160];
 };

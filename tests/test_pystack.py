@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Which code: the report's "where" section and --folded, from CPU samples and Python stacks
+walked in BPF.
+
+tools/workloads/py_cost.py spends known shares of each role's CPU in known functions, by CPU
+time budgets (trainer 70/30, worker 60/30/10). Every attach of ATTACHES must find each share
+within 5 points, on Debian's python3.11 and on every other CPython the machine has that
+pipeprof walks (pyenv's 3.10, 3.12 and 3.13, where present); an interpreter it cannot walk is
+reported as such, and none of its frames is named.
+"""
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+
+import pytest
+
+from conftest import PIPEPROF, PYTHON, ROOT, WORKLOADS, attempt_pipeprof
+
+ATTACHES = 3
+WINDOW_S = 5
+# Samples a second on each CPU: with two busy processes, ~1500 samples a role in the window,
+# so a 5-point miss is over 3.5 standard deviations of sampling error.
+HZ = 297
+TOLERANCE = 0.05
+TRUTH = {"TRAINER": {"trainer_hot": 0.70, "trainer_cool": 0.30},
+         "WORKER": {"worker_hot": 0.60, "worker_warm": 0.30, "worker_cool": 0.10}}
+
+
+def start_cost_job(procs, python):
+    job = procs([python, os.path.join(WORKLOADS, "py_cost.py"), "--duration", "600"],
+                name="py_cost")
+    m = job.wait_line(r"^READY pid=(\d+) worker=(\d+)", 60)
+    assert m, job.output()
+    return job, int(m.group(1)), int(m.group(2))
+
+
+def shares_of(report, role):
+    """{function name: share} of the role's innermost Python functions."""
+    out = {}
+    for e in report["where"]["roles"][role]["python"]:
+        m = re.match(r"(\w+) \(py_cost\.py:\d+\)$", e["function"])
+        if m:
+            out[m.group(1)] = e["share"]
+    return out
+
+
+def check_shares(reports):
+    problems, lines = [], []
+    for i, rep in enumerate(reports, 1):
+        walked = [p for p in rep["where"]["interpreters"] if p["walked"]]
+        if len(walked) < 2:
+            problems.append("attach %d: interpreters walked: %s" % (i, rep["where"]["interpreters"]))
+        for role, truth in TRUTH.items():
+            r = rep["where"]["roles"][role]
+            got = shares_of(rep, role)
+            lines.append("attach %d %s (%d samples): %s" % (
+                i, role, r["samples"], ", ".join("%s %.1f%% (truth %.0f%%)" % (
+                    f, 100 * got.get(f, 0), 100 * t) for f, t in truth.items())))
+            if r["samples"] < 200:
+                problems.append("attach %d %s: only %d samples" % (i, role, r["samples"]))
+            for f, t in truth.items():
+                if abs(got.get(f, 0) - t) > TOLERANCE:
+                    problems.append("attach %d %s: %s %.1f%%, truth %.0f%%" % (
+                        i, role, f, 100 * got.get(f, 0), 100 * t))
+    return problems, lines
+
+
+def test_shares_per_role(procs):
+    job, pid, worker = start_cost_job(procs, PYTHON)
+    reports = []
+    for _ in range(ATTACHES):
+        rep, why = attempt_pipeprof(pid, WINDOW_S, ["-F", str(HZ)])
+        assert rep is not None, why
+        reports.append(rep)
+    job.signal(signal.SIGTERM)
+    problems, lines = check_shares(reports)
+    print("\n" + "\n".join(lines))
+    assert not problems, "\n".join(problems + lines)
+    # The worker is a process of its own: its samples are the WORKER role's.
+    assert reports[0]["where"]["sample_hz"] == HZ
+    assert {p["pid"] for p in reports[0]["where"]["interpreters"]} >= {pid, worker}
+
+
+def test_folded_and_text(procs, tmp_path):
+    job, pid, _ = start_cost_job(procs, PYTHON)
+    folded = tmp_path / "out.folded"
+    r = subprocess.run([PIPEPROF, "-p", str(pid), "-d", "2", "-F", str(HZ), "--folded",
+                        str(folded)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    job.signal(signal.SIGTERM)
+    assert r.returncode == 0, r.stderr
+    assert "\nWhere the CPU goes (samples at %d Hz" % HZ in r.stdout, r.stdout
+    assert re.search(r"\n  WORKER: \d+ samples, .*\n    Python +\d+\.\d%  worker_hot "
+                     r"\(py_cost\.py:\d+\)\n", r.stdout), r.stdout
+    lines = folded.read_text().splitlines()
+    assert lines, "empty folded output"
+    total = 0
+    for line in lines:
+        # flamegraph.pl's input: frames separated by ';', a space, the count.
+        m = re.match(r"^(TRAINER|WORKER|HELPER)(;[^;]+)+ (\d+)$", line)
+        assert m, line
+        total += int(m.group(3))
+    assert any(l.startswith("WORKER;") and ";worker_hot (py_cost.py:" in l for l in lines)
+    assert any(l.startswith("TRAINER;") and ";main (py_cost.py:" in l for l in lines)
+    # Every sample of the text report's roles is a line's count.
+    text_total = sum(int(n) for n in re.findall(r"\n  [A-Z]+: (\d+) samples", r.stdout))
+    assert total == text_total, (total, text_total)
+
+
+def test_sampling_off(procs, tmp_path):
+    job, pid, _ = start_cost_job(procs, PYTHON)
+    rep, why = attempt_pipeprof(pid, 1, ["-F", "0"])
+    assert rep is not None, why
+    assert "where" not in rep
+    r = subprocess.run([PIPEPROF, "-p", str(pid), "-d", "1", "-F", "0", "--folded",
+                        str(tmp_path / "x")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--folded needs samples" in r.stderr, r.stderr
+    r = subprocess.run([PIPEPROF, "-p", str(pid), "-d", "1", "-F", "5000"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "invalid sampling frequency" in r.stderr, r.stderr
+    job.signal(signal.SIGTERM)
+
+
+def pyenv_python(minor):
+    exe = "/root/.pyenv/versions/3.%d.*/bin/python3" % minor
+    found = sorted(glob.glob(exe))
+    return found[-1] if found else None
+
+
+@pytest.mark.parametrize("minor", [10, 12, 13])
+def test_other_cpythons(procs, minor):
+    python = pyenv_python(minor)
+    if not python:
+        pytest.skip("no CPython 3.%d on this machine (pyenv builds are looked for)" % minor)
+    job, pid, _ = start_cost_job(procs, python)
+    reports = []
+    for _ in range(2):
+        rep, why = attempt_pipeprof(pid, WINDOW_S, ["-F", str(HZ)])
+        assert rep is not None, why
+        reports.append(rep)
+    job.signal(signal.SIGTERM)
+    versions = {p["version"] for p in reports[0]["where"]["interpreters"]}
+    assert versions == {"3.%d" % minor}, versions
+    problems, lines = check_shares(reports)
+    print("\n" + "\n".join(lines))
+    assert not problems, "\n".join(problems + lines)
+
+
+def test_unwalkable_cpython_is_named(procs):
+    python = pyenv_python(9) or pyenv_python(8) or pyenv_python(7)
+    if not python:
+        pytest.skip("no CPython 3.7-3.9 on this machine to stand for a version without a layout")
+    job, pid, _ = start_cost_job(procs, python)
+    rep, why = attempt_pipeprof(pid, 2, ["-F", str(HZ)])
+    job.signal(signal.SIGTERM)
+    assert rep is not None, why
+    interps = rep["where"]["interpreters"]
+    assert interps and all(not p["walked"] and "no frame layout" in p["why_not"]
+                           for p in interps), interps
+    for role in ("TRAINER", "WORKER"):
+        r = rep["where"]["roles"][role]
+        assert r["samples"] > 0 and r["python_samples"] == 0 and not r["python"], r

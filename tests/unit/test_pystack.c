@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The CPU sampler's pure parts: interpreter versions and layouts, str decoding, per-role
+ * shares and folded stacks. */
+#include <stdlib.h>
+#include "classify.h"
+#include "pystack.h"
+#include "unit.h"
+
+TEST(test_versions)
+{
+	static const struct {
+		const char *path;
+		int rc, major, minor;
+	} cases[] = {
+		{ "/usr/bin/python3.11", 0, 3, 11 },
+		{ "/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0", 0, 3, 12 },
+		{ "libpython3.13.so", 0, 3, 13 },
+		{ "/opt/lib/libpython3.6m.so.1.0", 0, 3, 6 },
+		{ "/usr/lib/libpython3.10d.so", 0, 3, 10 },
+		{ "/usr/bin/python3", -22, 0, 0 },
+		{ "/usr/bin/python", -22, 0, 0 },
+		{ "/usr/lib/libc.so.6", -22, 0, 0 },
+		{ "python3.x", -22, 0, 0 },
+		{ "libpython.so", -22, 0, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int major = 0, minor = 0, rc = py_version_of_path(cases[i].path, &major, &minor);
+
+		CHECK_MSG(rc == cases[i].rc, "%s: rc %d", cases[i].path, rc);
+		if (!rc)
+			CHECK_MSG(major == cases[i].major && minor == cases[i].minor, "%s: %d.%d",
+				  cases[i].path, major, minor);
+	}
+	for (int minor = 10; minor <= 13; minor++) {
+		const struct py_layout *l = py_layout_for(3, minor);
+
+		CHECK_MSG(l && l->minor == minor, "3.%d has a layout", minor);
+		if (!l)
+			continue;
+		/* Where the frame is reached through a _PyCFrame, and where shim frames exist. */
+		CHECK_EQ_INT(l->walk.cframe_frame != PP_PY_NONE, minor == 11 || minor == 12);
+		CHECK_EQ_INT(l->walk.owner_cstack != PP_PY_NONE, minor >= 12);
+		CHECK_EQ_INT(l->str_ascii_size, minor >= 12 ? 40 : 48);
+		CHECK(l->code_name && l->code_filename && l->code_firstlineno);
+	}
+	CHECK(!py_layout_for(3, 9));
+	CHECK(!py_layout_for(3, 14));
+	CHECK(!py_layout_for(2, 7));
+}
+
+/* state: kind in bits 2-4, compact bit 5, ascii bit 6. */
+#define STATE(kind, ascii) ((uint32_t)(kind) << 2 | 1u << 5 | (uint32_t)(ascii) << 6)
+
+TEST(test_str_decoding)
+{
+	const struct py_layout *l11 = py_layout_for(3, 11), *l12 = py_layout_for(3, 12);
+	const uint8_t latin1[] = { 'c', 0xe9, 'u' };			/* "céu" */
+	const uint16_t ucs2[] = { 0x4e2d, 0x6587, '_', 'f' };		/* "中文_f" */
+	const uint32_t ucs4[] = { 'x', 0x1f600, 0xd800, 'y' };		/* a lone surrogate */
+	char out[64], small[5];
+	size_t off = 0;
+
+	CHECK_EQ_INT(py_str_to_utf8(STATE(1, 1), "forward", 7, out, sizeof(out)), 0);
+	CHECK_STR(out, "forward");
+	CHECK_EQ_INT(py_str_to_utf8(STATE(1, 0), latin1, 3, out, sizeof(out)), 0);
+	CHECK_STR(out, "c\xc3\xa9u");
+	CHECK_EQ_INT(py_str_to_utf8(STATE(2, 0), ucs2, 4, out, sizeof(out)), 0);
+	CHECK_STR(out, "\xe4\xb8\xad\xe6\x96\x87_f");
+	CHECK_EQ_INT(py_str_to_utf8(STATE(4, 0), ucs4, 4, out, sizeof(out)), 0);
+	CHECK_STR(out, "x\xf0\x9f\x98\x80\xef\xbf\xbdy");
+	/* Cut to fit, never inside a character. */
+	CHECK_EQ_INT(py_str_to_utf8(STATE(2, 0), ucs2, 4, small, sizeof(small)), 0);
+	CHECK_STR(small, "\xe4\xb8\xad");
+	/* Not a compact str, an unknown kind, an "ASCII" str with a byte above 0x7f. */
+	CHECK(py_str_to_utf8(STATE(1, 1) & ~(1u << 5), "a", 1, out, sizeof(out)) < 0);
+	CHECK(py_str_to_utf8(STATE(3, 0), "a", 1, out, sizeof(out)) < 0);
+	CHECK(py_str_to_utf8(STATE(1, 1), latin1, 3, out, sizeof(out)) < 0);
+	CHECK(py_str_data_offset(l11, STATE(1, 1), &off) == 0 && off == 48);
+	CHECK(py_str_data_offset(l11, STATE(2, 0), &off) == 0 && off == 72);
+	CHECK(py_str_data_offset(l12, STATE(1, 1), &off) == 0 && off == 40);
+	CHECK(py_str_data_offset(l12, STATE(4, 0), &off) == 0 && off == 56);
+	CHECK(py_str_data_offset(l12, STATE(1, 1) & ~(1u << 5), &off) < 0);
+}
+
+TEST(test_aggregate_and_fold)
+{
+	struct where_names names = {};
+	int hot = where_name_id(&names, "hot (a.py:1)"), cool = where_name_id(&names, "cool (a.py:9)");
+	int outer = where_name_id(&names, "main (a.py:20)"), sym = where_name_id(&names, "sgemm_ (libblas.so)");
+	int semi = where_name_id(&names, "odd;name\n (b.py:2)");
+	int s_hot[] = { hot, outer }, s_cool[] = { cool, outer }, s_semi[] = { semi };
+	struct where_sample samples[] = {
+		{ .tid = 1, .role = ROLE_WORKER, .native = sym, .py_depth = 2, .py = s_hot },
+		{ .tid = 1, .role = ROLE_WORKER, .native = sym, .py_depth = 2, .py = s_hot },
+		{ .tid = 1, .role = ROLE_WORKER, .native = -1, .py_depth = 2, .py = s_hot, .kernel = true },
+		{ .tid = 2, .role = ROLE_WORKER, .native = sym, .py_depth = 2, .py = s_cool },
+		{ .tid = 3, .role = ROLE_TRAINER, .native = -1, .py_depth = -1 },
+		{ .tid = 3, .role = ROLE_TRAINER, .native = sym, .py_depth = 1, .py = s_semi },
+		{ .tid = 9, .role = -1, .native = sym, .py_depth = 2, .py = s_hot },
+	};
+	struct where_role roles[NR_ROLES];
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	CHECK_EQ_INT(where_name_id(&names, "hot (a.py:1)"), hot);
+	CHECK_EQ_INT(where_aggregate(samples, 7, NR_ROLES, roles), 0);
+	CHECK_EQ_U64(roles[ROLE_WORKER].samples, 4);
+	CHECK_EQ_U64(roles[ROLE_WORKER].kernel, 1);
+	CHECK_EQ_U64(roles[ROLE_WORKER].py_samples, 4);
+	CHECK_EQ_INT(roles[ROLE_WORKER].nr_py, 2);
+	CHECK(roles[ROLE_WORKER].py[0].name == hot && roles[ROLE_WORKER].py[0].samples == 3);
+	CHECK(roles[ROLE_WORKER].py[1].name == cool && roles[ROLE_WORKER].py[1].samples == 1);
+	CHECK(roles[ROLE_WORKER].nr_native == 1 && roles[ROLE_WORKER].native[0].samples == 3);
+	CHECK_EQ_U64(roles[ROLE_TRAINER].samples, 2);
+	CHECK_EQ_U64(roles[ROLE_TRAINER].py_samples, 1);
+	CHECK_EQ_U64(roles[ROLE_HELPER].samples, 0);
+
+	f = open_memstream(&text, &len);
+	CHECK_EQ_INT(where_write_folded(f, samples, 7, -1, &names), 0);
+	fclose(f);
+	CHECK_STR(text,
+		  "TRAINER;[unknown] 1\n"
+		  "TRAINER;odd:name  (b.py:2);[sgemm_ (libblas.so)] 1\n"
+		  "WORKER;main (a.py:20);cool (a.py:9);[sgemm_ (libblas.so)] 1\n"
+		  "WORKER;main (a.py:20);hot (a.py:1);[sgemm_ (libblas.so)] 2\n"
+		  "WORKER;main (a.py:20);hot (a.py:1);[unknown];[kernel] 1\n");
+	free(text);
+	f = open_memstream(&text, &len);
+	CHECK_EQ_INT(where_write_folded(f, samples, 7, ROLE_TRAINER, &names), 0);
+	fclose(f);
+	CHECK(text && !strstr(text, "WORKER") && strstr(text, "TRAINER;[unknown] 1\n"));
+	free(text);
+	where_names_free(&names);
+}
+
+int main(void)
+{
+	RUN_TEST(test_versions);
+	RUN_TEST(test_str_decoding);
+	RUN_TEST(test_aggregate_and_fold);
+	return unit_summary();
+}
