@@ -79,5 +79,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size >= sizeof(vaddr))
 		memcpy(&vaddr, data + size - sizeof(vaddr), sizeof(vaddr));
 	elf_vaddr_to_offset(path, vaddr, &offset);
+
+	/* The CPU sampler's lookups: a file offset back to an address, and that address (or
+	 * the input's own) to the symbol holding it. */
+	{
+		struct elf_syms syms;
+		bool relocatable;
+		uint64_t back;
+
+		if (!elf_offset_to_vaddr(path, vaddr, &back, &relocatable))
+			vaddr = back;
+		if (!elf_syms_load(path, &syms)) {
+			const char *name = elf_syms_find(&syms, vaddr);
+
+			for (int i = 1; i < syms.nr; i++)
+				FUZZ_CHECK(syms.e[i - 1].addr <= syms.e[i].addr);
+			FUZZ_CHECK(!name || strlen(name) < 1 << 20);
+			elf_syms_free(&syms);
+		}
+	}
 	return 0;
 }

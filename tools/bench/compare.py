@@ -75,8 +75,8 @@ LOOPS = [
 ]
 # "A/A control" is a second untraced window in each round, compared with the first like any
 # tracer: its slowdown is what no overhead at all looks like on this machine today.
-CONFIGS = ["untraced", "A/A control", "pipeprof -p", "pipeprof hist", "pipeprof daemon",
-           "torch.profiler", "bpftrace"]
+CONFIGS = ["untraced", "A/A control", "pipeprof -p", "pipeprof -p -F 0", "pipeprof hist",
+           "pipeprof daemon", "torch.profiler", "bpftrace"]
 # Configurations the targets apply to: pipeprof with default settings.
 TARGET_CONFIGS = ("pipeprof -p", "pipeprof daemon")
 TARGETS = {"dataloader": 1.005, "cpu-bound": 1.005, "launch-heavy": 1.02}
@@ -257,14 +257,23 @@ class Untraced(Tracer):
 
 class Report(Tracer):
     """pipeprof -p PID, until SIGINT; the report is printed as it ends."""
+    extra = []
+    name = "pipeprof -p"
 
     def attach(self, loop):
-        self._start([PIPEPROF, "-p", str(loop.pid)], r"^pipeprof: tracing PID", "pipeprof -p")
+        self._start([PIPEPROF, "-p", str(loop.pid)] + self.extra, r"^pipeprof: tracing PID",
+                    self.name)
 
     def detach(self):
-        out = self._stop(signal.SIGINT, "pipeprof -p")
+        out = self._stop(signal.SIGINT, self.name)
         m = re.search(r"^Verdict: (.*)$", out, re.M)
         return {"verdict": m.group(1)[:120] if m else None}
+
+
+class ReportNoSamples(Report):
+    """The same with the CPU sampler off: beside "pipeprof -p", what the sampler costs."""
+    extra = ["-F", "0"]
+    name = "pipeprof -p -F 0"
 
 
 class Hist(Tracer):
@@ -348,7 +357,8 @@ class Bpftrace(Tracer):
                 "sync_calls": sum(int(x) for x in calls)}
 
 
-TRACERS = {"untraced": Untraced, "A/A control": Untraced, "pipeprof -p": Report, "pipeprof hist": Hist,
+TRACERS = {"untraced": Untraced, "A/A control": Untraced, "pipeprof -p": Report,
+           "pipeprof -p -F 0": ReportNoSamples, "pipeprof hist": Hist,
            "pipeprof daemon": Daemon, "torch.profiler": TorchProfiler, "bpftrace": Bpftrace}
 
 

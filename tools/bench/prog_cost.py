@@ -143,6 +143,7 @@ SUMMARY = [
     ("on_step", "libtorch autograd Engine::execute (hist step)", [("data_bound", "hist")]),
     ("on_step_return", "its returns", [("data_bound", "hist")]),
     ("on_loader_change", "_dl_debug_state (dlopen/dlclose), any process", None),
+    ("on_cpu_sample", "CPU samples, 49 Hz on each CPU (-p): the Python walker", [("data_bound", "p")]),
 ]
 # Attached only until the start-up check has proved the preempt count (then detached).
 EMPTY_OF = {"on_sched_switch": "empty_switch", "on_sched_waking": "empty_waking",
