@@ -81,6 +81,12 @@ def test_shares_per_role(procs):
     assert not problems, "\n".join(problems + lines)
     # The worker is a process of its own: its samples are the WORKER role's.
     assert reports[0]["where"]["sample_hz"] == HZ
+    # A CPU-bound trainer's advice about its own compute names where that compute is.
+    for rep in reports:
+        recs = {r["id"]: r for r in rep["recommendations"]}
+        assert "less_work_per_step" in recs, rep["recommendations"]
+        assert re.search(r"The trainer's CPU goes \d+% to trainer_hot \(py_cost\.py:\d+\), "
+                         r"\d+% to trainer_cool", recs["less_work_per_step"]["text"]), recs
     assert {p["pid"] for p in reports[0]["where"]["interpreters"]} >= {pid, worker}
 
 

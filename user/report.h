@@ -120,6 +120,9 @@ struct report {
 
 /* Gives each sample its thread's role and counts them per role (after the analysis). */
 int where_finish(struct report *r);
+/* Names the hottest Python function in the advice about that role's code, where the samples
+ * support it (after where_finish()). */
+void where_annotate(struct report *r);
 void where_print_text(FILE *out, const struct report *r);
 struct json_object;
 struct json_object *where_json(const struct report *r);

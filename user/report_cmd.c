@@ -503,6 +503,7 @@ int report_cmd_run(const struct report_opts *o)
 		fprintf(stderr, "pipeprof: cannot sum up the CPU samples: %s\n", strerror(-err));
 		goto cleanup;
 	}
+	where_annotate(&report);
 	if (tid && report.analysis.trainer_index < 0)
 		report_not_traced(&report, "--tid %d: no such thread in the traced processes", tid);
 

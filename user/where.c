@@ -2,6 +2,7 @@
 /* The report's "where" section: what the CPU samples of each role's threads were running, as
  * shares of that role's samples, in text and JSON. Pure: fed a filled struct report. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
@@ -21,6 +22,70 @@ int where_finish(struct report *r)
 			}
 	}
 	return where_aggregate(r->where_samples, r->nr_where_samples, NR_ROLES, r->where);
+}
+
+/* A role's hottest Python function is named in advice only with this much behind it. */
+#define NAMED_MIN_SAMPLES 50
+#define NAMED_MIN_SHARE 0.20
+#define NAMED_SECOND_SHARE 0.10
+
+/* The role whose code a recommendation is about, or -1. */
+static int advice_role(const char *id)
+{
+	static const char *const worker_code[] = { "cheaper_transforms", "more_workers",
+						   "more_workers_or_cheaper_transforms" };
+	static const char *const trainer_code[] = { "less_work_per_step", "intra_op_threads",
+						    "inputs_in_workers" };
+
+	for (size_t i = 0; i < sizeof(worker_code) / sizeof(worker_code[0]); i++)
+		if (!strcmp(id, worker_code[i]))
+			return ROLE_WORKER;
+	for (size_t i = 0; i < sizeof(trainer_code) / sizeof(trainer_code[0]); i++)
+		if (!strcmp(id, trainer_code[i]))
+			return ROLE_TRAINER;
+	return -1;
+}
+
+static void append(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t len = strlen(buf);
+	va_list ap;
+
+	if (len + 1 >= size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
+void where_annotate(struct report *r)
+{
+	for (int i = 0; i < r->analysis.nr_recs; i++) {
+		struct recommendation *rec = &r->analysis.recs[i];
+		int role = advice_role(rec->id);
+		const struct where_role *w;
+		double first, second;
+
+		if (role < 0)
+			continue;
+		w = &r->where[role];
+		if (w->samples < NAMED_MIN_SAMPLES || !w->nr_py)
+			continue;
+		first = (double)w->py[0].samples / w->samples;
+		if (first < NAMED_MIN_SHARE)
+			continue;
+		second = w->nr_py > 1 ? (double)w->py[1].samples / w->samples : 0;
+		append(rec->text, sizeof(rec->text), " The %s CPU goes %.0f%% to %s",
+		       role == ROLE_WORKER ? "workers'" : "trainer's", 100 * first,
+		       r->where_names.names[w->py[0].name]);
+		if (second >= NAMED_SECOND_SHARE)
+			append(rec->text, sizeof(rec->text), ", %.0f%% to %s", 100 * second,
+			       r->where_names.names[w->py[1].name]);
+		append(rec->text, sizeof(rec->text), ".");
+		append(rec->evidence, sizeof(rec->evidence), "; %llu CPU samples of the %s",
+		       (unsigned long long)w->samples, role == ROLE_WORKER ? "workers" : "trainer");
+	}
 }
 
 static const char *py_why_not(int err)
