@@ -260,9 +260,7 @@ static void note_stalls(struct analysis *a, const struct analysis_input *in,
 	a->near_threshold = a->nr_stalls && a->stalls[0].near_threshold;
 }
 
-/* Appends to a fixed buffer; truncates rather than overflows. */
-static void append(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t size, const char *fmt, ...)
+void text_append(char *buf, size_t size, const char *fmt, ...)
 {
 	size_t len = strlen(buf);
 	va_list ap;
@@ -294,47 +292,47 @@ static void format_verdict_line(struct analysis *a, const struct thread_result *
 	int shown = 0;
 
 	buf[0] = 0;
-	append(buf, size, "%s", verdict_name(a->verdict));
+	text_append(buf, size, "%s", verdict_name(a->verdict));
 	if (a->verdict == VERDICT_CPU)
-		append(buf, size, ": the trainer computes on the CPU %.1f%% of the time",
+		text_append(buf, size, ": the trainer computes on the CPU %.1f%% of the time",
 		       a->verdict_fraction * 100);
 	else if (a->verdict == VERDICT_GPU_UNOBSERVED)
-		append(buf, size, ": a GPU library is mapped but its calls are not timed, so the "
+		text_append(buf, size, ": a GPU library is mapped but its calls are not timed, so the "
 		       "trainer's %.1f%% %s may be GPU wait", a->verdict_fraction * 100,
 		       state_name(a->verdict_state));
 	else if (a->verdict == VERDICT_GPU_BACKLOG && tr)
-		append(buf, size, ": the trainer's GPU syncs wait %.0f ms on average, so the GPU has "
+		text_append(buf, size, ": the trainer's GPU syncs wait %.0f ms on average, so the GPU has "
 		       "that much work queued; launches blocked on a full queue read as RUNNING (%.1f%%) "
 		       "and may make this loop GPU-BOUND", in->gpu_sync_mean_us / 1e3,
 		       100 * frac(tr->ns, tr->wall_ns, PP_RUNNING));
 	else if (a->verdict == VERDICT_WAIT_NOT_ENDED)
-		append(buf, size, ": the trainer was off-CPU for the last %.1f%% of the window and "
+		text_append(buf, size, ": the trainer was off-CPU for the last %.1f%% of the window and "
 		       "nothing woke it, so that time's cause is unknown", a->verdict_fraction * 100);
 	else if (a->verdict != VERDICT_UNDETERMINED)
-		append(buf, size, ": %s is %.1f%% of the trainer's time", state_name(a->verdict_state),
+		text_append(buf, size, ": %s is %.1f%% of the trainer's time", state_name(a->verdict_state),
 		       a->verdict_fraction * 100);
 	if (a->verdict_waited_on >= 0) {
 		const struct waited_on *w = &a->waited_on[a->verdict_waited_on];
 
 		format_waker_name(who, sizeof(who), w);
-		append(buf, size, ", ended by %s", who);
+		text_append(buf, size, ", ended by %s", who);
 		if (w->thread_index >= 0)
-			append(buf, size, ", itself on-CPU %.0f%%",
+			text_append(buf, size, ", itself on-CPU %.0f%%",
 			       100 * frac(threads[w->thread_index].ns, threads[w->thread_index].wall_ns,
 					  PP_RUNNING));
 	}
 	if (a->near_threshold && a->verdict_state == a->stalls[0].state)
-		append(buf, size, " (near the threshold)");
+		text_append(buf, size, " (near the threshold)");
 	for (int i = 0; i < a->nr_stalls; i++) {
 		const struct stall_note *sn = &a->stalls[i];
 
 		if (sn->state == a->verdict_state && a->verdict != VERDICT_CPU)
 			continue;
-		append(buf, size, "%s%s %.1f%%%s", shown++ ? ", " : "; also ", state_name(sn->state),
+		text_append(buf, size, "%s%s %.1f%%%s", shown++ ? ", " : "; also ", state_name(sn->state),
 		       sn->fraction * 100, sn->near_threshold ? " (near the threshold)" : "");
 	}
 	if (verdict_has_bound(a->verdict))
-		append(buf, size, "; removing it entirely would speed the loop up by at most %.2fx",
+		text_append(buf, size, "; removing it entirely would speed the loop up by at most %.2fx",
 		       a->speedup_bound);
 }
 

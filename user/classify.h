@@ -169,6 +169,8 @@ void format_waker_name(char *buf, size_t size, const struct waited_on *w);
 void waited_on_collect(struct analysis *a, const struct thread_result *threads, int nr_threads,
 		       __u32 trainer_tid, const struct wake_record *wakes, int nr_wakes);
 double role_idle_fraction(const struct role_result *r);
+/* Appends to a fixed buffer; truncates rather than overflows. */
+void text_append(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Roles, trainer, verdict and recommendations. threads[i].role is filled in. */
 void analyse(struct thread_result *threads, int nr_threads, const struct analysis_input *in,

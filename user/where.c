@@ -2,7 +2,6 @@
 /* The report's "where" section: what the CPU samples of each role's threads were running, as
  * shares of that role's samples, in text and JSON. Pure: fed a filled struct report. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
@@ -46,19 +45,6 @@ static int advice_role(const char *id)
 	return -1;
 }
 
-static void append(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t size, const char *fmt, ...)
-{
-	size_t len = strlen(buf);
-	va_list ap;
-
-	if (len + 1 >= size)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + len, size - len, fmt, ap);
-	va_end(ap);
-}
-
 void where_annotate(struct report *r)
 {
 	for (int i = 0; i < r->analysis.nr_recs; i++) {
@@ -76,14 +62,14 @@ void where_annotate(struct report *r)
 		if (first < NAMED_MIN_SHARE)
 			continue;
 		second = w->nr_py > 1 ? (double)w->py[1].samples / w->samples : 0;
-		append(rec->text, sizeof(rec->text), " The %s CPU goes %.0f%% to %s",
+		text_append(rec->text, sizeof(rec->text), " The %s CPU goes %.0f%% to %s",
 		       role == ROLE_WORKER ? "workers'" : "trainer's", 100 * first,
 		       r->where_names.names[w->py[0].name]);
 		if (second >= NAMED_SECOND_SHARE)
-			append(rec->text, sizeof(rec->text), ", %.0f%% to %s", 100 * second,
+			text_append(rec->text, sizeof(rec->text), ", %.0f%% to %s", 100 * second,
 			       r->where_names.names[w->py[1].name]);
-		append(rec->text, sizeof(rec->text), ".");
-		append(rec->evidence, sizeof(rec->evidence), "; %llu CPU samples of the %s",
+		text_append(rec->text, sizeof(rec->text), ".");
+		text_append(rec->evidence, sizeof(rec->evidence), "; %llu CPU samples of the %s",
 		       (unsigned long long)w->samples, role == ROLE_WORKER ? "workers" : "trainer");
 	}
 }
