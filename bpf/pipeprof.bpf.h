@@ -52,6 +52,11 @@ extern const volatile __u32 trainer_tid;
 extern const volatile __u32 hist_kinds;
 extern const volatile __u32 hist_keying;
 extern const volatile __u64 hist_time_div;
+extern const volatile __u32 wait_stack_tid;
+/* pystack.bpf.c: the trainer's wait stacks, and who ended each wait. */
+int py_wait_begins(__u32 tid, __u32 tgid);
+int py_wait_woken(__u32 wakee_tid);
+int py_wait_ends(__u32 tid, __u32 cause, __u64 wait_ns);
 /* Record who ended each wait (the wakers map), for the report's "waited on". */
 extern const volatile bool record_wakers;
 /* Where this CPU's preempt count lies relative to its run queue (core_fixes.bpf.h); 0 when

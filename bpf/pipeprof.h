@@ -204,6 +204,8 @@ enum pp_counter {
 	PP_CNT_SAMPLES,			/* CPU samples of the job's threads sent (pystack.bpf.c) */
 	PP_CNT_SAMPLES_LOST,		/* ... dropped: sample ring buffer full */
 	PP_CNT_PY_THREAD_UNFOUND,	/* samples of an interpreter's thread with no thread state */
+	PP_CNT_WAIT_STACKS,		/* the trainer's waits sent with their Python stacks */
+	PP_CNT_WAIT_STACKS_LOST,	/* ... dropped: ring buffer full */
 	PP_NR_COUNTERS,
 };
 
@@ -329,6 +331,20 @@ enum pp_sample_py {
 	PP_SAMPLE_NO_PY = 0,		/* no interpreter walked in this process */
 	PP_SAMPLE_PY_OK,		/* frames walked (depth may be 0: between frames) */
 	PP_SAMPLE_PY_NO_THREAD,		/* a thread the interpreter has no state for */
+};
+
+/* The trainer's Python stack as a wait began, and its waker's as it ended the wait (the
+ * waker's own stack at the wakeup): one record per wait, sent as the trainer gets a CPU again. */
+struct pp_wait_stack {
+	__u32 tid;
+	__u32 cause;			/* enum pp_state the wait was given */
+	__u64 wait_ns;			/* off-CPU until the wakeup */
+	__u32 begun;			/* a wait is open (the record is being filled) */
+	__u32 depth, truncated;
+	__u32 waker_tid, waker_tgid;
+	__u32 waker_depth;
+	__u64 code[PP_PY_MAX_DEPTH];
+	__u64 waker_code[PP_PY_MAX_DEPTH];
 };
 
 struct pp_sample {

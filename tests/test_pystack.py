@@ -168,3 +168,51 @@ def test_unwalkable_cpython_is_named(procs):
     for role in ("TRAINER", "WORKER"):
         r = rep["where"]["roles"][role]
         assert r["samples"] > 0 and r["python_samples"] == 0 and not r["python"], r
+
+
+def wait_state(rep, state):
+    st = rep["where"]["waits"]["states"].get(state)
+    assert st, "no %s waits with stacks: %s" % (state, rep["where"]["waits"])
+    return st
+
+
+@pytest.mark.parametrize("script, state, site, waker_role, waker_site", [
+    # The trainer blocks in next(it) inside data_bound.py's step; a worker process's thread
+    # (its queue feeder) hands the batch over.
+    ("data_bound.py", "DATA_WAIT", r"\(data_bound\.py:\d+\)$", "WORKER", None),
+    # The trainer blocks in q.get() inside thread_loader.py's next_batch; the producer thread
+    # of its own process, in thread_loader.py's producer, ends each wait.
+    ("thread_loader.py", "THREAD_WAIT", r"\(thread_loader\.py:\d+\)$", "HELPER",
+     r"^producer \(thread_loader\.py:\d+\)$"),
+])
+def test_wait_and_waker_sites(procs, script, state, site, waker_role, waker_site):
+    job = procs([PYTHON, os.path.join(WORKLOADS, script), "--duration", "120"], name=script)
+    m = job.wait_line(r"^READY pid=(\d+)", 120)
+    assert m, job.output()
+    pid = int(m.group(1))
+    problems, lines = [], []
+    for i in range(ATTACHES):
+        rep, why = attempt_pipeprof(pid, 3)
+        assert rep is not None, why
+        st = wait_state(rep, state)
+        top, waker = st["sites"][0], st["wakers"][0]
+        lines.append("attach %d: %s %.2f s in %d waits; %.0f%% at %s (in %s); ended %.0f%% by "
+                     "%s %s in %s" % (i + 1, state, st["seconds"], st["count"],
+                                      100 * top["share"], top["site"], top["innermost"],
+                                      100 * waker["share"], waker["role"], waker["tid"],
+                                      waker["site"]))
+        if not (top["site"] and re.search(site, top["site"]) and top["share"] >= 0.8):
+            problems.append("attach %d: top %s site %s (%.0f%%)" % (
+                i + 1, state, top["site"], 100 * top["share"]))
+        if waker["role"] != waker_role or waker["share"] < 0.8:
+            problems.append("attach %d: top waker %s %.0f%%" % (i + 1, waker, 100 * waker["share"]))
+        if waker_site and not (waker["site"] and re.search(waker_site, waker["site"])):
+            problems.append("attach %d: waker site %s" % (i + 1, waker["site"]))
+        # The stacks cover the trainer's waits of that state: their time is the state's.
+        got = rep["trainer"]["states"][state]["seconds"]
+        if abs(st["seconds"] - got) > 0.1 * got + 0.05:
+            problems.append("attach %d: %.2f s of %s with stacks, the trainer's %s is %.2f s" % (
+                i + 1, st["seconds"], state, state, got))
+    job.signal(signal.SIGTERM)
+    print("\n" + "\n".join(lines))
+    assert not problems, "\n".join(problems + lines)

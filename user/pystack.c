@@ -151,7 +151,20 @@ int py_str_to_utf8(uint32_t state, const void *data, size_t length, char *out, s
 	return 0;
 }
 
-int where_name_id(struct where_names *n, const char *name)
+bool where_is_library_file(const char *file)
+{
+	const char *p;
+
+	if (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+	    !strncmp(file, "<frozen ", 8))
+		return true;
+	for (p = strstr(file, "/lib/python"); p; p = strstr(p + 1, "/lib/python"))
+		if (p[11] >= '2' && p[11] <= '9')
+			return true;
+	return false;
+}
+
+int where_name_id_in(struct where_names *n, const char *name, const char *file)
 {
 	for (int i = n->nr - 1; i >= 0; i--)
 		if (!strcmp(n->names[i], name))
@@ -159,16 +172,103 @@ int where_name_id(struct where_names *n, const char *name)
 	if (n->nr == n->cap) {
 		int cap = n->cap ? 2 * n->cap : 64;
 		char **grown = realloc(n->names, cap * sizeof(*grown));
+		bool *lib;
 
 		if (!grown)
 			return -ENOMEM;
 		n->names = grown;
+		lib = realloc(n->library, cap * sizeof(*lib));
+		if (!lib)
+			return -ENOMEM;
+		n->library = lib;
 		n->cap = cap;
 	}
 	n->names[n->nr] = strdup(name);
 	if (!n->names[n->nr])
 		return -ENOMEM;
+	n->library[n->nr] = file && where_is_library_file(file);
 	return n->nr++;
+}
+
+int where_name_id(struct where_names *n, const char *name)
+{
+	return where_name_id_in(n, name, NULL);
+}
+
+int where_site(const int *py, int depth, const struct where_names *names)
+{
+	for (int d = 0; d < depth; d++)
+		if (py[d] >= 0 && !names->library[py[d]])
+			return py[d];
+	return depth > 0 ? py[0] : -1;
+}
+
+static int by_ns_site(const void *a, const void *b)
+{
+	const struct wait_site *x = a, *y = b;
+
+	return x->ns != y->ns ? (x->ns < y->ns ? 1 : -1) : x->site - y->site;
+}
+
+static int by_ns_waker(const void *a, const void *b)
+{
+	const struct waker_site *x = a, *y = b;
+
+	return x->ns != y->ns ? (x->ns < y->ns ? 1 : -1) : (int)x->tid - (int)y->tid;
+}
+
+int where_aggregate_waits(const struct where_wait *waits, int nr, const struct where_names *names,
+			  struct where_wait_state *out)
+{
+	struct wait_site *sites = calloc(nr ? nr : 1, sizeof(*sites));
+	struct waker_site *wakers = calloc(nr ? nr : 1, sizeof(*wakers));
+	int err = 0;
+
+	memset(out, 0, PP_NR_STATES * sizeof(*out));
+	if (!sites || !wakers) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		struct where_wait_state *o = &out[s];
+		int ns = 0, nw = 0;
+
+		for (int i = 0; i < nr; i++) {
+			const struct where_wait *w = &waits[i];
+			int site, inner, wsite, k;
+
+			if (w->cause != s)
+				continue;
+			o->ns += w->ns;
+			o->count++;
+			site = where_site(w->py, w->depth, names);
+			inner = w->depth > 0 ? w->py[0] : -1;
+			for (k = 0; k < ns && !(sites[k].site == site && sites[k].inner == inner); k++)
+				;
+			if (k == ns)
+				sites[ns++] = (struct wait_site){ .site = site, .inner = inner };
+			sites[k].ns += w->ns;
+			sites[k].count++;
+			wsite = where_site(w->waker_py, w->waker_depth, names);
+			for (k = 0; k < nw && !(wakers[k].tid == w->waker_tid && wakers[k].site == wsite); k++)
+				;
+			if (k == nw)
+				wakers[nw++] = (struct waker_site){ .tid = w->waker_tid,
+								    .role = w->waker_role, .site = wsite };
+			wakers[k].ns += w->ns;
+			wakers[k].count++;
+		}
+		qsort(sites, ns, sizeof(*sites), by_ns_site);
+		qsort(wakers, nw, sizeof(*wakers), by_ns_waker);
+		o->nr_sites = ns < WAIT_TOP ? ns : WAIT_TOP;
+		o->nr_wakers = nw < WAIT_TOP ? nw : WAIT_TOP;
+		memcpy(o->sites, sites, o->nr_sites * sizeof(*sites));
+		memcpy(o->wakers, wakers, o->nr_wakers * sizeof(*wakers));
+	}
+cleanup:
+	free(sites);
+	free(wakers);
+	return err;
 }
 
 void where_names_free(struct where_names *n)
@@ -176,6 +276,7 @@ void where_names_free(struct where_names *n)
 	for (int i = 0; i < n->nr; i++)
 		free(n->names[i]);
 	free(n->names);
+	free(n->library);
 	*n = (struct where_names){ 0 };
 }
 

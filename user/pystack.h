@@ -40,9 +40,15 @@ int py_str_data_offset(const struct py_layout *l, uint32_t state, size_t *offset
 /* Interned names: a function ("qualname (file:line)") or a native symbol. */
 struct where_names {
 	char **names;
+	bool *library;		/* a function of the standard library or an installed package */
 	int nr, cap;
 };
 int where_name_id(struct where_names *n, const char *name);
+/* The same, marking the name as library code when its file is one (where_is_library_file). */
+int where_name_id_in(struct where_names *n, const char *name, const char *file);
+/* A file of the standard library or of an installed package, not the job's own code:
+ * under site-packages, dist-packages or lib/pythonX.Y, or frozen. */
+bool where_is_library_file(const char *file);
 void where_names_free(struct where_names *n);
 
 /* One sample, resolved. */
@@ -56,6 +62,47 @@ struct where_sample {
 };
 
 #define WHERE_TOP 5
+
+/* One wait of the trainer: its Python stack as the wait began, and the waker's. */
+struct where_wait {
+	int cause;			/* enum pp_state */
+	uint64_t ns;
+	int depth;
+	int *py;			/* name ids, innermost first */
+	uint32_t waker_tid;		/* 0: an interrupt or an untraced task */
+	int waker_role;			/* enum role, or -1 */
+	int waker_depth;
+	int *waker_py;
+};
+
+/* Where a stack stands in the job's own code: the innermost frame outside the library, else
+ * the innermost frame; -1 for an empty stack. */
+int where_site(const int *py, int depth, const struct where_names *names);
+
+#define WAIT_TOP 3
+
+struct wait_site {
+	int site, inner;		/* name ids: the job's frame, the innermost one */
+	uint64_t ns, count;
+};
+
+struct waker_site {
+	uint32_t tid;
+	int role, site;			/* site -1: no Python stack */
+	uint64_t ns, count;
+};
+
+/* The trainer's waits of one stall state. */
+struct where_wait_state {
+	uint64_t ns, count;
+	int nr_sites, nr_wakers;
+	struct wait_site sites[WAIT_TOP];
+	struct waker_site wakers[WAIT_TOP];
+};
+
+/* Sums waits[] per state (out[PP_NR_STATES]), their sites and wakers by wait time. */
+int where_aggregate_waits(const struct where_wait *waits, int nr, const struct where_names *names,
+			  struct where_wait_state *out);
 
 struct where_entry {
 	int name;			/* name id */

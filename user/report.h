@@ -98,6 +98,10 @@ struct report {
 	struct where_sample *where_samples;
 	struct where_names where_names;
 	struct where_role where[NR_ROLES];	/* filled by where_finish() */
+	int nr_waits;				/* the trainer's waits with their stacks */
+	struct where_wait *waits;
+	uint64_t wait_records_lost;
+	struct where_wait_state wait_states[PP_NR_STATES];	/* filled by where_finish() */
 	int nr_py_procs;
 	struct py_proc_result py_procs[MAX_PY_PROCS];
 

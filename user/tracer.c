@@ -415,6 +415,9 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	skip_unused_probes(t);
 	attach_phase(&clock, "kernel features");
 	t->skel->rodata->trainer_tid = o->trainer_tid;
+	/* The trainer's waits with their stacks: --tid's thread, else the main thread. */
+	if (o->sample_hz)
+		t->skel->rodata->wait_stack_tid = o->trainer_tid ? (__u32)o->trainer_tid : (__u32)root;
 	t->skel->rodata->record_wakers = o->record_wakers;
 	if (!o->record_wakers)
 		bpf_map__set_max_entries(t->skel->maps.wakers, 1);

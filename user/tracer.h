@@ -18,6 +18,7 @@ struct tracer_interp;
 struct tracer_sample;
 struct tracer_pyproc;
 struct py_file;
+struct tracer_wait;
 struct tracer_close_state {
 	__u32 tid;
 	char state;
@@ -106,6 +107,8 @@ struct tracer {
 	int nr_pyprocs;
 	struct py_file *pyfiles;
 	int nr_pyfiles;
+	struct tracer_wait *waits;	/* the trainer's waits with their stacks */
+	int nr_waits, cap_waits;
 	char sample_err[160];
 	__u64 dither_state;
 	/* Interrupt context from the tracepoint nesting instead of the preempt count: why. */

@@ -46,6 +46,35 @@ struct tracer_sample {
 	uint64_t *code;
 };
 
+struct tracer_wait {
+	struct pp_wait_stack *rec;
+};
+
+static int on_wait(void *ctx, void *data, size_t size)
+{
+	struct tracer *t = ctx;
+	struct pp_wait_stack *copy;
+	void *grown;
+
+	if (size < sizeof(*copy) || t->nr_waits >= MAX_SAMPLES)
+		return 0;
+	if (t->nr_waits == t->cap_waits) {
+		int cap = t->cap_waits ? 2 * t->cap_waits : 256;
+
+		grown = realloc(t->waits, cap * sizeof(*t->waits));
+		if (!grown)
+			return 0;
+		t->waits = grown;
+		t->cap_waits = cap;
+	}
+	copy = malloc(sizeof(*copy));
+	if (!copy)
+		return 0;
+	memcpy(copy, data, sizeof(*copy));
+	t->waits[t->nr_waits++].rec = copy;
+	return 0;
+}
+
 static int on_sample(void *ctx, void *data, size_t size)
 {
 	struct tracer *t = ctx;
@@ -153,6 +182,9 @@ int tracer_sampler_start(struct tracer *t)
 	if (!err) {
 		t->samples_rb = ring_buffer__new(bpf_map__fd(t->skel->maps.samples), on_sample, t, NULL);
 		if (!t->samples_rb)
+			err = -errno;
+		else if (ring_buffer__add(t->samples_rb, bpf_map__fd(t->skel->maps.wait_records),
+					  on_wait, t))
 			err = -errno;
 	}
 	if (err)
@@ -358,11 +390,12 @@ static int read_str(pid_t pid, const struct py_layout *l, uint64_t addr, char *o
 	return py_str_to_utf8(state, data, length, out, size);
 }
 
-/* "qualname (file.py:line)" of a code object, or -errno when it is not one. */
-static int code_name(const struct tracer_pyproc *p, uint64_t code, char *out, size_t size)
+/* "qualname (file.py:line)" of a code object and its file, or -errno when it is not one. */
+static int code_name(const struct tracer_pyproc *p, uint64_t code, char *out, size_t size,
+		     char *file, size_t file_size)
 {
 	const struct py_layout *l = p->layout;
-	char name[NAME_MAX_BYTES * 4 + 1], file[PATH_MAX];
+	char name[NAME_MAX_BYTES * 4 + 1];
 	uint64_t type = 0, name_ptr = 0, file_ptr = 0;
 	const char *base;
 	int line = 0;
@@ -373,7 +406,7 @@ static int code_name(const struct tracer_pyproc *p, uint64_t code, char *out, si
 	    read_mem(p->pid, code + l->code_filename, &file_ptr, sizeof(file_ptr)) ||
 	    read_mem(p->pid, code + l->code_firstlineno, &line, sizeof(line)) ||
 	    read_str(p->pid, l, name_ptr, name, sizeof(name)) ||
-	    read_str(p->pid, l, file_ptr, file, sizeof(file)))
+	    read_str(p->pid, l, file_ptr, file, file_size))
 		return -EFAULT;
 	base = strrchr(file, '/');
 	/* A name too long for out is cut, not refused. */
@@ -385,6 +418,7 @@ struct addr_cache {
 	struct addr_slot {
 		uint64_t pid_plus_one, addr;
 		int id;
+		bool tried;
 	} *slots;
 	size_t cap, used;
 };
@@ -510,6 +544,62 @@ static int native_name(struct symbolizer *z, pid_t pid, uint64_t ip, char *out, 
 	return 0;
 }
 
+/* Name ids of code[0..depth) of process pid, innermost first (-1: not a code object). */
+static int *resolve_stack(struct addr_cache *codes, const struct tracer_pyproc *p, pid_t pid,
+			  const uint64_t *code, int depth, struct where_names *names)
+{
+	char name[PATH_MAX + NAME_MAX_BYTES * 4], file[PATH_MAX];
+	int *ids = malloc((depth ? depth : 1) * sizeof(*ids));
+
+	if (!ids)
+		return NULL;
+	for (int d = 0; d < depth; d++) {
+		struct addr_slot *slot = p && p->layout ? cache_slot(codes, pid, code[d], &(bool){ 0 }) : NULL;
+		bool fresh = slot && slot->id == -1 && !slot->tried;
+
+		ids[d] = -1;
+		if (!slot)
+			continue;
+		if (fresh) {
+			slot->tried = true;
+			if (!code_name(p, code[d], name, sizeof(name), file, sizeof(file)))
+				slot->id = where_name_id_in(names, name, file);
+		}
+		ids[d] = slot->id;
+	}
+	return ids;
+}
+
+static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *codes)
+{
+	r->waits = calloc(t->nr_waits ? t->nr_waits : 1, sizeof(*r->waits));
+	if (!r->waits)
+		return -ENOMEM;
+	for (int i = 0; i < t->nr_waits; i++) {
+		const struct pp_wait_stack *rec = t->waits[i].rec;
+		struct where_wait *w = &r->waits[r->nr_waits++];
+		int depth = rec->depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : (int)rec->depth;
+		int wdepth = rec->waker_depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : (int)rec->waker_depth;
+
+		*w = (struct where_wait){ .cause = rec->cause < PP_NR_STATES ? (int)rec->cause : PP_OTHER,
+					  .ns = rec->wait_ns, .waker_tid = rec->waker_tid,
+					  .waker_role = -1 };
+		w->py = resolve_stack(codes, pyproc_of(t, t->root), t->root,
+				      (const uint64_t *)rec->code, depth, &r->where_names);
+		if (!w->py)
+			return -ENOMEM;
+		w->depth = depth;
+		if (!rec->waker_tid)
+			continue;
+		w->waker_py = resolve_stack(codes, pyproc_of(t, rec->waker_tgid), rec->waker_tgid,
+					    (const uint64_t *)rec->waker_code, wdepth, &r->where_names);
+		if (!w->waker_py)
+			return -ENOMEM;
+		w->waker_depth = wdepth;
+	}
+	return 0;
+}
+
 int tracer_collect_samples(struct tracer *t, struct report *r)
 {
 	struct addr_cache codes = {}, ips = {};
@@ -550,21 +640,15 @@ int tracer_collect_samples(struct tracer *t, struct report *r)
 		}
 		if (w->py_depth <= 0)
 			continue;
-		w->py = malloc(w->py_depth * sizeof(*w->py));
+		w->py = resolve_stack(&codes, p, s->tgid, s->code, w->py_depth, &r->where_names);
 		if (!w->py) {
 			err = -ENOMEM;
 			break;
 		}
-		for (int d = 0; d < w->py_depth; d++) {
-			w->py[d] = -1;
-			slot = p && p->layout ? cache_slot(&codes, s->tgid, s->code[d], &fresh) : NULL;
-			if (!slot)
-				continue;
-			if (fresh && !code_name(p, s->code[d], name, sizeof(name)))
-				slot->id = where_name_id(&r->where_names, name);
-			w->py[d] = slot->id;
-		}
 	}
+	if (!err)
+		err = collect_waits(t, r, &codes);
+	r->wait_records_lost = tracer_counter(t, PP_CNT_WAIT_STACKS_LOST);
 	free(codes.slots);
 	free(ips.slots);
 	for (int i = 0; i < z.nr_files; i++)
@@ -592,6 +676,11 @@ void tracer_sampler_close(struct tracer *t)
 	t->samples_rb = NULL;
 	for (int i = 0; i < t->nr_samples; i++)
 		free(t->samples[i].code);
+	for (int i = 0; i < t->nr_waits; i++)
+		free(t->waits[i].rec);
+	free(t->waits);
+	t->waits = NULL;
+	t->nr_waits = t->cap_waits = 0;
 	free(t->samples);
 	t->samples = NULL;
 	t->nr_samples = t->cap_samples = 0;

@@ -10,6 +10,8 @@
 
 int where_finish(struct report *r)
 {
+	int err;
+
 	for (int i = 0; i < r->nr_where_samples; i++) {
 		struct where_sample *s = &r->where_samples[i];
 
@@ -20,6 +22,19 @@ int where_finish(struct report *r)
 				break;
 			}
 	}
+	for (int i = 0; i < r->nr_waits; i++) {
+		struct where_wait *w = &r->waits[i];
+
+		w->waker_role = -1;
+		for (int k = 0; w->waker_tid && k < r->nr_threads; k++)
+			if (r->threads[k].tid == w->waker_tid) {
+				w->waker_role = r->threads[k].role;
+				break;
+			}
+	}
+	err = where_aggregate_waits(r->waits, r->nr_waits, &r->where_names, r->wait_states);
+	if (err)
+		return err;
 	return where_aggregate(r->where_samples, r->nr_where_samples, NR_ROLES, r->where);
 }
 
@@ -103,6 +118,60 @@ static void print_entries(FILE *out, const char *label, const struct where_entry
 			san_text(shown, sizeof(shown), names->names[e[i].name], 512));
 }
 
+static const char *name_of(const struct report *r, int id)
+{
+	return id >= 0 ? r->where_names.names[id] : "no Python frame";
+}
+
+/* States worth a line: the ones holding at least this share of the trainer's wait time. */
+#define WAIT_STATE_MIN_SHARE 0.01
+
+static void print_waits(FILE *out, const struct report *r)
+{
+	char shown[SAN_TEXT_SIZE(512)], inner[SAN_TEXT_SIZE(512)];
+	uint64_t total = 0, count = 0;
+
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		total += r->wait_states[s].ns;
+		count += r->wait_states[s].count;
+	}
+	if (!count)
+		return;
+	fprintf(out, "  The trainer's waits (its Python stack as each began, by wait time; %llu waits, "
+		"%.2f s):\n", (unsigned long long)count, total / 1e9);
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		const struct where_wait_state *st = &r->wait_states[s];
+
+		if (!st->count || st->ns < WAIT_STATE_MIN_SHARE * total)
+			continue;
+		fprintf(out, "    %s %.2f s in %llu waits:\n", state_name(s), st->ns / 1e9,
+			(unsigned long long)st->count);
+		for (int k = 0; k < st->nr_sites; k++) {
+			const struct wait_site *w = &st->sites[k];
+
+			fprintf(out, "      %5.1f%%  %s", share(w->ns, st->ns),
+				san_text(shown, sizeof(shown), name_of(r, w->site), 512));
+			if (w->inner != w->site && w->inner >= 0)
+				fprintf(out, ", in %s", san_text(inner, sizeof(inner), name_of(r, w->inner), 512));
+			fputc('\n', out);
+		}
+		for (int k = 0; k < st->nr_wakers; k++) {
+			const struct waker_site *w = &st->wakers[k];
+
+			fprintf(out, "      %s %5.1f%%  ", k ? "        " : "ended by", share(w->ns, st->ns));
+			if (!w->tid)
+				fprintf(out, "an interrupt or a task outside the job\n");
+			else
+				fprintf(out, "%s thread %u, in %s\n", w->role >= 0 ? role_name(w->role) :
+					"untraced", w->tid, san_text(shown, sizeof(shown),
+								      name_of(r, w->site), 512));
+		}
+	}
+	if (r->wait_records_lost)
+		fprintf(out, "    %llu waits lost (ring buffer full)\n",
+			(unsigned long long)r->wait_records_lost);
+}
+
 void where_print_text(FILE *out, const struct report *r)
 {
 	uint64_t total = 0;
@@ -126,6 +195,7 @@ void where_print_text(FILE *out, const struct report *r)
 		print_entries(out, "Python", w->py, w->nr_py, w->samples, &r->where_names);
 		print_entries(out, "native", w->native, w->nr_native, w->samples, &r->where_names);
 	}
+	print_waits(out, r);
 	for (int i = 0; i < r->nr_py_procs; i++)
 		if (r->py_procs[i].err)
 			fprintf(out, "  Python stacks not walked in pid %d (CPython %d.%d): %s\n",
@@ -150,6 +220,56 @@ static struct json_object *entries_json(const struct where_entry *e, int n, uint
 		json_object_array_add(a, o);
 	}
 	return a;
+}
+
+static struct json_object *waits_json(const struct report *r)
+{
+	struct json_object *o = json_object_new_object(), *states = json_object_new_object();
+
+	json_object_object_add(o, "lost", json_object_new_int64(r->wait_records_lost));
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		const struct where_wait_state *st = &r->wait_states[s];
+		struct json_object *so, *sites, *wakers;
+
+		if (!st->count)
+			continue;
+		so = json_object_new_object();
+		sites = json_object_new_array();
+		wakers = json_object_new_array();
+		json_object_object_add(so, "seconds", json_object_new_double(st->ns / 1e9));
+		json_object_object_add(so, "count", json_object_new_int64(st->count));
+		for (int k = 0; k < st->nr_sites; k++) {
+			struct json_object *e = json_object_new_object();
+
+			json_object_object_add(e, "site", st->sites[k].site >= 0 ?
+					       json_object_new_string(name_of(r, st->sites[k].site)) : NULL);
+			json_object_object_add(e, "innermost", st->sites[k].inner >= 0 ?
+					       json_object_new_string(name_of(r, st->sites[k].inner)) : NULL);
+			json_object_object_add(e, "seconds", json_object_new_double(st->sites[k].ns / 1e9));
+			json_object_object_add(e, "share", json_object_new_double(
+				st->ns ? (double)st->sites[k].ns / st->ns : 0));
+			json_object_array_add(sites, e);
+		}
+		for (int k = 0; k < st->nr_wakers; k++) {
+			const struct waker_site *w = &st->wakers[k];
+			struct json_object *e = json_object_new_object();
+
+			json_object_object_add(e, "tid", json_object_new_int64(w->tid));
+			json_object_object_add(e, "role", w->tid && w->role >= 0 ?
+					       json_object_new_string(role_name(w->role)) : NULL);
+			json_object_object_add(e, "site", w->site >= 0 ?
+					       json_object_new_string(name_of(r, w->site)) : NULL);
+			json_object_object_add(e, "seconds", json_object_new_double(w->ns / 1e9));
+			json_object_object_add(e, "share", json_object_new_double(
+				st->ns ? (double)w->ns / st->ns : 0));
+			json_object_array_add(wakers, e);
+		}
+		json_object_object_add(so, "sites", sites);
+		json_object_object_add(so, "wakers", wakers);
+		json_object_object_add(states, state_name(s), so);
+	}
+	json_object_object_add(o, "states", states);
+	return o;
 }
 
 struct json_object *where_json(const struct report *r)
@@ -187,6 +307,7 @@ struct json_object *where_json(const struct report *r)
 		json_object_array_add(interps, po);
 	}
 	json_object_object_add(o, "interpreters", interps);
+	json_object_object_add(o, "waits", waits_json(r));
 	return o;
 }
 
@@ -197,5 +318,12 @@ void where_free(struct report *r)
 	free(r->where_samples);
 	r->where_samples = NULL;
 	r->nr_where_samples = 0;
+	for (int i = 0; i < r->nr_waits; i++) {
+		free(r->waits[i].py);
+		free(r->waits[i].waker_py);
+	}
+	free(r->waits);
+	r->waits = NULL;
+	r->nr_waits = 0;
 	where_names_free(&r->where_names);
 }

@@ -82,7 +82,7 @@ static __always_inline __u64 find_tstate(const struct pp_py_proc *p, __u32 tid, 
 
 struct frame_walk {
 	const struct pp_py_layout *l;
-	struct pp_sample *s;
+	__u64 *code;		/* PP_PY_MAX_DEPTH slots */
 	__u64 frame;
 	__u32 n;
 };
@@ -99,23 +99,105 @@ static long frame_step(__u64 i, void *ctx)
 	    bpf_probe_read_user(&owner, sizeof(owner), (void *)(w->frame + l->frame_owner)))
 		return 1;
 	if (l->owner_cstack == PP_PY_NONE || owner != l->owner_cstack) {
-		w->s->code[w->n & (PP_PY_MAX_DEPTH - 1)] = read_ptr(w->frame + l->frame_code);
+		w->code[w->n & (PP_PY_MAX_DEPTH - 1)] = read_ptr(w->frame + l->frame_code);
 		w->n++;
 	}
 	w->frame = read_ptr(w->frame + l->frame_previous);
 	return 0;
 }
 
-static __always_inline void walk_frames(const struct pp_py_layout *l, __u64 ts, struct pp_sample *s)
+/* The code objects of thread state ts's frames into code[], innermost first; returns how
+ * many, and sets *truncated when there were more. */
+static __always_inline __u32 walk_frames(const struct pp_py_layout *l, __u64 ts, __u64 *code,
+					 __u32 *truncated)
 {
-	struct frame_walk w = { .l = l, .s = s, .frame = read_ptr(ts + l->tstate_frame) };
+	struct frame_walk w = { .l = l, .code = code, .frame = read_ptr(ts + l->tstate_frame) };
 
 	if (l->cframe_frame != PP_PY_NONE)
 		w.frame = read_ptr(w.frame + l->cframe_frame);
 	/* Shim frames take no slot, so a few more steps than slots. */
 	bpf_loop(PP_PY_MAX_DEPTH + 8, frame_step, &w, 0);
-	s->depth = w.n > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : w.n;
-	s->truncated = w.frame != 0;
+	*truncated = w.frame != 0;
+	return w.n > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : w.n;
+}
+
+/* The current task's Python stack into code[], or 0 frames where it has none walkable. */
+static __always_inline __u32 walk_current(__u32 tid, __u32 tgid, __u64 *code, __u32 *truncated)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pp_py_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
+	__u64 ts;
+
+	*truncated = 0;
+	if (!p)
+		return 0;
+	ts = find_tstate(p, tid, task_user_tls(task));
+	return ts ? walk_frames(&p->layout, ts, code, truncated) : 0;
+}
+
+/* One thread's (wait_stack_tid's) wait being filled: a single slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_wait_stack);
+} wait_stack SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 512 * 1024);
+} wait_records SEC(".maps");
+
+/* Called from sched_switch as the thread leaves its CPU to sleep (it is still current). */
+__noinline int py_wait_begins(__u32 tid, __u32 tgid)
+{
+	__u32 zero = 0;
+	struct pp_wait_stack *w = bpf_map_lookup_elem(&wait_stack, &zero);
+
+	if (!w)
+		return 0;
+	w->tid = tid;
+	w->waker_tid = w->waker_tgid = w->waker_depth = 0;
+	w->depth = walk_current(tid, tgid, w->code, &w->truncated);
+	w->begun = 1;
+	return 0;
+}
+
+/* Called from sched_waking in the waker's own context: what the waker was running. */
+__noinline int py_wait_woken(__u32 wakee_tid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0, tid = task->pid, tgid = task->tgid, truncated;
+	struct pp_wait_stack *w = bpf_map_lookup_elem(&wait_stack, &zero);
+
+	if (!w || !w->begun || w->tid != wakee_tid || !pid_tracked(tgid))
+		return 0;
+	w->waker_tid = tid;
+	w->waker_tgid = tgid;
+	w->waker_depth = walk_current(tid, tgid, w->waker_code, &truncated);
+	return 0;
+}
+
+/* Called as the thread gets a CPU back: the wait, its cause and both stacks go out. */
+__noinline int py_wait_ends(__u32 tid, __u32 cause, __u64 wait_ns)
+{
+	__u32 zero = 0;
+	struct pp_wait_stack *w = bpf_map_lookup_elem(&wait_stack, &zero), *out;
+
+	if (!w || !w->begun || w->tid != tid)
+		return 0;
+	w->begun = 0;
+	w->cause = cause;
+	w->wait_ns = wait_ns;
+	out = bpf_ringbuf_reserve(&wait_records, sizeof(*out), 0);
+	if (!out) {
+		count(PP_CNT_WAIT_STACKS_LOST);
+		return 0;
+	}
+	bpf_probe_read_kernel(out, sizeof(*out), w);
+	bpf_ringbuf_submit(out, BPF_RB_NO_WAKEUP);
+	count(PP_CNT_WAIT_STACKS);
+	return 0;
 }
 
 SEC("perf_event")
@@ -148,7 +230,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		ts = find_tstate(p, tid, task_user_tls(task));
 		if (ts) {
 			s->py = PP_SAMPLE_PY_OK;
-			walk_frames(&p->layout, ts, s);
+			s->depth = walk_frames(&p->layout, ts, s->code, &s->truncated);
 		} else {
 			s->py = PP_SAMPLE_PY_NO_THREAD;
 			count(PP_CNT_PY_THREAD_UNFOUND);

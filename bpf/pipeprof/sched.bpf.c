@@ -94,6 +94,14 @@ static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 		if (woke > since)
 			record_waker(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, woke - since);
 	}
+	if (wait_stack_tid && tid == wait_stack_tid && t->phase == PP_PHASE_OFFCPU) {
+		/* The wait up to its wakeup, inside the window, as the states count it. */
+		__u64 end = t->woken_ns > since ? t->woken_ns : now;
+
+		if (window_end_ns && end > window_end_ns)
+			end = window_end_ns;
+		py_wait_ends(tid, t->gpu_depth ? PP_GPU_WAIT : cause, end > since ? end - since : 0);
+	}
 	/* A blocking GPU sync is a GPU wait whoever woke it; a relay passes that on too. */
 	t->last_wait = t->gpu_depth ? PP_GPU_WAIT : cause;
 	t->last_wait_depth = t->gpu_depth || cause != t->wake_cause ? 0 : t->wake_depth;
@@ -143,6 +151,9 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		} else {
 			t->phase = PP_PHASE_OFFCPU;
 			t->offcpu_iowait = task_in_iowait(prev);
+			/* prev is still the current task: its stack is readable here. */
+			if (wait_stack_tid && prev->pid == wait_stack_tid)
+				py_wait_begins(prev->pid, prev->tgid);
 		}
 	}
 
@@ -233,6 +244,8 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 		return 0;
 	judge_wakeup(t, p->pid, now);
 	t->woken_ns = now;
+	if (wait_stack_tid && p->pid == wait_stack_tid && t->wake_ctx == PP_WAKE_TASK)
+		py_wait_woken(p->pid);
 	return 0;
 }
 

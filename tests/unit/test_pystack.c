@@ -135,10 +135,62 @@ TEST(test_aggregate_and_fold)
 	where_names_free(&names);
 }
 
+TEST(test_wait_sites)
+{
+	struct where_names names = {};
+	int step = where_name_id_in(&names, "step (train.py:88)", "/home/u/train.py");
+	int sel = where_name_id_in(&names, "select (selectors.py:402)", "/usr/lib/python3.11/selectors.py");
+	int recv = where_name_id_in(&names, "recv (connection.py:373)",
+				    "/usr/lib/python3.11/multiprocessing/connection.py");
+	int tv = where_name_id_in(&names, "get (queue.py:1)", "/x/venv/lib/python3.12/site-packages/q.py");
+	int feed = where_name_id_in(&names, "_feed (queues.py:211)", "/usr/lib/python3/dist-packages/q.py");
+	int prod = where_name_id_in(&names, "producer (t.py:35)", "/srv/t.py");
+	int s1[] = { sel, step }, s2[] = { recv, step }, s3[] = { tv }, w1[] = { feed }, w2[] = { prod };
+	struct where_wait waits[] = {
+		{ .cause = PP_DATA_WAIT, .ns = 60, .depth = 2, .py = s1, .waker_tid = 7,
+		  .waker_role = ROLE_WORKER, .waker_depth = 1, .waker_py = w1 },
+		{ .cause = PP_DATA_WAIT, .ns = 30, .depth = 2, .py = s2, .waker_tid = 7,
+		  .waker_role = ROLE_WORKER, .waker_depth = 1, .waker_py = w1 },
+		{ .cause = PP_DATA_WAIT, .ns = 10, .depth = 1, .py = s3, .waker_tid = 0 },
+		{ .cause = PP_THREAD_WAIT, .ns = 5, .depth = 2, .py = s1, .waker_tid = 9,
+		  .waker_role = ROLE_HELPER, .waker_depth = 1, .waker_py = w2 },
+	};
+	struct where_wait_state st[PP_NR_STATES];
+	const struct where_wait_state *d = &st[PP_DATA_WAIT];
+
+	CHECK(where_is_library_file("/usr/lib/python3.11/threading.py"));
+	CHECK(where_is_library_file("/opt/conda/lib/python3.10/site-packages/torch/nn/modules/linear.py"));
+	CHECK(where_is_library_file("/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py"));
+	CHECK(where_is_library_file("<frozen importlib._bootstrap>"));
+	CHECK(!where_is_library_file("/home/u/python/train.py"));
+	CHECK(!where_is_library_file("/srv/lib/pythonic/train.py"));
+	CHECK(!where_is_library_file("train.py"));
+	/* The job's own frame, else the innermost one; none for an empty stack. */
+	CHECK_EQ_INT(where_site(s1, 2, &names), step);
+	CHECK_EQ_INT(where_site(s3, 1, &names), tv);
+	CHECK_EQ_INT(where_site(s3, 0, &names), -1);
+
+	CHECK_EQ_INT(where_aggregate_waits(waits, 4, &names, st), 0);
+	CHECK_EQ_U64(d->ns, 100);
+	CHECK_EQ_U64(d->count, 3);
+	CHECK_EQ_INT(d->nr_sites, 3);
+	CHECK(d->sites[0].site == step && d->sites[0].inner == sel && d->sites[0].ns == 60);
+	CHECK(d->sites[1].site == step && d->sites[1].inner == recv && d->sites[1].ns == 30);
+	CHECK(d->sites[2].site == tv && d->sites[2].ns == 10);
+	CHECK_EQ_INT(d->nr_wakers, 2);
+	CHECK(d->wakers[0].tid == 7 && d->wakers[0].role == ROLE_WORKER && d->wakers[0].site == feed &&
+	      d->wakers[0].ns == 90 && d->wakers[0].count == 2);
+	CHECK(d->wakers[1].tid == 0 && d->wakers[1].site == -1 && d->wakers[1].ns == 10);
+	CHECK(st[PP_THREAD_WAIT].ns == 5 && st[PP_THREAD_WAIT].wakers[0].site == prod);
+	CHECK(st[PP_IO_WAIT].count == 0 && st[PP_IO_WAIT].nr_sites == 0);
+	where_names_free(&names);
+}
+
 int main(void)
 {
 	RUN_TEST(test_versions);
 	RUN_TEST(test_str_decoding);
 	RUN_TEST(test_aggregate_and_fold);
+	RUN_TEST(test_wait_sites);
 	return unit_summary();
 }
