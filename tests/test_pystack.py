@@ -216,3 +216,50 @@ def test_wait_and_waker_sites(procs, script, state, site, waker_role, waker_site
     job.signal(signal.SIGTERM)
     print("\n" + "\n".join(lines))
     assert not problems, "\n".join(problems + lines)
+
+
+def test_profile_command(procs, tmp_path):
+    """`pipeprof profile`: the folded stacks of one role, and the trainer's waits by time."""
+    job, pid, _ = start_cost_job(procs, PYTHON)
+    out = tmp_path / "worker.folded"
+    r = subprocess.run([PIPEPROF, "profile", "-p", str(pid), "-d", "2", "-F", str(HZ), "--role",
+                        "worker", "-o", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = out.read_text().splitlines()
+    assert lines and all(l.startswith("WORKER;") for l in lines), lines[:5]
+    counts = {}
+    for l in lines:
+        m = re.search(r";(worker_\w+) \(py_cost\.py:\d+\);", l)
+        if m:
+            counts[m.group(1)] = counts.get(m.group(1), 0) + int(l.rsplit(" ", 1)[1])
+    total = sum(counts.values())
+    assert total > 300 and abs(counts.get("worker_hot", 0) / total - 0.6) <= TOLERANCE, counts
+    job.signal(signal.SIGTERM)
+    # Usage errors: exit 2 with the reason.
+    for argv, why in ((["-p", str(pid)], "give -o FILE"),
+                      (["-p", str(pid), "-o", "x", "--role", "boss"], "unknown role"),
+                      (["-p", str(pid), "-o", "x", "--offcpu", "--role", "worker"], "--offcpu"),
+                      (["-o", "x"], "nothing to sample")):
+        r = subprocess.run([PIPEPROF, "profile"] + argv, capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2 and why in r.stderr, (argv, r.returncode, r.stderr)
+
+
+def test_profile_offcpu(procs, tmp_path):
+    job = procs([PYTHON, os.path.join(WORKLOADS, "thread_loader.py"), "--duration", "60"],
+                name="thread_loader")
+    m = job.wait_line(r"^READY pid=(\d+)", 120)
+    assert m, job.output()
+    out = tmp_path / "waits.folded"
+    r = subprocess.run([PIPEPROF, "profile", "-p", m.group(1), "-d", "2", "--offcpu", "-o",
+                        str(out)], capture_output=True, text=True, timeout=120)
+    job.signal(signal.SIGTERM)
+    assert r.returncode == 0, r.stderr
+    lines = out.read_text().splitlines()
+    us = {}
+    for l in lines:
+        m = re.match(r"^TRAINER(;[^;]+)*;\[([A-Z_]+)\] (\d+)$", l)
+        assert m, l
+        us[m.group(2)] = us.get(m.group(2), 0) + int(m.group(3))
+    # Two seconds, most of them the trainer's THREAD_WAIT in next_batch.
+    assert us.get("THREAD_WAIT", 0) > 0.8e6, us
+    assert any("main.<locals>.next_batch (thread_loader.py:" in l for l in lines), lines[:5]

@@ -20,6 +20,10 @@ int main(int argc, char **argv)
 		argv[1] = "pipeprof daemon";
 		return daemon_cmd_main(argc - 1, argv + 1);
 	}
+	if (argc > 1 && !strcmp(argv[1], "profile")) {
+		argv[1] = "pipeprof profile";
+		return profile_cmd_main(argc - 1, argv + 1);
+	}
 	if (report_cmd_parse(argc, argv, 0, &opts))
 		return 2;
 	return report_cmd_run(&opts);

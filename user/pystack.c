@@ -386,6 +386,37 @@ static int by_text(const void *a, const void *b)
 	return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
 }
 
+/* Sorts lines, merges equal ones (adding their counts), writes them, frees them. */
+static void write_merged(FILE *out, struct folded_line *lines, int nr_lines)
+{
+	qsort(lines, nr_lines, sizeof(*lines), by_text);
+	for (int i = 0; i < nr_lines;) {
+		int j = i + 1;
+		uint64_t count = lines[i].count;
+
+		while (j < nr_lines && !strcmp(lines[j].text, lines[i].text))
+			count += lines[j++].count;
+		fprintf(out, "%s %llu\n", lines[i].text, (unsigned long long)count);
+		i = j;
+	}
+}
+
+static void free_lines(struct folded_line *lines, int nr_lines)
+{
+	for (int i = 0; i < nr_lines; i++)
+		free(lines[i].text);
+	free(lines);
+}
+
+/* The Python frames of py[0..depth), outermost first, each after a ';'. */
+static void put_py(FILE *f, const int *py, int depth, const struct where_names *names)
+{
+	for (int d = depth - 1; d >= 0; d--) {
+		fputc(';', f);
+		put_frame(f, py[d] >= 0 ? names->names[py[d]] : "[unknown frame]");
+	}
+}
+
 int where_write_folded(FILE *out, const struct where_sample *samples, int nr, int role,
 		       const struct where_names *names)
 {
@@ -408,10 +439,7 @@ int where_write_folded(FILE *out, const struct where_sample *samples, int nr, in
 			goto cleanup;
 		}
 		fputs(role_name(s->role), f);
-		for (int d = s->py_depth - 1; d >= 0; d--) {
-			fputc(';', f);
-			put_frame(f, s->py[d] >= 0 ? names->names[s->py[d]] : "[unknown frame]");
-		}
+		put_py(f, s->py, s->py_depth, names);
 		fputc(';', f);
 		if (s->native >= 0) {
 			fputc('[', f);
@@ -429,19 +457,45 @@ int where_write_folded(FILE *out, const struct where_sample *samples, int nr, in
 		}
 		lines[nr_lines++] = (struct folded_line){ .text = text, .count = 1 };
 	}
-	qsort(lines, nr_lines, sizeof(*lines), by_text);
-	for (int i = 0; i < nr_lines;) {
-		int j = i + 1;
-		uint64_t count = lines[i].count;
-
-		while (j < nr_lines && !strcmp(lines[j].text, lines[i].text))
-			count += lines[j++].count;
-		fprintf(out, "%s %llu\n", lines[i].text, (unsigned long long)count);
-		i = j;
-	}
+	write_merged(out, lines, nr_lines);
 cleanup:
-	for (int i = 0; i < nr_lines; i++)
-		free(lines[i].text);
-	free(lines);
+	free_lines(lines, nr_lines);
+	return err;
+}
+
+int where_write_folded_waits(FILE *out, const struct where_wait *waits, int nr,
+			     const struct where_names *names)
+{
+	struct folded_line *lines = calloc(nr ? nr : 1, sizeof(*lines));
+	int nr_lines = 0, err = 0;
+
+	if (!lines)
+		return -ENOMEM;
+	for (int i = 0; i < nr; i++) {
+		const struct where_wait *w = &waits[i];
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f;
+
+		if (w->ns < 1000)
+			continue;	/* under a microsecond: no weight to give it */
+		f = open_memstream(&text, &len);
+		if (!f) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		fputs(role_name(ROLE_TRAINER), f);
+		put_py(f, w->py, w->depth, names);
+		fprintf(f, ";[%s]", state_name(w->cause));
+		if (fclose(f)) {
+			free(text);
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		lines[nr_lines++] = (struct folded_line){ .text = text, .count = w->ns / 1000 };
+	}
+	write_merged(out, lines, nr_lines);
+cleanup:
+	free_lines(lines, nr_lines);
 	return err;
 }

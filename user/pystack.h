@@ -100,6 +100,11 @@ struct where_wait_state {
 	struct waker_site wakers[WAIT_TOP];
 };
 
+/* The waits as folded stacks, weighted by their time in microseconds:
+ * TRAINER;outermost;...;innermost;[STATE] us. */
+int where_write_folded_waits(FILE *out, const struct where_wait *waits, int nr,
+			     const struct where_names *names);
+
 /* Sums waits[] per state (out[PP_NR_STATES]), their sites and wakers by wait time. */
 int where_aggregate_waits(const struct where_wait *waits, int nr, const struct where_names *names,
 			  struct where_wait_state *out);

@@ -199,7 +199,8 @@ int report_cmd_parse(int argc, char **argv, unsigned int flags, struct report_op
 	};
 	error_t err;
 
-	*o = (struct report_opts){ .threshold = 0.20, .sample_hz = DEFAULT_SAMPLE_HZ };
+	*o = (struct report_opts){ .threshold = 0.20, .sample_hz = DEFAULT_SAMPLE_HZ,
+				   .folded_role = -1 };
 	/* argp exits with status 64 on usage errors; the report's contract says 2. */
 	argp_err_exit_status = 2;
 	err = argp_parse(&argp, argc, argv, ARGP_IN_ORDER | flags, NULL, o);
@@ -368,15 +369,20 @@ static void free_report(struct report *r)
 	where_free(r);
 }
 
-static int write_folded(const char *path, const struct report *r)
+static int write_folded(const struct report_opts *o, const struct report *r)
 {
-	FILE *f = fopen(path, "we");
+	bool to_stdout = !strcmp(o->folded, "-");
+	FILE *f = to_stdout ? stdout : fopen(o->folded, "we");
 	int err;
 
 	if (!f)
 		return -errno;
-	err = where_write_folded(f, r->where_samples, r->nr_where_samples, -1, &r->where_names);
-	if (fclose(f) && !err)
+	if (o->folded_offcpu)
+		err = where_write_folded_waits(f, r->waits, r->nr_waits, &r->where_names);
+	else
+		err = where_write_folded(f, r->where_samples, r->nr_where_samples, o->folded_role,
+					 &r->where_names);
+	if ((to_stdout ? fflush(f) : fclose(f)) && !err)
 		err = -errno;
 	return err;
 }
@@ -508,13 +514,17 @@ int report_cmd_run(const struct report_opts *o)
 		report_not_traced(&report, "--tid %d: no such thread in the traced processes", tid);
 
 	if (o->folded) {
-		err = write_folded(o->folded, &report);
+		err = write_folded(o, &report);
 		if (err) {
 			fprintf(stderr, "pipeprof: cannot write %s: %s\n", o->folded, strerror(-err));
 			goto cleanup;
 		}
 	}
-	if (o->json)
+	if (o->profile)
+		fprintf(stderr, "pipeprof: %d CPU samples and %d waits of the trainer written to %s\n",
+			report.nr_where_samples, report.nr_waits,
+			strcmp(o->folded, "-") ? o->folded : "standard output");
+	else if (o->json)
 		err = report_print_json(stdout, &report);
 	else
 		report_print_text(stdout, &report);

@@ -14,7 +14,10 @@ struct report_opts {
 	pid_t tid;		/* --tid */
 	double threshold;	/* fraction */
 	unsigned int sample_hz;	/* -F: CPU samples a second per CPU for "where"; 0: none */
-	const char *folded;	/* --folded FILE: the samples as folded stacks */
+	const char *folded;	/* --folded FILE: the samples as folded stacks ('-': stdout) */
+	int folded_role;	/* enum role of the samples written, -1: all */
+	bool folded_offcpu;	/* the trainer's waits instead of CPU samples */
+	bool profile;		/* `pipeprof profile`: folded stacks only, no report */
 };
 
 /*
@@ -23,6 +26,10 @@ struct report_opts {
  * Returns 0 or -errno (-EINVAL for a usage error).
  */
 int report_cmd_parse(int argc, char **argv, unsigned int flags, struct report_opts *o);
+
+/* `pipeprof profile`'s options (argv[0] is the subcommand's name), into the same options. */
+int profile_cmd_parse(int argc, char **argv, unsigned int flags, struct report_opts *o);
+int profile_cmd_main(int argc, char **argv);
 
 /* `pipeprof -p PID`: trace, then print the report. Returns the process exit status. */
 int report_cmd_run(const struct report_opts *opts);

@@ -513,8 +513,18 @@ static int native_name(struct symbolizer *z, pid_t pid, uint64_t ip, char *out, 
 			break;
 		}
 	fclose(f);
-	if (!found || !e.inode)
+	if (!found)
 		return -ENOENT;
+	if (!e.inode) {
+		/* The vDSO, a JIT's code: the mapping's own name ("[vdso]") is all there is. */
+		size_t len = strlen(e.path);
+
+		if (len > 2 && e.path[0] == '[' && e.path[len - 1] == ']')
+			snprintf(out, size, "%.*s", (int)(len - 2), e.path + 1);
+		else
+			snprintf(out, size, "%s", len ? e.path : "anonymous memory");
+		return 0;
+	}
 	for (int i = 0; i < z->nr_files; i++)
 		if (z->files[i].inode == e.inode && z->files[i].dev_major == e.dev_major &&
 		    z->files[i].dev_minor == e.dev_minor)

@@ -8,6 +8,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
+#include "classify.h"
 #include "daemon_cmd.h"
 #include "fuzz.h"
 #include "hist_cmd.h"
@@ -25,6 +26,16 @@ static void check_report(const struct report_opts *o)
 	FUZZ_CHECK(o->pid >= 0 && o->tid >= 0);
 	FUZZ_CHECK(o->duration == 0 || (o->duration >= 0.001 && o->duration <= 1e7));
 	FUZZ_CHECK(o->threshold >= 0.01 && o->threshold <= 1);
+	FUZZ_CHECK(o->sample_hz <= 1000 && (!o->folded || o->sample_hz));
+	FUZZ_CHECK(o->folded_role >= -1 && o->folded_role < NR_ROLES);
+}
+
+static void check_profile(const struct report_opts *o)
+{
+	FUZZ_CHECK(o->profile && o->pid > 0 && !o->argv && o->folded && *o->folded);
+	FUZZ_CHECK(o->sample_hz >= 1 && o->sample_hz <= 1000);
+	FUZZ_CHECK(o->folded_role >= -1 && o->folded_role < NR_ROLES);
+	FUZZ_CHECK(!o->folded_offcpu || o->folded_role < 0 || o->folded_role == ROLE_TRAINER);
 }
 
 static void check_hist(const struct hist_opts *o)
@@ -79,6 +90,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_quiet_end(&q);
 		if (!ret)
 			check_hist(&hopts);
+	} else if (argc > 1 && !strcmp(argv[1], "profile")) {
+		ret = profile_cmd_parse(argc - 1, argv + 1, ARGP_NO_EXIT, &ropts);
+		fuzz_quiet_end(&q);
+		if (!ret)
+			check_profile(&ropts);
 	} else if (argc > 1 && !strcmp(argv[1], "daemon")) {
 		ret = daemon_cmd_parse(argc - 1, argv + 1, ARGP_NO_EXIT, &cli);
 		fuzz_quiet_end(&q);

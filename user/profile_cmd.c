@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* `pipeprof profile`: the report's tracing, written as folded stacks instead of a report: the
+ * CPU samples of one role or all, or the trainer's waits weighted by their time. */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include "classify.h"
+#include "report_cmd.h"
+
+static const char profile_doc[] =
+	"Sample a training job from outside and write folded stacks (Brendan Gregg's\n"
+	"format: frame;frame;frame count) for flamegraph.pl or speedscope: the CPU\n"
+	"samples of the job's threads, role first, then the Python frames outermost\n"
+	"first, then the native leaf; with --offcpu the trainer's waits instead, each\n"
+	"weighted by its time in microseconds and ending in its stall state.\v"
+	"EXAMPLES:\n"
+	"  sudo pipeprof profile -p 4242 -d 10 -o out.folded\n"
+	"  sudo pipeprof profile -p 4242 -d 10 --role worker -o workers.folded\n"
+	"  sudo pipeprof profile -p 4242 -d 10 --offcpu -o waits.folded\n"
+	"  flamegraph.pl out.folded > out.svg\n"
+	"\n"
+	"Exit status: 0 written, 1 tracing or writing failed, 2 bad arguments or no\n"
+	"such process.";
+
+enum { OPT_ROLE = 0x100, OPT_OFFCPU };
+
+static const struct argp_option profile_options[] = {
+	{ "pid", 'p', "PID", 0, "Process to sample (with its descendants)", 0 },
+	{ "duration", 'd', "SECS", 0, "Sample this long (default: until Ctrl-C or exit)", 0 },
+	{ "frequency", 'F', "HZ", 0, "Samples a second on each CPU (default 49)", 0 },
+	{ "output", 'o', "FILE", 0, "Where the folded stacks go ('-': standard output)", 0 },
+	{ "role", OPT_ROLE, "ROLE", 0, "Only one role's samples: trainer, worker or helper", 0 },
+	{ "offcpu", OPT_OFFCPU, NULL, 0, "The trainer's waits (its stack as each began) instead "
+	  "of CPU samples", 0 },
+	{ "tid", 't', "TID", 0, "The trainer thread (default: most GPU calls, else the main thread)", 0 },
+	{ "verbose", 'v', NULL, 0, "Verbose: libbpf logs and every probe attached", 0 },
+	{},
+};
+
+static int parse_number(const char *arg, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= min && v <= max))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static error_t profile_parse(int key, char *arg, struct argp_state *state)
+{
+	struct report_opts *o = state->input;
+	double v;
+
+	switch (key) {
+	case 'p':
+		if (parse_number(arg, 1, INT_MAX, &v) || v != (int)v) {
+			argp_error(state, "invalid PID: %s", arg);
+			return EINVAL;
+		}
+		o->pid = (pid_t)v;
+		break;
+	case 't':
+		if (parse_number(arg, 1, INT_MAX, &v) || v != (int)v) {
+			argp_error(state, "invalid TID: %s", arg);
+			return EINVAL;
+		}
+		o->tid = (pid_t)v;
+		break;
+	case 'd':
+		if (parse_number(arg, 0.001, 1e7, &o->duration)) {
+			argp_error(state, "invalid duration (seconds > 0): %s", arg);
+			return EINVAL;
+		}
+		break;
+	case 'F':
+		if (parse_number(arg, 1, 1000, &v) || v != (int)v) {
+			argp_error(state, "invalid sampling frequency (1-1000 Hz): %s", arg);
+			return EINVAL;
+		}
+		o->sample_hz = (unsigned int)v;
+		break;
+	case 'o':
+		if (!*arg) {
+			argp_error(state, "-o needs a file name");
+			return EINVAL;
+		}
+		o->folded = arg;
+		break;
+	case OPT_ROLE:
+		if (!strcasecmp(arg, "trainer"))
+			o->folded_role = ROLE_TRAINER;
+		else if (!strcasecmp(arg, "worker"))
+			o->folded_role = ROLE_WORKER;
+		else if (!strcasecmp(arg, "helper"))
+			o->folded_role = ROLE_HELPER;
+		else {
+			argp_error(state, "unknown role '%s' (trainer, worker or helper)", arg);
+			return EINVAL;
+		}
+		break;
+	case OPT_OFFCPU:
+		o->folded_offcpu = true;
+		break;
+	case 'v':
+		o->verbose = true;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument: %s", arg);
+		return EINVAL;
+	case ARGP_KEY_END:
+		if (!o->pid) {
+			argp_error(state, "nothing to sample: give -p PID");
+			return EINVAL;
+		}
+		if (!o->folded) {
+			argp_error(state, "give -o FILE (or -o - for standard output)");
+			return EINVAL;
+		}
+		if (o->folded_offcpu && o->folded_role >= 0 && o->folded_role != ROLE_TRAINER) {
+			argp_error(state, "--offcpu writes the trainer's waits: --role cannot be another");
+			return EINVAL;
+		}
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+int profile_cmd_parse(int argc, char **argv, unsigned int flags, struct report_opts *o)
+{
+	const struct argp argp = {
+		.options = profile_options,
+		.parser = profile_parse,
+		.args_doc = "-p PID -o FILE",
+		.doc = profile_doc,
+	};
+	error_t err;
+
+	*o = (struct report_opts){ .threshold = 0.20, .sample_hz = 49, .profile = true,
+				   .folded_role = -1 };
+	argp_err_exit_status = 2;
+	err = argp_parse(&argp, argc, argv, flags, NULL, o);
+	return err ? -(int)err : 0;
+}
+
+int profile_cmd_main(int argc, char **argv)
+{
+	struct report_opts o;
+
+	if (profile_cmd_parse(argc, argv, 0, &o))
+		return 2;
+	return report_cmd_run(&o);
+}
