@@ -119,7 +119,8 @@ def test_sampling_off(procs, tmp_path):
     job, pid, _ = start_cost_job(procs, PYTHON)
     rep, why = attempt_pipeprof(pid, 1, ["-F", "0"])
     assert rep is not None, why
-    assert "where" not in rep
+    assert rep["where"]["sample_hz"] == 0, rep["where"]
+    assert all(not r["samples"] for r in rep["where"]["roles"].values()), rep["where"]
     r = subprocess.run([PIPEPROF, "-p", str(pid), "-d", "1", "-F", "0", "--folded",
                         str(tmp_path / "x")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--folded needs samples" in r.stderr, r.stderr

@@ -641,8 +641,8 @@ int report_print_json(FILE *out, const struct report *r)
 
 	json_object_object_add(root, "gpu", gpu_json(r));
 	json_object_object_add(root, "python_gc", gc_json(r));
-	if (r->sample_hz)
-		json_object_object_add(root, "where", where_json(r));
+	/* Always there, so every report has the same keys: sample_hz 0 when not sampled. */
+	json_object_object_add(root, "where", where_json(r));
 
 	o = json_object_new_object();
 	json_object_object_add(o, "requests", json_object_new_int64(r->io.count));
