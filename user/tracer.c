@@ -428,6 +428,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	/* Preallocated, so sized to what is asked: one entry when no histogram is kept. */
 	bpf_map__set_max_entries(t->skel->maps.hists, !o->hist_kinds ? 1 :
 				 2 * (o->hist_entries ? o->hist_entries : PP_MAX_HISTS));
+	tracer_size_sample_buffers(t);
 	err = tracer_size_maps(t);
 	if (err)
 		return err;

@@ -155,6 +155,7 @@ void tracer_python_close(struct tracer *t);
 /* tracer_pystack.c: the CPU sampler. Start after the programs load; register a process that
  * maps an interpreter (its stacks are walked where its version can be); take what the ring
  * buffer holds; resolve every sample into r (before tracer_stop()); stop. */
+void tracer_size_sample_buffers(struct tracer *t);
 int tracer_sampler_start(struct tracer *t);
 void tracer_sampler_add_process(struct tracer *t, pid_t pid, const struct mapped_lib *lib);
 void tracer_sampler_poll(struct tracer *t);

@@ -50,6 +50,17 @@ struct tracer_wait {
 	struct pp_wait_stack *rec;
 };
 
+/* Drops the empty slots of the walk (C-stack shim frames); returns how many are left. */
+static int compact_codes(uint64_t *code, int depth)
+{
+	int n = 0;
+
+	for (int d = 0; d < depth; d++)
+		if (code[d])
+			code[n++] = code[d];
+	return n;
+}
+
 static int on_wait(void *ctx, void *data, size_t size)
 {
 	struct tracer *t = ctx;
@@ -71,6 +82,11 @@ static int on_wait(void *ctx, void *data, size_t size)
 	if (!copy)
 		return 0;
 	memcpy(copy, data, sizeof(*copy));
+	copy->depth = compact_codes((uint64_t *)copy->code,
+				    copy->depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : copy->depth);
+	copy->waker_depth = compact_codes((uint64_t *)copy->waker_code,
+					  copy->waker_depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH :
+					  copy->waker_depth);
 	t->waits[t->nr_waits++].rec = copy;
 	return 0;
 }
@@ -109,6 +125,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 			return 0;
 		}
 		memcpy(out->code, s->code, out->depth * sizeof(*out->code));
+		out->depth = compact_codes(out->code, out->depth);
 	}
 	t->nr_samples++;
 	return 0;
@@ -191,6 +208,30 @@ int tracer_sampler_start(struct tracer *t)
 		snprintf(t->sample_err, sizeof(t->sample_err), "cannot sample the CPUs: %s",
 			 strerror(-err));
 	return err;
+}
+
+/* A power of two of pages, at least one. */
+static __u32 ringbuf_size(size_t bytes)
+{
+	__u32 size = (__u32)sysconf(_SC_PAGESIZE);
+
+	while (size < bytes && size < (1u << 30))
+		size <<= 1;
+	return size;
+}
+
+void tracer_size_sample_buffers(struct tracer *t)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	/* Read every 100 ms tick: room for a second's samples of every CPU, and for a second of
+	 * a trainer that waits a thousand times a second. Every page of a ring buffer is
+	 * allocated and mapped at load, so without samples they are a page each. */
+	size_t samples = t->sample_hz ? (size_t)(ncpus > 0 ? ncpus : 1) * t->sample_hz *
+			 sizeof(struct pp_sample) : 0;
+	size_t waits = t->sample_hz ? 1000 * sizeof(struct pp_wait_stack) : 0;
+
+	bpf_map__set_max_entries(t->skel->maps.samples, ringbuf_size(samples));
+	bpf_map__set_max_entries(t->skel->maps.wait_records, ringbuf_size(waits));
 }
 
 void tracer_sampler_poll(struct tracer *t)

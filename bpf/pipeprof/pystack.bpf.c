@@ -25,8 +25,8 @@ struct {
 	__type(value, __u64);
 } py_tstates SEC(".maps");
 
-/* Read by userspace every 100 ms tick, so nothing wakes it per sample: at the default rate a
- * CPU sends a few samples a tick, and the buffer holds thousands. */
+/* Read by userspace every 100 ms tick, so nothing wakes it per sample; sized by userspace
+ * (tracer_size_sample_buffers) to the CPUs and the rate. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1024 * 1024);
@@ -87,21 +87,26 @@ struct frame_walk {
 	__u32 n;
 };
 
+/* One frame per call, into the slot of the call's own index: the verifier knows nothing of
+ * the index, so it verifies the body once rather than once per count of frames kept (a
+ * counter carried from call to call would be a new state at every call). A C-stack shim
+ * frame's slot holds 0, which userspace drops. */
 static long frame_step(__u64 i, void *ctx)
 {
 	struct frame_walk *w = ctx;
 	const struct pp_py_layout *l = w->l;
 	__u8 owner = 0;
+	__u64 code = 0;
 
-	if (!w->frame || w->n >= PP_PY_MAX_DEPTH)
+	if (!w->frame)
 		return 1;
 	if (l->frame_owner != PP_PY_NONE &&
 	    bpf_probe_read_user(&owner, sizeof(owner), (void *)(w->frame + l->frame_owner)))
 		return 1;
-	if (l->owner_cstack == PP_PY_NONE || owner != l->owner_cstack) {
-		w->code[w->n & (PP_PY_MAX_DEPTH - 1)] = read_ptr(w->frame + l->frame_code);
-		w->n++;
-	}
+	if (l->owner_cstack == PP_PY_NONE || owner != l->owner_cstack)
+		code = read_ptr(w->frame + l->frame_code);
+	w->code[i & (PP_PY_MAX_DEPTH - 1)] = code;
+	w->n = i + 1;
 	w->frame = read_ptr(w->frame + l->frame_previous);
 	return 0;
 }
@@ -115,8 +120,7 @@ static __always_inline __u32 walk_frames(const struct pp_py_layout *l, __u64 ts,
 
 	if (l->cframe_frame != PP_PY_NONE)
 		w.frame = read_ptr(w.frame + l->cframe_frame);
-	/* Shim frames take no slot, so a few more steps than slots. */
-	bpf_loop(PP_PY_MAX_DEPTH + 8, frame_step, &w, 0);
+	bpf_loop(PP_PY_MAX_DEPTH, frame_step, &w, 0);
 	*truncated = w.frame != 0;
 	return w.n > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : w.n;
 }
