@@ -563,7 +563,7 @@ static int native_name(struct symbolizer *z, pid_t pid, uint64_t ip, char *out, 
 		if (len > 2 && e.path[0] == '[' && e.path[len - 1] == ']')
 			snprintf(out, size, "%.*s", (int)(len - 2), e.path + 1);
 		else
-			snprintf(out, size, "%s", len ? e.path : "anonymous code (a JIT's, as oneDNN's kernels)");
+			snprintf(out, size, "%s", len ? e.path : "JIT code (anonymous memory)");
 		return 0;
 	}
 	for (int i = 0; i < z->nr_files; i++)
