@@ -42,6 +42,10 @@ static const char report_doc[] =
 	"  pipeprof -p PID             the report: a verdict on where the time goes\n"
 	"  pipeprof hist -p PID KIND   BCC-style histograms of one job\n"
 	"                              (see 'pipeprof hist --help' for the kinds)\n"
+	"  pipeprof profile -p PID -o FILE\n"
+	"                              folded stacks for a flame graph: CPU samples\n"
+	"                              with Python frames, or the trainer's waits\n"
+	"                              (see 'pipeprof profile --help')\n"
 	"  pipeprof daemon             trace every training job on the host and\n"
 	"                              serve Prometheus metrics (see 'pipeprof daemon\n"
 	"                              --help')\n"
@@ -194,7 +198,7 @@ int report_cmd_parse(int argc, char **argv, unsigned int flags, struct report_op
 		.options = report_options,
 		.parser = report_parse,
 		.args_doc = "-p PID\n[-- COMMAND [ARGS...]]\nhist -p PID KIND... [INTERVAL [COUNT]]\n"
-			    "daemon [OPTION...]",
+			    "profile -p PID -o FILE\ndaemon [OPTION...]",
 		.doc = report_doc,
 	};
 	error_t err;
