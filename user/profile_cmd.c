@@ -2,7 +2,6 @@
 /* `pipeprof profile`: the report's tracing, written as folded stacks instead of a report: the
  * CPU samples of one role or all, or the trainer's waits weighted by their time. */
 #include <argp.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,47 +38,34 @@ static const struct argp_option profile_options[] = {
 	{},
 };
 
-static int parse_number(const char *arg, double min, double max, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(arg, &end);
-	if (errno || end == arg || *end || !(v >= min && v <= max))
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 static error_t profile_parse(int key, char *arg, struct argp_state *state)
 {
 	struct report_opts *o = state->input;
-	double v;
+	long v;
 
 	switch (key) {
 	case 'p':
-		if (parse_number(arg, 1, INT_MAX, &v) || v != (int)v) {
+		if (cli_parse_long(arg, 1, INT_MAX, &v)) {
 			argp_error(state, "invalid PID: %s", arg);
 			return EINVAL;
 		}
 		o->pid = (pid_t)v;
 		break;
 	case 't':
-		if (parse_number(arg, 1, INT_MAX, &v) || v != (int)v) {
+		if (cli_parse_long(arg, 1, INT_MAX, &v)) {
 			argp_error(state, "invalid TID: %s", arg);
 			return EINVAL;
 		}
 		o->tid = (pid_t)v;
 		break;
 	case 'd':
-		if (parse_number(arg, 0.001, 1e7, &o->duration)) {
+		if (cli_parse_double(arg, 0.001, 1e7, &o->duration)) {
 			argp_error(state, "invalid duration (seconds > 0): %s", arg);
 			return EINVAL;
 		}
 		break;
 	case 'F':
-		if (parse_number(arg, 1, 1000, &v) || v != (int)v) {
+		if (cli_parse_long(arg, 1, 1000, &v)) {
 			argp_error(state, "invalid sampling frequency (1-1000 Hz): %s", arg);
 			return EINVAL;
 		}

@@ -83,7 +83,7 @@ static const struct argp_option report_options[] = {
 	{},
 };
 
-static int parse_long(const char *arg, long min, long max, long *out)
+int cli_parse_long(const char *arg, long min, long max, long *out)
 {
 	char *end;
 	long v;
@@ -96,7 +96,7 @@ static int parse_long(const char *arg, long min, long max, long *out)
 	return 0;
 }
 
-static int parse_double(const char *arg, double min, double max, double *out)
+int cli_parse_double(const char *arg, double min, double max, double *out)
 {
 	char *end;
 	double v;
@@ -121,14 +121,14 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'p':
-		if (parse_long(arg, 1, INT_MAX, &v)) {
+		if (cli_parse_long(arg, 1, INT_MAX, &v)) {
 			argp_error(state, "invalid PID: %s", arg);
 			return EINVAL;
 		}
 		o->pid = v;
 		break;
 	case 'd':
-		if (parse_double(arg, 0.001, 1e7, &o->duration)) {
+		if (cli_parse_double(arg, 0.001, 1e7, &o->duration)) {
 			argp_error(state, "invalid duration (seconds > 0): %s", arg);
 			return EINVAL;
 		}
@@ -137,21 +137,21 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 		o->json = true;
 		break;
 	case 't':
-		if (parse_long(arg, 1, INT_MAX, &v)) {
+		if (cli_parse_long(arg, 1, INT_MAX, &v)) {
 			argp_error(state, "invalid TID: %s", arg);
 			return EINVAL;
 		}
 		o->tid = v;
 		break;
 	case 'T':
-		if (parse_double(arg, 1, 100, &o->threshold)) {
+		if (cli_parse_double(arg, 1, 100, &o->threshold)) {
 			argp_error(state, "invalid threshold (1-100 percent): %s", arg);
 			return EINVAL;
 		}
 		o->threshold /= 100;
 		break;
 	case 'F':
-		if (parse_long(arg, 0, 1000, &v)) {
+		if (cli_parse_long(arg, 0, 1000, &v)) {
 			argp_error(state, "invalid sampling frequency (0-1000 Hz): %s", arg);
 			return EINVAL;
 		}

@@ -27,6 +27,10 @@ struct report_opts {
  */
 int report_cmd_parse(int argc, char **argv, unsigned int flags, struct report_opts *o);
 
+/* A whole-string number in [min, max] (NaN refused), or -EINVAL: the commands' option values. */
+int cli_parse_long(const char *arg, long min, long max, long *out);
+int cli_parse_double(const char *arg, double min, double max, double *out);
+
 /* `pipeprof profile`'s options (argv[0] is the subcommand's name), into the same options. */
 int profile_cmd_parse(int argc, char **argv, unsigned int flags, struct report_opts *o);
 int profile_cmd_main(int argc, char **argv);
