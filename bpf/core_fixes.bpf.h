@@ -98,9 +98,8 @@ static __always_inline struct rq *task_cpu_rq(struct task_struct *task)
 }
 
 /* The thread pointer of a task's user mode, which glibc makes pthread_self() and CPython
- * records as each thread state's thread_id: fsbase on x86-64, tpidr_el0 on arm64. The field
- * moved into struct thread_struct's uw on arm64 with 9e0f085c5f2a ("arm64: Move
- * thread_struct's user-writable fields into a struct", 4.17). */
+ * records as each thread state's thread_id: fsbase on x86-64, tpidr_el0 (thread.uw.tp_value)
+ * on arm64. An architecture difference, not a kernel version's. */
 struct thread_struct___x86 {
 	unsigned long fsbase;
 } __attribute__((preserve_access_index));
@@ -125,9 +124,8 @@ static __always_inline __u64 task_user_tls(struct task_struct *task)
 
 /* Whether the registers a perf event sampled (its context's, read directly) are user mode's:
  * the privilege level in the code segment on x86, the exception level in pstate on arm64.
- * The context allows only whole 8-byte loads of them, and cs is a u16 in kernels since
- * 8a19c47f6bf9 ("x86/entry: Add fields to struct pt_regs for FRED"): its slot is read whole
- * (pt_regs is ptrace's ABI, so the slot does not move). */
+ * The context allows only whole 8-byte loads of them, and newer kernels declare cs narrower
+ * than its slot: the slot is read whole (pt_regs is ptrace's ABI, so it does not move). */
 #if defined(__TARGET_ARCH_x86)
 #define perf_sample_in_user_mode(ctx) \
 	((((const __u64 *)&(ctx)->regs)[__builtin_offsetof(struct pt_regs, cs) / 8] & 3) != 0)
