@@ -30,7 +30,7 @@ PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hi
 	user/daemon_config.c user/daemon_window.c user/step_baseline.c user/http.c user/waited_on.c \
 	user/btf_percpu.c user/cgroup.c user/target.c user/caps.c user/sanitize.c user/ere_cost.c \
 	user/cache.c user/kfeatures_entry.c user/symcache.c user/mhd_lazy.c user/predict.c \
-	user/recommend.c user/pystack.c user/where.c
+	user/recommend.c user/pystack.c user/where.c user/callsite.c user/flamegraph.c
 PLUMBING_SRCS := $(filter-out $(PURE_SRCS),$(wildcard user/*.c))
 PURE_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PURE_SRCS))
 PLUMBING_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PLUMBING_SRCS))
@@ -130,7 +130,12 @@ $(OUTPUT)/fakecuda/libcudart.so.13: tools/fakecuda/fakecudart.c tools/fakecuda/f
 $(OUTPUT)/workloads/%: tools/workloads/%.c | $(OUTPUT)/workloads
 	$(CC) -O2 -g -Wall -Wextra $< -o $@ -lpthread
 
-fixtures: $(FAKECUDA) $(WORKLOAD_BINS)
+# A native call chain with frame pointers, and no tail calls to hide a frame, for the sampler.
+$(OUTPUT)/workloads/libfpchain.so: tools/workloads/fpchain/fpchain.c | $(OUTPUT)/workloads
+	$(CC) -O2 -g -fPIC -shared -Wall -fno-omit-frame-pointer -fno-optimize-sibling-calls \
+		$< -o $@
+
+fixtures: $(FAKECUDA) $(WORKLOAD_BINS) $(OUTPUT)/workloads/libfpchain.so
 
 # Installs every build and test dependency from Debian's packages.
 deps:

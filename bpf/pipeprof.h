@@ -304,6 +304,9 @@ struct pp_hist {
 #define PP_PY_MAX_DEPTH		64	/* frames kept per sample; a power of two */
 #define PP_PY_MAX_THREADS	128	/* thread states walked to find the sampled thread's */
 #define PP_PY_NONE		0xffff	/* a layout field this version does not have */
+/* User-mode addresses kept per sample: the leaf, then return addresses as deep as the frame
+ * pointer chain goes (userspace keeps those that follow a call instruction). */
+#define PP_USTACK_MAX_DEPTH	32
 
 /* Where an interpreter version keeps what the walk reads, as offsets into its own structs
  * (user/pystack.c holds the table, with the source of each). */
@@ -349,12 +352,14 @@ struct pp_wait_stack {
 
 struct pp_sample {
 	__u32 tid, tgid;
-	__u64 user_ip;			/* where user mode was (the leaf, or the syscall's caller) */
 	__u32 kernel;			/* the sample hit kernel mode */
+	__u32 ustack_depth;		/* addresses in ustack[] */
 	__u32 py;			/* enum pp_sample_py */
 	__u32 depth;			/* code objects in code[] */
 	__u32 truncated;		/* more frames than PP_PY_MAX_DEPTH */
 	__u64 code[PP_PY_MAX_DEPTH];
+	/* Where user mode was (the leaf, or the syscall's caller), then its callers. */
+	__u64 ustack[PP_USTACK_MAX_DEPTH];
 };
 
 #endif /* PIPEPROF_H */

@@ -269,3 +269,47 @@ def test_profile_offcpu(procs, tmp_path):
     # machine; a quarter at least on a busy one).
     assert us.get("THREAD_WAIT", 0) > 0.5e6, us
     assert any("main.<locals>.next_batch (thread_loader.py:" in l for l in lines), lines[:5]
+
+
+FP_CHAIN = ["fp_outer", "fp_middle", "fp_inner_spin"]
+
+
+def test_native_callers(procs, tmp_path):
+    """Native frames beyond the leaf, as deep as frame pointers go: a ctypes call into a chain
+    built with frame pointers (fp_outer -> fp_middle -> fp_inner_spin) is found whole under
+    its Python caller, in every attach; a frame is never out of order or under the wrong
+    Python function."""
+    lib = os.path.join(ROOT, ".output", "workloads", "libfpchain.so")
+    job = procs([PYTHON, os.path.join(WORKLOADS, "native_chain.py"), "--lib", lib,
+                 "--duration", "120"], name="native_chain")
+    m = job.wait_line(r"^READY pid=(\d+)", 60)
+    assert m, job.output()
+    problems, lines_seen = [], []
+    for attach in range(1, ATTACHES + 1):
+        out = tmp_path / ("chain%d.folded" % attach)
+        r = subprocess.run([PIPEPROF, "profile", "-p", m.group(1), "-d", "3", "-F", str(HZ),
+                            "-o", str(out)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        whole = leaf = 0
+        for line in out.read_text().splitlines():
+            stack, count = line.rsplit(" ", 1)
+            frames = stack.split(";")
+            chain = [f[1:].split(" (")[0] for f in frames if f.startswith("[fp_")]
+            idx = [FP_CHAIN.index(c) for c in chain if c in FP_CHAIN]
+            if len(idx) != len(chain) or idx != sorted(set(idx)):
+                problems.append("attach %d: frames of the chain out of order: %s" % (attach, line))
+            py = [f for f in frames if f and not f.startswith("[") and f != "TRAINER"]
+            if chain and (not py or not py[-1].startswith("native_step (native_chain.py:")):
+                problems.append("attach %d: the chain under another Python frame: %s" %
+                                (attach, line))
+            if frames[-1] == "[fp_inner_spin (libfpchain.so)]":
+                leaf += int(count)
+                if chain == FP_CHAIN:
+                    whole += int(count)
+        lines_seen.append("attach %d: %d of %d samples in fp_inner_spin have the whole chain" %
+                          (attach, whole, leaf))
+        if leaf < 200 or whole < 0.9 * leaf:
+            problems.append(lines_seen[-1])
+    job.signal(signal.SIGTERM)
+    print("\n" + "\n".join(lines_seen))
+    assert not problems, "\n".join(problems[:20] + lines_seen)

@@ -440,6 +440,11 @@ int where_write_folded(FILE *out, const struct where_sample *samples, int nr, in
 		}
 		fputs(role_name(s->role), f);
 		put_py(f, s->py, s->py_depth, names);
+		for (int d = s->nr_callers - 1; d >= 0; d--) {
+			fputs(";[", f);
+			put_frame(f, s->callers[d] >= 0 ? names->names[s->callers[d]] : "unknown");
+			fputc(']', f);
+		}
 		fputc(';', f);
 		if (s->native >= 0) {
 			fputc('[', f);

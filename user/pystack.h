@@ -57,6 +57,8 @@ struct where_sample {
 	int role;			/* enum role, or -1: not in the report */
 	bool kernel;
 	int native;			/* name id of the user-mode leaf, -1 unknown */
+	int nr_callers;			/* native frames below the Python ones, found by frame pointers */
+	int *callers;			/* their name ids, innermost first; -1 unknown */
 	int py_depth;			/* -1: no interpreter walked in this thread */
 	int *py;			/* name ids, innermost first; -1 for a frame not resolved */
 };
@@ -128,8 +130,9 @@ int where_aggregate(const struct where_sample *samples, int nr, int nr_roles,
 		    struct where_role *roles);
 
 /* Brendan Gregg's folded stacks, outermost frame first, one line per distinct stack with its
- * count; role < 0 takes every role. Frames: "[comm]" of the process, Python functions, then
- * the native leaf in brackets when the leaf is not the interpreter itself. */
+ * count; role < 0 takes every role. Frames: the role, Python functions, then in brackets the
+ * native callers the frame pointers gave and the native leaf, then [kernel] for a sample in
+ * kernel mode. */
 int where_write_folded(FILE *out, const struct where_sample *samples, int nr, int role,
 		       const struct where_names *names);
 

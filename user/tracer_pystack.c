@@ -25,6 +25,7 @@
 #include "pipeprof.skel.h"
 #include "pystack.h"
 #include "report.h"
+#include "symbolize.h"
 #include "tracer.h"
 
 #define MAX_SAMPLES 200000
@@ -40,10 +41,11 @@ struct tracer_pyproc {
 
 struct tracer_sample {
 	uint32_t tid, tgid;
-	uint64_t ip;
 	uint8_t kernel, py;
 	uint16_t depth;
+	uint16_t ustack_depth;
 	uint64_t *code;
+	uint64_t *ustack;		/* the leaf, then return addresses as the walk found them */
 };
 
 struct tracer_wait {
@@ -115,9 +117,11 @@ static int on_sample(void *ctx, void *data, size_t size)
 		t->cap_samples = cap;
 	}
 	out = &t->samples[t->nr_samples];
-	*out = (struct tracer_sample){ .tid = s->tid, .tgid = s->tgid, .ip = s->user_ip,
+	*out = (struct tracer_sample){ .tid = s->tid, .tgid = s->tgid,
 				       .kernel = !!s->kernel, .py = (uint8_t)s->py,
-				       .depth = s->depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : s->depth };
+				       .depth = s->depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : s->depth,
+				       .ustack_depth = s->ustack_depth > PP_USTACK_MAX_DEPTH ?
+						       PP_USTACK_MAX_DEPTH : s->ustack_depth };
 	if (out->depth) {
 		out->code = malloc(out->depth * sizeof(*out->code));
 		if (!out->code) {
@@ -126,6 +130,15 @@ static int on_sample(void *ctx, void *data, size_t size)
 		}
 		memcpy(out->code, s->code, out->depth * sizeof(*out->code));
 		out->depth = compact_codes(out->code, out->depth);
+	}
+	if (out->ustack_depth) {
+		out->ustack = malloc(out->ustack_depth * sizeof(*out->ustack));
+		if (!out->ustack) {
+			free(out->code);
+			t->samples_over_cap++;
+			return 0;
+		}
+		memcpy(out->ustack, s->ustack, out->ustack_depth * sizeof(*out->ustack));
 	}
 	t->nr_samples++;
 	return 0;
@@ -460,6 +473,7 @@ struct addr_cache {
 		uint64_t pid_plus_one, addr;
 		int id;
 		bool tried;
+		bool kept;		/* return addresses: one a native stack keeps */
 	} *slots;
 	size_t cap, used;
 };
@@ -500,101 +514,6 @@ static struct addr_slot *cache_slot(struct addr_cache *c, pid_t pid, uint64_t ad
 	return &c->slots[h];
 }
 
-/* A file's symbols, loaded once however many processes map it. */
-struct sym_file {
-	uint64_t inode;
-	unsigned int dev_major, dev_minor;
-	struct elf_syms syms;
-	int err;
-};
-
-struct symbolizer {
-	struct sym_file *files;
-	int nr_files;
-	char *(*demangle)(const char *, char *, size_t *, int *);
-	void *libstdcxx;
-};
-
-static const char *demangled(struct symbolizer *z, const char *name, char **owned)
-{
-	int status = 0;
-
-	*owned = NULL;
-	if (strncmp(name, "_Z", 2))
-		return name;
-	/* libstdc++ only when a C++ name is to be shown: pipeprof itself does not link it. */
-	if (!z->libstdcxx) {
-		z->libstdcxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
-		if (z->libstdcxx)
-			*(void **)&z->demangle = dlsym(z->libstdcxx, "__cxa_demangle");
-	}
-	if (z->demangle)
-		*owned = z->demangle(name, NULL, NULL, &status);
-	return *owned && !status ? *owned : name;
-}
-
-static int native_name(struct symbolizer *z, pid_t pid, uint64_t ip, char *out, size_t size)
-{
-	char path[64], line[PATH_MAX + 128], file[96];
-	struct maps_entry e;
-	bool found = false, relocatable;
-	struct sym_file *sf = NULL;
-	const char *sym, *base;
-	uint64_t vaddr;
-	char *owned;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (!procmaps_parse_line(line, &e) && ip >= e.start && ip < e.end) {
-			found = true;
-			break;
-		}
-	fclose(f);
-	if (!found)
-		return -ENOENT;
-	if (!e.inode) {
-		/* The vDSO, a JIT's code: the mapping's own name ("[vdso]") is all there is. */
-		size_t len = strlen(e.path);
-
-		if (len > 2 && e.path[0] == '[' && e.path[len - 1] == ']')
-			snprintf(out, size, "%.*s", (int)(len - 2), e.path + 1);
-		else
-			snprintf(out, size, "%s", len ? e.path : "JIT code (anonymous memory)");
-		return 0;
-	}
-	for (int i = 0; i < z->nr_files; i++)
-		if (z->files[i].inode == e.inode && z->files[i].dev_major == e.dev_major &&
-		    z->files[i].dev_minor == e.dev_minor)
-			sf = &z->files[i];
-	snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
-		 (unsigned long long)e.start, (unsigned long long)e.end);
-	if (!sf) {
-		void *grown = realloc(z->files, (z->nr_files + 1) * sizeof(*z->files));
-
-		if (!grown)
-			return -ENOMEM;
-		z->files = grown;
-		sf = &z->files[z->nr_files++];
-		*sf = (struct sym_file){ .inode = e.inode, .dev_major = e.dev_major,
-					 .dev_minor = e.dev_minor };
-		sf->err = elf_syms_load(file, &sf->syms);
-	}
-	base = strrchr(e.path, '/');
-	base = base ? base + 1 : e.path;
-	if (sf->err || elf_offset_to_vaddr(file, ip - e.start + e.pgoff, &vaddr, &relocatable) ||
-	    !(sym = elf_syms_find(&sf->syms, vaddr))) {
-		snprintf(out, size, "%s+0x%llx", base, (unsigned long long)(ip - e.start + e.pgoff));
-		return 0;
-	}
-	snprintf(out, size, "%s (%s)", demangled(z, sym, &owned), base);
-	free(owned);
-	return 0;
-}
-
 /* Name ids of code[0..depth) of process pid, innermost first (-1: not a code object). */
 static int *resolve_stack(struct addr_cache *codes, const struct tracer_pyproc *p, pid_t pid,
 			  const uint64_t *code, int depth, struct where_names *names)
@@ -619,6 +538,42 @@ static int *resolve_stack(struct addr_cache *codes, const struct tracer_pyproc *
 		ids[d] = slot->id;
 	}
 	return ids;
+}
+
+/* The native callers of a sample's leaf, innermost first, as far as the frame pointer walk
+ * gave return addresses: it stops at the first word that does not follow a call (a library
+ * without frame pointers) and, in a walked Python thread, at the interpreter, whose part the
+ * Python frames tell. A return address is named by the call before it (ret - 1), which can
+ * be the last instruction of its function. */
+static int resolve_callers(struct symbolizer *z, struct addr_cache *rets,
+			   const struct tracer_sample *s, struct where_sample *w,
+			   struct where_names *names)
+{
+	char name[PATH_MAX + NAME_MAX_BYTES * 4];
+	int *ids = malloc((s->ustack_depth - 1) * sizeof(*ids));
+
+	if (!ids)
+		return -ENOMEM;
+	w->callers = ids;
+	for (int d = 1; d < s->ustack_depth; d++) {
+		uint64_t ret = s->ustack[d];
+		struct addr_slot *slot;
+		bool fresh;
+
+		if (!ret || !(slot = cache_slot(rets, s->tgid, ret, &fresh)))
+			break;
+		if (fresh) {
+			slot->kept = symbolizer_is_return_address(z, s->tgid, ret) &&
+				     !(s->py == PP_SAMPLE_PY_OK &&
+				       symbolizer_in_interpreter(z, s->tgid, ret - 1));
+			if (slot->kept && !symbolizer_name(z, s->tgid, ret - 1, name, sizeof(name)))
+				slot->id = where_name_id(names, name);
+		}
+		if (!slot->kept)
+			break;
+		ids[w->nr_callers++] = slot->id;
+	}
+	return 0;
 }
 
 static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *codes)
@@ -653,7 +608,7 @@ static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *
 
 int tracer_collect_samples(struct tracer *t, struct report *r)
 {
-	struct addr_cache codes = {}, ips = {};
+	struct addr_cache codes = {}, ips = {}, rets = {};
 	struct symbolizer z = {};
 	char name[PATH_MAX + NAME_MAX_BYTES * 4];
 	int err = 0;
@@ -684,10 +639,16 @@ int tracer_collect_samples(struct tracer *t, struct report *r)
 		*w = (struct where_sample){ .tid = s->tid, .tgid = s->tgid, .role = -1,
 					    .kernel = s->kernel, .native = -1,
 					    .py_depth = s->py == PP_SAMPLE_PY_OK ? s->depth : -1 };
-		if (s->ip && (slot = cache_slot(&ips, s->tgid, s->ip, &fresh))) {
-			if (fresh && !native_name(&z, s->tgid, s->ip, name, sizeof(name)))
+		if (s->ustack_depth && s->ustack[0] &&
+		    (slot = cache_slot(&ips, s->tgid, s->ustack[0], &fresh))) {
+			if (fresh && !symbolizer_name(&z, s->tgid, s->ustack[0], name, sizeof(name)))
 				slot->id = where_name_id(&r->where_names, name);
 			w->native = slot->id;
+		}
+		if (s->ustack_depth > 1) {
+			err = resolve_callers(&z, &rets, s, w, &r->where_names);
+			if (err)
+				break;
 		}
 		if (w->py_depth <= 0)
 			continue;
@@ -702,11 +663,8 @@ int tracer_collect_samples(struct tracer *t, struct report *r)
 	r->wait_records_lost = tracer_counter(t, PP_CNT_WAIT_STACKS_LOST);
 	free(codes.slots);
 	free(ips.slots);
-	for (int i = 0; i < z.nr_files; i++)
-		elf_syms_free(&z.files[i].syms);
-	free(z.files);
-	if (z.libstdcxx)
-		dlclose(z.libstdcxx);
+	free(rets.slots);
+	symbolizer_free(&z);
 	return err;
 }
 
@@ -725,8 +683,10 @@ void tracer_sampler_close(struct tracer *t)
 	t->sample_ncpus = t->nr_sample_cpus = 0;
 	ring_buffer__free(t->samples_rb);
 	t->samples_rb = NULL;
-	for (int i = 0; i < t->nr_samples; i++)
+	for (int i = 0; i < t->nr_samples; i++) {
 		free(t->samples[i].code);
+		free(t->samples[i].ustack);
+	}
 	for (int i = 0; i < t->nr_waits; i++)
 		free(t->waits[i].rec);
 	free(t->waits);

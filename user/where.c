@@ -313,8 +313,10 @@ struct json_object *where_json(const struct report *r)
 
 void where_free(struct report *r)
 {
-	for (int i = 0; i < r->nr_where_samples; i++)
+	for (int i = 0; i < r->nr_where_samples; i++) {
 		free(r->where_samples[i].py);
+		free(r->where_samples[i].callers);
+	}
 	free(r->where_samples);
 	r->where_samples = NULL;
 	r->nr_where_samples = 0;

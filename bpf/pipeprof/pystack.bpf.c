@@ -211,6 +211,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	__u32 tid = task->pid, tgid = task->tgid;
 	struct pp_py_proc *p;
 	struct pp_sample *s;
+	long bytes;
 	__u64 ts;
 
 	/* Only inside the window, and only the job's threads (the idle task is pid 0). */
@@ -223,12 +224,14 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	}
 	s->tid = tid;
 	s->tgid = tgid;
-	s->user_ip = 0;
 	s->kernel = !perf_sample_in_user_mode(ctx);
 	s->py = PP_SAMPLE_NO_PY;
 	s->depth = s->truncated = 0;
-	/* The first frame of the user stack is where user mode was, wherever the sample hit. */
-	bpf_get_stack(ctx, &s->user_ip, sizeof(s->user_ip), BPF_F_USER_STACK);
+	/* The user stack's first frame is where user mode was, wherever the sample hit; the
+	 * rest follow the frame pointers, garbage where a library omits them (userspace checks
+	 * each against the call before it). */
+	bytes = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
+	s->ustack_depth = bytes > 0 ? bytes / sizeof(s->ustack[0]) : 0;
 	p = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (p) {
 		ts = find_tstate(p, tid, task_user_tls(task));

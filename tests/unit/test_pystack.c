@@ -3,6 +3,7 @@
  * shares and folded stacks. */
 #include <stdlib.h>
 #include "classify.h"
+#include "callsite.h"
 #include "pystack.h"
 #include "unit.h"
 
@@ -135,6 +136,59 @@ TEST(test_aggregate_and_fold)
 	where_names_free(&names);
 }
 
+TEST(test_folded_native_callers)
+{
+	struct where_names names = {};
+	int step = where_name_id(&names, "step (a.py:3)"), leaf = where_name_id(&names, "spin (lib.so)");
+	int outer = where_name_id(&names, "outer (lib.so)"), mid = where_name_id(&names, "mid (lib.so)");
+	int py[] = { step }, callers[] = { mid, outer, -1 };
+	struct where_sample s = { .tid = 1, .role = ROLE_TRAINER, .native = leaf, .py_depth = 1,
+				  .py = py, .nr_callers = 3, .callers = callers };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	CHECK_EQ_INT(where_write_folded(f, &s, 1, -1, &names), 0);
+	fclose(f);
+	/* Outermost first: the unnamed caller, then outer, mid, and the leaf last. */
+	CHECK_STR(text, "TRAINER;step (a.py:3);[unknown];[outer (lib.so)];[mid (lib.so)];"
+			"[spin (lib.so)] 1\n");
+	free(text);
+	where_names_free(&names);
+}
+
+/* The 8 bytes before a return address: filler, then the call of the given bytes. */
+static bool call_of(const uint8_t *insn, int len)
+{
+	uint8_t before[CALLSITE_BYTES];
+
+	memset(before, 0x90, sizeof(before));
+	memcpy(before + CALLSITE_BYTES - len, insn, len);
+	return x86_call_ends_at(before);
+}
+
+TEST(test_call_sites)
+{
+	/* Each form a compiler emits for a call, with the bytes gcc and clang produce. */
+	CHECK(call_of((const uint8_t[]){ 0xe8, 0x10, 0x20, 0x30, 0x40 }, 5));	/* call rel32 */
+	CHECK(call_of((const uint8_t[]){ 0xff, 0xd0 }, 2));			/* call *%rax */
+	CHECK(call_of((const uint8_t[]){ 0x41, 0xff, 0xd3 }, 3));		/* call *%r11 */
+	CHECK(call_of((const uint8_t[]){ 0xff, 0x10 }, 2));			/* call *(%rax) */
+	CHECK(call_of((const uint8_t[]){ 0xff, 0x50, 0x18 }, 3));		/* call *0x18(%rax) */
+	CHECK(call_of((const uint8_t[]){ 0xff, 0x90, 0x00, 0x01, 0, 0 }, 6));	/* call *0x100(%rax) */
+	CHECK(call_of((const uint8_t[]){ 0xff, 0x15, 1, 2, 3, 4 }, 6));		/* call *x(%rip) */
+	CHECK(call_of((const uint8_t[]){ 0xff, 0x14, 0xc5, 1, 2, 3, 4 }, 7));	/* call *x(,%rax,8) */
+	CHECK(call_of((const uint8_t[]){ 0xff, 0x54, 0x24, 0x08 }, 4));		/* call *8(%rsp) */
+	CHECK(call_of((const uint8_t[]){ 0xff, 0x14, 0x24 }, 3));		/* call *(%rsp) */
+	/* Not calls: what a frame pointer walk reads from a frame with no frame pointer. */
+	CHECK(!call_of((const uint8_t[]){ 0x90 }, 1));
+	CHECK(!call_of((const uint8_t[]){ 0xff, 0xe0 }, 2));			/* jmp *%rax */
+	CHECK(!call_of((const uint8_t[]){ 0xe9, 1, 2, 3, 4 }, 5));		/* jmp rel32 */
+	CHECK(!call_of((const uint8_t[]){ 0xff, 0x50 }, 2));	/* ModRM wants a displacement */
+	CHECK(!call_of((const uint8_t[]){ 0xff, 0x15, 1, 2 }, 4));	/* RIP-relative cut short */
+	CHECK(!call_of((const uint8_t[]){ 0, 0, 0, 0, 0, 0, 0, 0 }, 8));
+}
+
 TEST(test_wait_sites)
 {
 	struct where_names names = {};
@@ -192,5 +246,7 @@ int main(void)
 	RUN_TEST(test_str_decoding);
 	RUN_TEST(test_aggregate_and_fold);
 	RUN_TEST(test_wait_sites);
+	RUN_TEST(test_folded_native_callers);
+	RUN_TEST(test_call_sites);
 	return unit_summary();
 }

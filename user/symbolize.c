@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include "callsite.h"
+#include "elfsym.h"
+#include "procmaps.h"
+#include "symbolize.h"
+
+/* A file's symbols, loaded once however many processes map it. */
+struct sym_file {
+	uint64_t inode;
+	unsigned int dev_major, dev_minor;
+	struct elf_syms syms;
+	int err;
+};
+
+struct sym_map {
+	uint64_t start, end, pgoff, inode;
+	unsigned int dev_major, dev_minor;
+	bool exec;
+	char *path;
+};
+
+/* A process's mappings as they were when first asked about, in address order. */
+struct sym_proc {
+	pid_t pid;
+	struct sym_map *maps;
+	int nr_maps;
+};
+
+static void proc_free(struct sym_proc *p)
+{
+	for (int i = 0; i < p->nr_maps; i++)
+		free(p->maps[i].path);
+	free(p->maps);
+}
+
+static int proc_load(struct sym_proc *p, pid_t pid)
+{
+	char path[64], line[PATH_MAX + 128];
+	struct maps_entry e;
+	int cap = 0, err = 0;
+	FILE *f;
+
+	*p = (struct sym_proc){ .pid = pid };
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;	/* gone: an empty map, asked once */
+	while (fgets(line, sizeof(line), f)) {
+		if (procmaps_parse_line(line, &e))
+			continue;
+		if (p->nr_maps == cap) {
+			void *grown = realloc(p->maps, (cap = cap ? 2 * cap : 64) * sizeof(*p->maps));
+
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			p->maps = grown;
+		}
+		p->maps[p->nr_maps] = (struct sym_map){
+			.start = e.start, .end = e.end, .pgoff = e.pgoff, .inode = e.inode,
+			.dev_major = e.dev_major, .dev_minor = e.dev_minor, .exec = e.perms[2] == 'x',
+			.path = strdup(e.path) };
+		if (!p->maps[p->nr_maps].path) {
+			err = -ENOMEM;
+			break;
+		}
+		p->nr_maps++;
+	}
+	fclose(f);
+	return err;
+}
+
+static const struct sym_map *map_of(struct symbolizer *z, pid_t pid, uint64_t addr)
+{
+	struct sym_proc *p = NULL;
+	int lo = 0, hi;
+
+	for (int i = 0; i < z->nr_procs && !p; i++)
+		if (z->procs[i].pid == pid)
+			p = &z->procs[i];
+	if (!p) {
+		void *grown = realloc(z->procs, (z->nr_procs + 1) * sizeof(*z->procs));
+
+		if (!grown)
+			return NULL;
+		z->procs = grown;
+		p = &z->procs[z->nr_procs];
+		if (proc_load(p, pid)) {
+			proc_free(p);
+			return NULL;
+		}
+		z->nr_procs++;
+	}
+	hi = p->nr_maps - 1;
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (addr < p->maps[mid].start)
+			hi = mid - 1;
+		else if (addr >= p->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &p->maps[mid];
+	}
+	return NULL;
+}
+
+static const char *demangled(struct symbolizer *z, const char *name, char **owned)
+{
+	int status = 0;
+
+	*owned = NULL;
+	if (strncmp(name, "_Z", 2))
+		return name;
+	/* libstdc++ only when a C++ name is to be shown: pipeprof itself does not link it. */
+	if (!z->libstdcxx) {
+		z->libstdcxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+		if (z->libstdcxx)
+			*(void **)&z->demangle = dlsym(z->libstdcxx, "__cxa_demangle");
+	}
+	if (z->demangle)
+		*owned = z->demangle(name, NULL, NULL, &status);
+	return *owned && !status ? *owned : name;
+}
+
+static struct sym_file *file_of(struct symbolizer *z, pid_t pid, const struct sym_map *m)
+{
+	char file[96];
+	struct sym_file *sf;
+	void *grown;
+
+	for (int i = 0; i < z->nr_files; i++)
+		if (z->files[i].inode == m->inode && z->files[i].dev_major == m->dev_major &&
+		    z->files[i].dev_minor == m->dev_minor)
+			return &z->files[i];
+	grown = realloc(z->files, (z->nr_files + 1) * sizeof(*z->files));
+	if (!grown)
+		return NULL;
+	z->files = grown;
+	sf = &z->files[z->nr_files++];
+	*sf = (struct sym_file){ .inode = m->inode, .dev_major = m->dev_major,
+				 .dev_minor = m->dev_minor };
+	/* Through map_files: the file the process maps, whatever its path now names. */
+	snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	sf->err = elf_syms_load(file, &sf->syms);
+	return sf;
+}
+
+int symbolizer_name(struct symbolizer *z, pid_t pid, uint64_t ip, char *out, size_t size)
+{
+	const struct sym_map *m = map_of(z, pid, ip);
+	struct sym_file *sf;
+	const char *sym, *base;
+	bool relocatable;
+	uint64_t vaddr;
+	char file[96];
+	char *owned;
+
+	if (!m)
+		return -ENOENT;
+	if (!m->inode) {
+		/* The vDSO, a JIT's code: the mapping's own name ("[vdso]") is all there is. */
+		size_t len = strlen(m->path);
+
+		if (len > 2 && m->path[0] == '[' && m->path[len - 1] == ']')
+			snprintf(out, size, "%.*s", (int)(len - 2), m->path + 1);
+		else
+			snprintf(out, size, "%s", len ? m->path : "JIT code (anonymous memory)");
+		return 0;
+	}
+	sf = file_of(z, pid, m);
+	base = strrchr(m->path, '/');
+	base = base ? base + 1 : m->path;
+	snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	if (!sf || sf->err || elf_offset_to_vaddr(file, ip - m->start + m->pgoff, &vaddr, &relocatable) ||
+	    !(sym = elf_syms_find(&sf->syms, vaddr))) {
+		snprintf(out, size, "%s+0x%llx", base, (unsigned long long)(ip - m->start + m->pgoff));
+		return 0;
+	}
+	snprintf(out, size, "%s (%s)", demangled(z, sym, &owned), base);
+	free(owned);
+	return 0;
+}
+
+bool symbolizer_is_return_address(struct symbolizer *z, pid_t pid, uint64_t ret)
+{
+	const struct sym_map *m = map_of(z, pid, ret - 1);
+	uint8_t before[CALLSITE_BYTES];
+	struct iovec local = { before, sizeof(before) };
+	struct iovec remote = { (void *)(uintptr_t)(ret - sizeof(before)), sizeof(before) };
+
+	if (!m || !m->exec || ret - sizeof(before) < m->start)
+		return false;
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == sizeof(before) &&
+	       x86_call_ends_at(before);
+}
+
+bool symbolizer_in_interpreter(struct symbolizer *z, pid_t pid, uint64_t ip)
+{
+	const struct sym_map *m = map_of(z, pid, ip);
+	const char *base;
+
+	if (!m || !m->inode)
+		return false;
+	base = strrchr(m->path, '/');
+	base = base ? base + 1 : m->path;
+	return !strncmp(base, "python", 6) || !strncmp(base, "libpython", 9);
+}
+
+void symbolizer_free(struct symbolizer *z)
+{
+	for (int i = 0; i < z->nr_files; i++)
+		elf_syms_free(&z->files[i].syms);
+	free(z->files);
+	for (int i = 0; i < z->nr_procs; i++)
+		proc_free(&z->procs[i]);
+	free(z->procs);
+	if (z->libstdcxx)
+		dlclose(z->libstdcxx);
+	*z = (struct symbolizer){};
+}
