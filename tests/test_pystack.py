@@ -13,7 +13,9 @@ import json
 import os
 import re
 import signal
+import shutil
 import subprocess
+from xml.etree import ElementTree
 
 import pytest
 
@@ -313,3 +315,49 @@ def test_native_callers(procs, tmp_path):
     job.signal(signal.SIGTERM)
     print("\n" + "\n".join(lines_seen))
     assert not problems, "\n".join(problems[:20] + lines_seen)
+
+
+def test_flame_graph_svg(procs, tmp_path):
+    """`profile --format svg`: one self-contained SVG whose frames are as wide as their
+    samples (worker_hot 60% of the worker's), drawn by a browser."""
+    job, pid, _ = start_cost_job(procs, PYTHON)
+    out = tmp_path / "flame.svg"
+    r = subprocess.run([PIPEPROF, "profile", "-p", str(pid), "-d", "3", "-F", str(HZ), "--role",
+                        "worker", "--format", "svg", "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    job.signal(signal.SIGTERM)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "http" not in text.replace('xmlns="http://www.w3.org/2000/svg"', ""), \
+        "the SVG refers to something outside itself"
+    root = ElementTree.fromstring(text)
+    ns = "{http://www.w3.org/2000/svg}"
+    width = {}
+    for g in root.iter(ns + "g"):
+        title = g.find(ns + "title").text
+        m = re.match(r"(.*) \((\d+) samples, [\d.]+%\)$", title)
+        assert m, title
+        width[m.group(1)] = (float(g.find(ns + "rect").get("width")), int(m.group(2)))
+    total_w, total = width["all"]
+    assert total > 300 and width["WORKER"][1] == total, width
+    hot = [v for k, v in width.items() if k.startswith("worker_hot (py_cost.py:")]
+    assert len(hot) == 1, width
+    assert abs(hot[0][0] / total_w - hot[0][1] / total) < 0.002, (hot, total_w, total)
+    assert abs(hot[0][1] / total - 0.6) <= TOLERANCE, (hot, total)
+    # Drawn: a browser renders it, and the frames are there in colour.
+    chromium = shutil.which("chromium")
+    if not chromium:
+        pytest.skip("chromium is not installed (make deps installs it)")
+    png = tmp_path / "flame.png"
+    r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--screenshot=%s" % png, "--window-size=1200,300", out.as_uri()],
+                       capture_output=True, text=True, timeout=120)
+    assert png.exists(), r.stderr[-2000:]
+    from PIL import Image
+    img = Image.open(png).convert("RGB")
+    colours = img.getcolors(maxcolors=1 << 20)
+    assert colours and len(colours) > 20, "a blank or nearly blank picture"
+    # The root frame spans the width near the bottom of the graph.
+    height = int(root.get("height"))
+    row = [img.getpixel((x, height - 12)) for x in range(20, 1180, 40)]
+    assert all(p != (253, 253, 246) for p in row), row

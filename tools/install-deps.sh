@@ -14,6 +14,8 @@ packages=(
 	libclang-rt-dev
 	# benchmark: the bpftrace column of tools/bench/compare.py
 	bpftrace
+	# tests: the flame graph drawn by a browser, its picture read back
+	chromium python3-pil
 )
 
 missing=()

@@ -16,7 +16,8 @@
 #define MIN_W 0.1	/* narrower frames are not drawn (their count stays in their parents) */
 
 struct fg_node {
-	char *name;
+	char *name;		/* name_len bytes and a NUL (a NUL inside ends what is shown) */
+	size_t name_len;
 	uint64_t count;
 	int first_child, next_sibling;	/* indexes into the node array; -1 none */
 };
@@ -38,11 +39,23 @@ static int node_new(struct fg_tree *t, const char *name, size_t len)
 		t->nodes = grown;
 		t->cap = cap;
 	}
-	t->nodes[t->nr] = (struct fg_node){ .name = strndup(name, len), .first_child = -1,
-					    .next_sibling = -1 };
+	t->nodes[t->nr] = (struct fg_node){ .name = malloc(len + 1), .name_len = len,
+					    .first_child = -1, .next_sibling = -1 };
 	if (!t->nodes[t->nr].name)
 		return -ENOMEM;
+	memcpy(t->nodes[t->nr].name, name, len);
+	t->nodes[t->nr].name[len] = '\0';
 	return t->nr++;
+}
+
+/* Name order, as memcmp over the shorter name, then the shorter first. */
+static int name_cmp(const struct fg_node *n, const char *name, size_t len)
+{
+	int cmp = memcmp(n->name, name, n->name_len < len ? n->name_len : len);
+
+	if (cmp)
+		return cmp;
+	return n->name_len < len ? -1 : n->name_len > len;
 }
 
 /* The child of parent named name[0..len), made when missing; kept in name order. */
@@ -51,12 +64,11 @@ static int child_of(struct fg_tree *t, int parent, const char *name, size_t len)
 	int *link = &t->nodes[parent].first_child, id;
 
 	while (*link >= 0) {
-		const char *other = t->nodes[*link].name;
-		int cmp = strncmp(other, name, len);
+		int cmp = name_cmp(&t->nodes[*link], name, len);
 
-		if (!cmp && !other[len])
+		if (!cmp)
 			return *link;
-		if (cmp > 0 || (!cmp && other[len]))
+		if (cmp > 0)
 			break;
 		link = &t->nodes[*link].next_sibling;
 	}
@@ -65,14 +77,8 @@ static int child_of(struct fg_tree *t, int parent, const char *name, size_t len)
 		return id;
 	/* t->nodes may have moved: find the link again from its owner. */
 	link = &t->nodes[parent].first_child;
-	while (*link >= 0) {
-		const char *other = t->nodes[*link].name;
-		int cmp = strncmp(other, name, len);
-
-		if (cmp > 0 || (!cmp && other[len]))
-			break;
+	while (*link >= 0 && name_cmp(&t->nodes[*link], name, len) < 0)
 		link = &t->nodes[*link].next_sibling;
-	}
 	t->nodes[id].next_sibling = *link;
 	*link = id;
 	return id;

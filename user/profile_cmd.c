@@ -19,21 +19,24 @@ static const char profile_doc[] =
 	"  sudo pipeprof profile -p 4242 -d 10 -o out.folded\n"
 	"  sudo pipeprof profile -p 4242 -d 10 --role worker -o workers.folded\n"
 	"  sudo pipeprof profile -p 4242 -d 10 --offcpu -o waits.folded\n"
+	"  sudo pipeprof profile -p 4242 -d 10 --format svg -o flame.svg\n"
 	"  flamegraph.pl out.folded > out.svg\n"
 	"\n"
 	"Exit status: 0 written, 1 tracing or writing failed, 2 bad arguments or no\n"
 	"such process.";
 
-enum { OPT_ROLE = 0x100, OPT_OFFCPU };
+enum { OPT_ROLE = 0x100, OPT_OFFCPU, OPT_FORMAT };
 
 static const struct argp_option profile_options[] = {
 	{ "pid", 'p', "PID", 0, "Process to sample (with its descendants)", 0 },
 	{ "duration", 'd', "SECS", 0, "Sample this long (default: until Ctrl-C or exit)", 0 },
 	{ "frequency", 'F', "HZ", 0, "Samples a second on each CPU (default 49)", 0 },
-	{ "output", 'o', "FILE", 0, "Where the folded stacks go ('-': standard output)", 0 },
+	{ "output", 'o', "FILE", 0, "Where the stacks go ('-': standard output)", 0 },
 	{ "role", OPT_ROLE, "ROLE", 0, "Only one role's samples: trainer, worker or helper", 0 },
 	{ "offcpu", OPT_OFFCPU, NULL, 0, "The trainer's waits (its stack as each began) instead "
 	  "of CPU samples", 0 },
+	{ "format", OPT_FORMAT, "FORMAT", 0, "folded (default) or svg: a flame graph, one "
+	  "self-contained file", 0 },
 	{ "tid", 't', "TID", 0, "The trainer thread (default: most GPU calls, else the main thread)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose: libbpf logs and every probe attached", 0 },
 	{},
@@ -93,6 +96,16 @@ static error_t profile_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_OFFCPU:
 		o->folded_offcpu = true;
+		break;
+	case OPT_FORMAT:
+		if (!strcmp(arg, "svg"))
+			o->folded_svg = true;
+		else if (!strcmp(arg, "folded"))
+			o->folded_svg = false;
+		else {
+			argp_error(state, "unknown format '%s' (folded or svg)", arg);
+			return EINVAL;
+		}
 		break;
 	case 'v':
 		o->verbose = true;

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include "proctree.h"
 #include "report_cmd.h"
+#include "flamegraph.h"
 #include "target.h"
 #include "tracer.h"
 
@@ -377,15 +378,34 @@ static int write_folded(const struct report_opts *o, const struct report *r)
 {
 	bool to_stdout = !strcmp(o->folded, "-");
 	FILE *f = to_stdout ? stdout : fopen(o->folded, "we");
+	char *text = NULL, title[128];
+	FILE *stacks = f;
+	size_t len = 0;
 	int err;
 
 	if (!f)
 		return -errno;
+	if (o->folded_svg && !(stacks = open_memstream(&text, &len))) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	if (o->folded_offcpu)
-		err = where_write_folded_waits(f, r->waits, r->nr_waits, &r->where_names);
+		err = where_write_folded_waits(stacks, r->waits, r->nr_waits, &r->where_names);
 	else
-		err = where_write_folded(f, r->where_samples, r->nr_where_samples, o->folded_role,
+		err = where_write_folded(stacks, r->where_samples, r->nr_where_samples, o->folded_role,
 					 &r->where_names);
+	if (o->folded_svg) {
+		if (fclose(stacks) && !err)
+			err = -ENOMEM;
+		snprintf(title, sizeof(title), "pipeprof: PID %d, %s", (int)o->pid,
+			 o->folded_offcpu ? "the trainer's waits" :
+			 o->folded_role >= 0 ? role_name(o->folded_role) : "CPU samples");
+		if (!err)
+			err = flamegraph_svg(f, text, len, &(struct flamegraph_opts){
+				.title = title, .unit = o->folded_offcpu ? "us" : "samples" }, NULL);
+	}
+cleanup:
+	free(text);
 	if ((to_stdout ? fflush(f) : fclose(f)) && !err)
 		err = -errno;
 	return err;

@@ -17,6 +17,7 @@ struct report_opts {
 	const char *folded;	/* --folded FILE: the samples as folded stacks ('-': stdout) */
 	int folded_role;	/* enum role of the samples written, -1: all */
 	bool folded_offcpu;	/* the trainer's waits instead of CPU samples */
+	bool folded_svg;	/* a flame graph (SVG) of them instead of their text */
 	bool profile;		/* `pipeprof profile`: folded stacks only, no report */
 };
 
