@@ -184,7 +184,7 @@ def test_top_level_help_lists_the_commands(pipeprof_bin):
     r = run([pipeprof_bin, "--help"])
     assert r.returncode == 0
     assert "pipeprof hist" in r.stdout and "pipeprof daemon" in r.stdout, r.stdout
-    assert "pipeprof profile" in r.stdout, r.stdout
+    assert "pipeprof profile" in r.stdout and "pipeprof flamegraph" in r.stdout, r.stdout
     assert "localhost" not in r.stdout and "Report bugs" not in r.stdout, r.stdout
 
 

@@ -242,6 +242,14 @@ def test_profile_command(procs, tmp_path):
     total = sum(counts.values())
     assert total > 300 and abs(counts.get("worker_hot", 0) / total - 0.6) <= TOLERANCE, counts
     job.signal(signal.SIGTERM)
+    # `pipeprof flamegraph` draws that file: its root holds every sample of it.
+    svg = tmp_path / "worker.svg"
+    r = subprocess.run([PIPEPROF, "flamegraph", str(out), "-o", str(svg)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    samples = sum(int(l.rsplit(" ", 1)[1]) for l in lines)
+    assert re.search(r"<title>all \(%d samples, 100\.00%%\)</title>" % samples, svg.read_text())
+    ElementTree.parse(str(svg))
     # Usage errors: exit 2 with the reason.
     for argv, why in ((["-p", str(pid)], "give -o FILE"),
                       (["-p", str(pid), "-o", "x", "--role", "boss"], "unknown role"),

@@ -229,12 +229,12 @@ static void draw(FILE *out, const struct fg_tree *t, int node, int depth, double
 }
 
 int flamegraph_svg(FILE *out, const char *folded, size_t len, const struct flamegraph_opts *o,
-		   unsigned long *skipped)
+		   struct flamegraph_counts *counts)
 {
 	struct fg_tree t = {};
 	int width = o->width > 0 ? o->width : 1200, height, err = 0;
 	const char *unit = o->unit ? o->unit : "samples";
-	unsigned long bad = 0;
+	unsigned long bad = 0, stacks = 0;
 
 	if (node_new(&t, "all", 3) < 0)
 		return -ENOMEM;
@@ -250,6 +250,7 @@ int flamegraph_svg(FILE *out, const char *folded, size_t len, const struct flame
 				goto cleanup;
 			}
 			bad += r;
+			stacks += !r;
 		}
 		i += llen + 1;
 	}
@@ -267,8 +268,9 @@ int flamegraph_svg(FILE *out, const char *folded, size_t len, const struct flame
 	if (t.nodes[0].count)
 		draw(out, &t, 0, 0, PAD, (double)(width - 2 * PAD) / t.nodes[0].count, height, unit);
 	fputs("</svg>\n", out);
-	if (skipped)
-		*skipped = bad;
+	if (counts)
+		*counts = (struct flamegraph_counts){ .stacks = stacks, .skipped = bad,
+						      .total = t.nodes[0].count };
 	if (ferror(out))
 		err = -EIO;
 cleanup:

@@ -17,9 +17,14 @@ struct flamegraph_opts {
 	int width;		/* pixels; 0 for 1200 */
 };
 
-/* Lines that are not "stack count" are skipped and counted in *skipped (may be NULL).
- * Returns 0, -ENOMEM, or -EIO when out fails. */
+struct flamegraph_counts {
+	unsigned long stacks;	/* lines drawn */
+	unsigned long skipped;	/* lines that are not "stack count" */
+	unsigned long long total;	/* their counts summed */
+};
+
+/* counts may be NULL. Returns 0, -ENOMEM, or -EIO when out fails. */
 int flamegraph_svg(FILE *out, const char *folded, size_t len, const struct flamegraph_opts *o,
-		   unsigned long *skipped);
+		   struct flamegraph_counts *counts);
 
 #endif

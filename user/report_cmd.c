@@ -47,6 +47,8 @@ static const char report_doc[] =
 	"                              folded stacks for a flame graph: CPU samples\n"
 	"                              with Python frames, or the trainer's waits\n"
 	"                              (see 'pipeprof profile --help')\n"
+	"  pipeprof flamegraph FOLDED -o FILE.svg\n"
+	"                              folded stacks drawn as an SVG flame graph\n"
 	"  pipeprof daemon             trace every training job on the host and\n"
 	"                              serve Prometheus metrics (see 'pipeprof daemon\n"
 	"                              --help')\n"
@@ -199,7 +201,8 @@ int report_cmd_parse(int argc, char **argv, unsigned int flags, struct report_op
 		.options = report_options,
 		.parser = report_parse,
 		.args_doc = "-p PID\n[-- COMMAND [ARGS...]]\nhist -p PID KIND... [INTERVAL [COUNT]]\n"
-			    "profile -p PID -o FILE\ndaemon [OPTION...]",
+			    "profile -p PID -o FILE\nflamegraph FOLDED -o FILE.svg\n"
+			    "daemon [OPTION...]",
 		.doc = report_doc,
 	};
 	error_t err;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * pipeprof's command line: the input is argv[1..], NUL-separated, dispatched as main() does
- * ("hist" and "daemon" pick their subcommand, anything else is the report's). Each argument
+ * ("hist", "profile", "flamegraph" and "daemon" pick their subcommand, anything else is the report's). Each argument
  * is an allocation of its own, so a read past one is caught rather than landing in the next.
  * ARGP_NO_EXIT keeps a usage error or --help from exiting; the parsers then return the error.
  */
@@ -10,6 +10,7 @@
 #include <limits.h>
 #include "classify.h"
 #include "daemon_cmd.h"
+#include "flamegraph_cmd.h"
 #include "fuzz.h"
 #include "hist_cmd.h"
 #include "pipeprof.h"
@@ -61,6 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct daemon_config cli;
 	struct report_opts ropts;
 	struct hist_opts hopts;
+	struct flamegraph_cmd_opts fopts;
 	struct fuzz_quiet q;
 	int argc = 1, ret;
 
@@ -95,6 +97,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_quiet_end(&q);
 		if (!ret)
 			check_profile(&ropts);
+	} else if (argc > 1 && !strcmp(argv[1], "flamegraph")) {
+		ret = flamegraph_cmd_parse(argc - 1, argv + 1, ARGP_NO_EXIT, &fopts);
+		fuzz_quiet_end(&q);
+		if (!ret)
+			FUZZ_CHECK(fopts.output && *fopts.output &&
+				   (!fopts.unit || (*fopts.unit && strlen(fopts.unit) <= 32)));
 	} else if (argc > 1 && !strcmp(argv[1], "daemon")) {
 		ret = daemon_cmd_parse(argc - 1, argv + 1, ARGP_NO_EXIT, &cli);
 		fuzz_quiet_end(&q);

@@ -11,19 +11,21 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text = NULL, *copy = fuzz_strndup(data, size);
-	unsigned long skipped = 0, lines = 0;
+	struct flamegraph_counts counts = {};
+	unsigned long lines = 0;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 	int err;
 
 	FUZZ_CHECK(f);
-	err = flamegraph_svg(f, copy, size, &(struct flamegraph_opts){ .title = copy }, &skipped);
+	err = flamegraph_svg(f, copy, size, &(struct flamegraph_opts){ .title = copy }, &counts);
 	fclose(f);
 	FUZZ_CHECK(err == 0 || err == -ENOMEM);
 	if (!err) {
 		for (size_t i = 0; i < size; i++)
 			lines += data[i] == '\n';
-		FUZZ_CHECK(skipped <= lines + 1);
+		FUZZ_CHECK(counts.skipped + counts.stacks <= lines + 1);
+		FUZZ_CHECK(!counts.stacks == !counts.total);
 		FUZZ_CHECK(san_utf8_valid(text, len));
 		FUZZ_CHECK(strstr(text, "</svg>\n") == text + len - 7);
 		/* Every '<' opens one of the graph's own elements. */

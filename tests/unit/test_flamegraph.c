@@ -4,7 +4,7 @@
 #include "flamegraph.h"
 #include "unit.h"
 
-static char *svg_of(const char *folded, unsigned long *skipped)
+static char *svg_of(const char *folded, struct flamegraph_counts *counts)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -12,7 +12,7 @@ static char *svg_of(const char *folded, unsigned long *skipped)
 
 	CHECK_EQ_INT(flamegraph_svg(f, folded, strlen(folded),
 				    &(struct flamegraph_opts){ .title = "t<1>", .width = 1020 },
-				    skipped), 0);
+				    counts), 0);
 	fclose(f);
 	return text;
 }
@@ -32,12 +32,12 @@ static double width_of(const char *svg, const char *title)
 
 TEST(test_widths_and_order)
 {
-	unsigned long skipped = 9;
+	struct flamegraph_counts counts = { 9, 9, 9 };
 	char *svg = svg_of("TRAINER;main;b 30\nTRAINER;main;a 60\nWORKER;loop 10\n"
-			   "TRAINER;main;a 0\nnot a line\nx;y 12abc\n", &skipped);
+			   "TRAINER;main;a 0\nnot a line\nx;y 12abc\n", &counts);
 
 	CHECK(svg != NULL);
-	CHECK_EQ_INT((int)skipped, 3);
+	CHECK(counts.skipped == 3 && counts.stacks == 3 && counts.total == 100);
 	CHECK(strstr(svg, "t&lt;1&gt; (100 samples)") != NULL);
 	/* 1000 px for 100 samples. */
 	CHECK(width_of(svg, "all") == 1000.0);
