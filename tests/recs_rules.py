@@ -51,6 +51,15 @@ def compute_threads(report):
     return (((report.get("model") or {}).get("inputs") or {}).get("compute_threads")) or 0
 
 
+def trainer_single_threaded(report):
+    """Nine tenths of the trainer's CPU samples (50 at least) are in code that runs on one
+    thread whatever torch.set_num_threads says: a second thread buys under 1.06x."""
+    t = (((report.get("where") or {}).get("roles") or {}).get("TRAINER")) or {}
+    n = t.get("samples") or 0
+    serial = (t.get("interpreter_samples") or 0) + (t.get("single_threaded_library_samples") or 0)
+    return n >= 50 and serial >= 0.9 * n
+
+
 # (name, the evidence: report -> bool, the advice it rules out: regex over a recommendation's
 # text, ids it rules out). Each regex names advice, not a statement that it would not help.
 FORBIDDEN = [
@@ -70,6 +79,8 @@ FORBIDDEN = [
     ("no DataLoader workers: no fewer or more of them",
      lambda r: worker_processes(r) == 0, r"fewer workers|[Rr]aise num_workers",
      {"more_workers", "oversubscribed_workers"}),
+    ("the trainer's CPU in single-threaded code: no more intra-op threads",
+     trainer_single_threaded, r"[Tt]ry torch\.set_num_threads\(\d+\) \(or OMP", {"intra_op_threads"}),
     ("one compute thread: no fewer intra-op threads", lambda r: compute_threads(r) <= 1,
      r"fewer intra-op threads", {"fewer_compute_threads"}),
     ("one worker at most: no fewer workers", lambda r: worker_processes(r) <= 1,

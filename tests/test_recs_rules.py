@@ -80,6 +80,12 @@ PLANTED = {
     "fewer intra-op threads with one compute thread": (
         lambda r: add_rec(r, "fewer_compute_threads", "Try torch.set_num_threads(1)."),
         "one compute thread"),
+    "more threads for a trainer in a single-threaded BLAS": (
+        lambda r: (r.update(where={"roles": {"TRAINER": {
+            "samples": 200, "interpreter_samples": 4, "single_threaded_library_samples": 180}}}),
+            add_rec(r, "intra_op_threads", "Try torch.set_num_threads(2) (or OMP_NUM_THREADS=2) "
+                    "so tensor ops use the idle CPUs.")),
+        "single-threaded code"),
     "workers advice with no workers": (
         lambda r: r["roles"]["WORKER"].update(processes=0), "no DataLoader workers"),
 }
@@ -130,3 +136,13 @@ def test_gpu_job_may_get_gpu_advice():
 def test_other_documents_are_not_judged():
     assert recs_rules.violations({"schema": "pipeprof.hist/v1"}) == []
     assert recs_rules.violations(copy.deepcopy(None)) == []
+
+
+def test_serial_code_advice_fits():
+    """Saying more threads would not help, for a trainer in a single-threaded BLAS, is fine."""
+    r = good_report()
+    r["where"] = {"roles": {"TRAINER": {"samples": 200, "interpreter_samples": 4,
+                                        "single_threaded_library_samples": 180}}}
+    add_rec(r, "serial_code", "More intra-op threads would not help: at most 1.05x steps/s with "
+            "torch.set_num_threads(2), as 92% of the trainer's CPU runs on one thread.")
+    assert recs_rules.violations(r) == []

@@ -87,7 +87,7 @@ struct stall_note {
 
 struct recommendation {
 	const char *id;		/* stable key for JSON consumers */
-	char text[480];
+	char text[768];
 	/* The measured facts the advice rests on: every recommendation has some. */
 	char evidence[320];
 	/* 1/(1-f) of the stall it addresses, or an Amdahl bound; 0 when not applicable. */

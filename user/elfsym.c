@@ -497,3 +497,36 @@ void elf_syms_free(struct elf_syms *s)
 	free(s->e);
 	*s = (struct elf_syms){ 0 };
 }
+
+int elf_imports_threads(const char *path)
+{
+	Elf_Data *data;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	int fd, err, found = 0;
+	Elf *elf;
+
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
+	scn = find_section(elf, SHT_DYNSYM, &sh);
+	data = scn ? elf_getdata(scn, NULL) : NULL;
+	if (data && sh.sh_entsize) {
+		for (size_t j = 0; j < sh.sh_size / sh.sh_entsize && !found; j++) {
+			const char *name;
+			GElf_Sym sym;
+
+			if (!gelf_getsym(data, j, &sym))
+				break;
+			if (sym.st_shndx != SHN_UNDEF ||
+			    !(name = elf_strptr(elf, sh.sh_link, sym.st_name)))
+				continue;
+			found = !strncmp(name, "pthread_create", 14) ||
+				!strncmp(name, "GOMP_parallel", 13) ||
+				!strncmp(name, "__kmpc_fork_call", 16);
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return found;
+}

@@ -61,4 +61,8 @@ int elf_syms_load(const char *path, struct elf_syms *out);
 const char *elf_syms_find(const struct elf_syms *s, uint64_t vaddr);
 void elf_syms_free(struct elf_syms *s);
 
+/* 1 when the file imports a way to start threads (pthread_create, OpenMP's GOMP_parallel* or
+ * __kmpc_fork_call), 0 when it imports none, -errno when it cannot be read. */
+int elf_imports_threads(const char *path);
+
 #endif

@@ -198,3 +198,12 @@ const struct prediction *pipeline_predict_threads(struct pipeline_model *m, int 
 		 "Python between ops, small ops and a single-threaded BLAS do not)");
 	return p;
 }
+
+double pipeline_threads_bound(double running, double serial, int to)
+{
+	double f = clamp(running, 0, 1), q = clamp(serial, 0, 1);
+
+	if (to < 1)
+		to = 1;
+	return 1.0 / ((1 - f) + f * (q + (1 - q) / to));
+}

@@ -40,6 +40,8 @@
 /* Workers in I/O wait this share of their time are not CPU-bound: the model has no storage. */
 #define PREDICT_WORKER_IO 0.10
 #define MAX_PREDICTIONS 4
+/* A thread count whose bound stays under this is no advice worth giving. */
+#define PREDICT_THREADS_NO_GAIN 1.10
 /* Workers the saturation search goes up to. */
 #define PREDICT_MAX_WORKERS 64
 
@@ -117,5 +119,10 @@ int pipeline_workers_to_saturate(const struct pipeline_model *m);
  * today. A trace of one compute thread does not show how much of the step would run in
  * parallel, so it carries Amdahl's bound with every on-CPU moment parallel, and no number. */
 const struct prediction *pipeline_predict_threads(struct pipeline_model *m, int to);
+
+/* Amdahl's bound for `to` intra-op threads when a share `serial` of the trainer's CPU is in
+ * code that runs on one thread whatever their number, the trainer on-CPU `running` of its
+ * time: 1 / ((1 - running) + running * (serial + (1 - serial) / to)). */
+double pipeline_threads_bound(double running, double serial, int to);
 
 #endif

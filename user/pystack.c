@@ -312,7 +312,7 @@ int where_aggregate(const struct where_sample *samples, int nr, int nr_roles,
 		    struct where_role *roles)
 {
 	int max_name = 0, err = 0;
-	uint64_t *py = NULL, *native = NULL;
+	uint64_t *py = NULL, *native = NULL, *serial = NULL;
 
 	for (int i = 0; i < nr; i++) {
 		if (samples[i].native + 1 > max_name)
@@ -324,7 +324,8 @@ int where_aggregate(const struct where_sample *samples, int nr, int nr_roles,
 	memset(roles, 0, nr_roles * sizeof(*roles));
 	py = calloc(max_name ? max_name : 1, sizeof(*py));
 	native = calloc(max_name ? max_name : 1, sizeof(*native));
-	if (!py || !native) {
+	serial = calloc(max_name ? max_name : 1, sizeof(*serial));
+	if (!py || !native || !serial) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -334,6 +335,8 @@ int where_aggregate(const struct where_sample *samples, int nr, int nr_roles,
 
 		memset(py, 0, max_name * sizeof(*py));
 		memset(native, 0, max_name * sizeof(*native));
+		memset(serial, 0, max_name * sizeof(*serial));
+		out->serial_top = (struct where_entry){ .name = -1 };
 		for (int i = 0; i < nr; i++) {
 			const struct where_sample *s = &samples[i];
 
@@ -341,8 +344,12 @@ int where_aggregate(const struct where_sample *samples, int nr, int nr_roles,
 				continue;
 			out->samples++;
 			out->kernel += s->kernel;
+			out->serial_interpreter += s->serial == CODE_INTERPRETER;
+			out->serial_library += s->serial == CODE_SERIAL_LIBRARY;
 			if (s->native >= 0)
 				native[s->native]++;
+			if (s->native >= 0 && s->serial != CODE_NOT_SERIAL)
+				serial[s->native]++;
 			if (s->py_depth > 0) {
 				out->py_samples++;
 				if (s->py[0] >= 0)
@@ -355,6 +362,9 @@ int where_aggregate(const struct where_sample *samples, int nr, int nr_roles,
 			goto cleanup;
 		}
 		out->nr_py = n;
+		for (int id = 0; id < max_name; id++)
+			if (serial[id] > out->serial_top.samples)
+				out->serial_top = (struct where_entry){ .name = id, .samples = serial[id] };
 		n = top_of(native, max_name, out->native);
 		if (n < 0) {
 			err = n;
@@ -365,6 +375,7 @@ int where_aggregate(const struct where_sample *samples, int nr, int nr_roles,
 cleanup:
 	free(py);
 	free(native);
+	free(serial);
 	return err;
 }
 

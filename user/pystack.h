@@ -57,6 +57,10 @@ struct where_sample {
 	int role;			/* enum role, or -1: not in the report */
 	bool kernel;
 	int native;			/* name id of the user-mode leaf, -1 unknown */
+	/* The leaf runs on one thread whatever torch.set_num_threads says: the interpreter, or a
+	 * library that starts no threads (a reference BLAS), which torch calls outside its
+	 * parallel loops. */
+	enum serial_code { CODE_NOT_SERIAL, CODE_INTERPRETER, CODE_SERIAL_LIBRARY } serial;
 	int nr_callers;			/* native frames below the Python ones, found by frame pointers */
 	int *callers;			/* their name ids, innermost first; -1 unknown */
 	int py_depth;			/* -1: no interpreter walked in this thread */
@@ -123,6 +127,9 @@ struct where_role {
 	int nr_py, nr_native;
 	struct where_entry py[WHERE_TOP];	/* innermost Python function, most first */
 	struct where_entry native[WHERE_TOP];	/* user-mode leaf symbol, most first */
+	uint64_t serial_interpreter;	/* samples in the interpreter (enum serial_code) */
+	uint64_t serial_library;	/* ... in a library that starts no threads */
+	struct where_entry serial_top;	/* the leaf of those most sampled; name -1 for none */
 };
 
 /* Counts samples[] per role (0..nr_roles-1) into roles[]. */

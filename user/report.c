@@ -207,13 +207,13 @@ void report_print_text(FILE *out, const struct report *r)
 	const struct analysis *a = &r->analysis;
 	const struct thread_result *tr = trainer_of(r);
 	double secs = (r->end_ns - r->start_ns) / 1e9;
-	char label[64], shown[SAN_TEXT_SIZE(sizeof(r->cmdline))];
+	char label[64], shown[SAN_TEXT_SIZE(sizeof(a->recs[0].text))];
 
-	/* shown holds each string escaped whole: cmdline is the largest of them. */
-	_Static_assert(sizeof(a->verdict_line) <= sizeof(r->cmdline) &&
-		       sizeof(a->recs[0].text) <= sizeof(r->cmdline) &&
-		       sizeof(a->recs[0].evidence) <= sizeof(r->cmdline) &&
-		       sizeof(r->not_traced[0]) <= sizeof(r->cmdline), "shown is too small");
+	/* shown holds each string escaped whole: a recommendation's text is the largest. */
+	_Static_assert(sizeof(a->verdict_line) <= sizeof(a->recs[0].text) &&
+		       sizeof(r->cmdline) <= sizeof(a->recs[0].text) &&
+		       sizeof(a->recs[0].evidence) <= sizeof(a->recs[0].text) &&
+		       sizeof(r->not_traced[0]) <= sizeof(a->recs[0].text), "shown is too small");
 
 	fprintf(out, "pipeprof: PID %d (%s) traced %.2f s: %d process%s, %d thread%s\n", r->root_pid,
 		r->cmdline[0] ? san_text(shown, sizeof(shown), r->cmdline, sizeof(r->cmdline)) : "?",

@@ -9,6 +9,7 @@
 #include "callsite.h"
 #include "elfsym.h"
 #include "procmaps.h"
+#include "pystack.h"
 #include "symbolize.h"
 
 /* A file's symbols, loaded once however many processes map it. */
@@ -17,6 +18,7 @@ struct sym_file {
 	unsigned int dev_major, dev_minor;
 	struct elf_syms syms;
 	int err;
+	int threads;		/* elf_imports_threads(), or -2 before it is asked */
 };
 
 struct sym_map {
@@ -147,7 +149,7 @@ static struct sym_file *file_of(struct symbolizer *z, pid_t pid, const struct sy
 	z->files = grown;
 	sf = &z->files[z->nr_files++];
 	*sf = (struct sym_file){ .inode = m->inode, .dev_major = m->dev_major,
-				 .dev_minor = m->dev_minor };
+				 .dev_minor = m->dev_minor, .threads = -2 };
 	/* Through map_files: the file the process maps, whatever its path now names. */
 	snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
@@ -215,6 +217,42 @@ bool symbolizer_in_interpreter(struct symbolizer *z, pid_t pid, uint64_t ip)
 	base = strrchr(m->path, '/');
 	base = base ? base + 1 : m->path;
 	return !strncmp(base, "python", 6) || !strncmp(base, "libpython", 9);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+int symbolizer_serial_code(struct symbolizer *z, pid_t pid, uint64_t ip)
+{
+	/* The BLAS libraries torch may be linked with, by file name. */
+	static const char *const blas[] = { "libblas.so", "libopenblas", "libcblas.so", "libblis",
+					    "libmkl_rt", "libflexiblas" };
+	const struct sym_map *m = map_of(z, pid, ip);
+	struct sym_file *sf;
+	const char *base;
+	char file[96];
+	bool is_blas = false;
+
+	if (!m || !m->inode)
+		return CODE_NOT_SERIAL;
+	base = base_name(m->path);
+	if (!strncmp(base, "python", 6) || !strncmp(base, "libpython", 9))
+		return CODE_INTERPRETER;
+	for (size_t i = 0; i < sizeof(blas) / sizeof(blas[0]) && !is_blas; i++)
+		is_blas = !strncmp(base, blas[i], strlen(blas[i]));
+	if (!is_blas || !(sf = file_of(z, pid, m)))
+		return CODE_NOT_SERIAL;
+	if (sf->threads == -2) {
+		snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		sf->threads = elf_imports_threads(file);
+	}
+	/* A BLAS that cannot be read is not known to be serial. */
+	return sf->threads == 0 ? CODE_SERIAL_LIBRARY : CODE_NOT_SERIAL;
 }
 
 void symbolizer_free(struct symbolizer *z)

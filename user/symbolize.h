@@ -30,6 +30,10 @@ int symbolizer_name(struct symbolizer *z, pid_t pid, uint64_t ip, char *out, siz
 bool symbolizer_is_return_address(struct symbolizer *z, pid_t pid, uint64_t ret);
 /* ip is in the Python interpreter: its executable or libpython. */
 bool symbolizer_in_interpreter(struct symbolizer *z, pid_t pid, uint64_t ip);
+/* Whether the code at ip runs on one thread whatever the job's intra-op thread count: the
+ * interpreter (CODE_INTERPRETER), or a BLAS that starts no threads of its own
+ * (CODE_SERIAL_LIBRARY), which torch calls outside its parallel loops. */
+int symbolizer_serial_code(struct symbolizer *z, pid_t pid, uint64_t ip);
 void symbolizer_free(struct symbolizer *z);
 
 #endif

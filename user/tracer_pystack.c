@@ -474,6 +474,7 @@ struct addr_cache {
 		int id;
 		bool tried;
 		bool kept;		/* return addresses: one a native stack keeps */
+		uint8_t serial;		/* leaves: enum serial_code */
 	} *slots;
 	size_t cap, used;
 };
@@ -641,9 +642,13 @@ int tracer_collect_samples(struct tracer *t, struct report *r)
 					    .py_depth = s->py == PP_SAMPLE_PY_OK ? s->depth : -1 };
 		if (s->ustack_depth && s->ustack[0] &&
 		    (slot = cache_slot(&ips, s->tgid, s->ustack[0], &fresh))) {
-			if (fresh && !symbolizer_name(&z, s->tgid, s->ustack[0], name, sizeof(name)))
-				slot->id = where_name_id(&r->where_names, name);
+			if (fresh) {
+				if (!symbolizer_name(&z, s->tgid, s->ustack[0], name, sizeof(name)))
+					slot->id = where_name_id(&r->where_names, name);
+				slot->serial = symbolizer_serial_code(&z, s->tgid, s->ustack[0]);
+			}
 			w->native = slot->id;
+			w->serial = slot->serial;
 		}
 		if (s->ustack_depth > 1) {
 			err = resolve_callers(&z, &rets, s, w, &r->where_names);

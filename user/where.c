@@ -49,7 +49,7 @@ static int advice_role(const char *id)
 	static const char *const worker_code[] = { "cheaper_transforms", "more_workers",
 						   "more_workers_or_cheaper_transforms" };
 	static const char *const trainer_code[] = { "less_work_per_step", "intra_op_threads",
-						    "inputs_in_workers" };
+						    "inputs_in_workers", "serial_code" };
 
 	for (size_t i = 0; i < sizeof(worker_code) / sizeof(worker_code[0]); i++)
 		if (!strcmp(id, worker_code[i]))
@@ -60,8 +60,61 @@ static int advice_role(const char *id)
 	return -1;
 }
 
+/*
+ * The intra-op threads advice, held against where the trainer's CPU goes: code that runs on
+ * one thread whatever torch.set_num_threads says (the interpreter, a BLAS with no threads of
+ * its own) tightens Amdahl's bound, and when the bound leaves nothing worth having, the advice
+ * becomes what would help instead.
+ */
+static void refine_threads(struct report *r)
+{
+	const struct where_role *w = &r->where[ROLE_TRAINER];
+	struct pipeline_model *m = &r->analysis.model;
+	struct recommendation *rec = NULL;
+	struct prediction *p;
+	double serial, lib, bound;
+	const char *top;
+
+	for (int i = 0; i < r->analysis.nr_recs && !rec; i++)
+		if (!strcmp(r->analysis.recs[i].id, "intra_op_threads"))
+			rec = &r->analysis.recs[i];
+	if (!rec || rec->prediction < 0 || w->samples < NAMED_MIN_SAMPLES)
+		return;
+	p = &m->predictions[rec->prediction];
+	serial = (double)(w->serial_interpreter + w->serial_library) / w->samples;
+	lib = (double)w->serial_library / w->samples;
+	bound = pipeline_threads_bound(m->in.trainer_running, serial, p->to);
+	/* A few samples in the interpreter between ops change nothing worth a sentence. */
+	if (!p->bound || bound >= p->bound || serial < 0.05)
+		return;
+	top = w->serial_top.name >= 0 ? r->where_names.names[w->serial_top.name] : "";
+	p->bound = rec->speedup_bound = bound;
+	snprintf(p->withheld, sizeof(p->withheld), "%.0f%% of the trainer's CPU runs on one thread "
+		 "whatever the setting (%.0f%% in the interpreter, %.0f%% in a BLAS with no threads)",
+		 100 * serial, 100 * (serial - lib), 100 * lib);
+	text_append(rec->evidence, sizeof(rec->evidence), "; %.0f%% of %llu CPU samples of the "
+		    "trainer in code that runs on one thread (most: %s)", 100 * serial,
+		    (unsigned long long)w->samples, top);
+	if (bound >= PREDICT_THREADS_NO_GAIN) {
+		text_append(rec->text, sizeof(rec->text), " At most %.2fx: %s.", bound, p->withheld);
+		return;
+	}
+	rec->id = "serial_code";
+	snprintf(rec->text, sizeof(rec->text), "More intra-op threads would not help: at most %.2fx "
+		 "steps/s with torch.set_num_threads(%d), as %s.", bound, p->to, p->withheld);
+	if (lib >= serial / 2)
+		text_append(rec->text, sizeof(rec->text), " The BLAS, %s, starts no threads of its "
+			    "own, and torch calls it outside its parallel loops: a threaded BLAS "
+			    "(OpenBLAS or MKL; update-alternatives --config libblas.so.3 on Debian) "
+			    "would use the idle CPU.", top);
+	else
+		text_append(rec->text, sizeof(rec->text), " It is the Python interpreter's own work: "
+			    "fewer, larger tensor operations per step (or torch.compile) cut it.");
+}
+
 void where_annotate(struct report *r)
 {
+	refine_threads(r);
 	for (int i = 0; i < r->analysis.nr_recs; i++) {
 		struct recommendation *rec = &r->analysis.recs[i];
 		int role = advice_role(rec->id);
@@ -287,6 +340,11 @@ struct json_object *where_json(const struct report *r)
 		json_object_object_add(ro, "samples", json_object_new_int64(w->samples));
 		json_object_object_add(ro, "kernel_samples", json_object_new_int64(w->kernel));
 		json_object_object_add(ro, "python_samples", json_object_new_int64(w->py_samples));
+		/* Samples whose code runs on one thread whatever the intra-op thread count. */
+		json_object_object_add(ro, "interpreter_samples",
+				       json_object_new_int64(w->serial_interpreter));
+		json_object_object_add(ro, "single_threaded_library_samples",
+				       json_object_new_int64(w->serial_library));
 		json_object_object_add(ro, "python", entries_json(w->py, w->nr_py, w->samples, &r->where_names));
 		json_object_object_add(ro, "native", entries_json(w->native, w->nr_native, w->samples,
 								  &r->where_names));

@@ -97,6 +97,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(!name || strlen(name) < 1 << 20);
 			elf_syms_free(&syms);
 		}
+		{
+			int threads = elf_imports_threads(path);
+
+			FUZZ_CHECK(threads == 0 || threads == 1 || threads < 0);
+		}
 	}
 	return 0;
 }

@@ -508,6 +508,51 @@ TEST(usdt_notes)
 	CHECK_EQ_INT(elf_find_usdt("/proc/self/exe", NULL, 1), -EINVAL);
 }
 
+/* Whether binutils sees the file import a way to start threads. */
+static int nm_imports_threads(const char *path)
+{
+	char cmd[PATH_MAX + 160];
+	int found;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "nm -D --undefined-only '%s' 2>/dev/null | grep -cE "
+		 "' (pthread_create|GOMP_parallel[A-Za-z_]*|__kmpc_fork_call)(@|$)'", path);
+	p = popen(cmd, "r");
+	if (!p || fscanf(p, "%d", &found) != 1)
+		found = -1;
+	if (p)
+		pclose(p);
+	return found > 0 ? 1 : found;
+}
+
+TEST(thread_imports)
+{
+	static const char *const files[] = {
+		LIBC, REAL_CUDART, "/lib/x86_64-linux-gnu/libgomp.so.1",
+		"/usr/lib/x86_64-linux-gnu/blas/libblas.so.3", "/lib/x86_64-linux-gnu/libdnnl.so.2",
+		".output/fakecuda/libcudart.so.13", ".output/workloads/libfpchain.so",
+	};
+	int checked = 0, yes = 0, no = 0;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		int want, got;
+
+		if (access(files[i], R_OK))
+			continue;
+		want = nm_imports_threads(files[i]);
+		got = elf_imports_threads(files[i]);
+		CHECK_MSG(want >= 0 && got == want, "%s: %d, nm says %d", files[i], got, want);
+		checked++;
+		yes += got == 1;
+		no += got == 0;
+	}
+	/* libc imports none (pthread_create is its own); CUDA's runtime and torch's oneDNN,
+	 * installed on every machine of this project, import one. */
+	CHECK_MSG(checked >= 2 && yes >= 1 && no >= 1, "%d files checked: %d yes, %d no", checked,
+		  yes, no);
+	CHECK_EQ_INT(elf_imports_threads("/nonexistent"), -ENOENT);
+}
+
 int main(void)
 {
 	RUN_TEST(real_libcudart);
@@ -518,5 +563,6 @@ int main(void)
 	RUN_TEST(relocatable_object);
 	RUN_TEST(errors);
 	RUN_TEST(usdt_notes);
+	RUN_TEST(thread_imports);
 	return unit_summary();
 }

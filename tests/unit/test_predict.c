@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The pipeline model (predict.c) and the rules that withhold advice (recommend.c). */
 #include <math.h>
+#include <stdlib.h>
 #include "classify.h"
 #include "predict.h"
+#include "report.h"
 #include "unit.h"
 
 #define MS 1000000ULL
@@ -358,6 +360,55 @@ TEST(test_rules_cpu_bound)
 	check_every_rec_has_evidence(&a);
 }
 
+/* The intra-op threads advice held against where the trainer's CPU goes (where.c). */
+TEST(test_threads_against_samples)
+{
+	__u64 trainer[PP_NR_STATES] = { [PP_RUNNING] = 990, [PP_RUNQ] = 10 };
+	struct thread_result th[1] = { mk(100, 100, trainer) };
+	struct analysis_input in = input(2, 0.5);
+	struct report *r = calloc(1, sizeof(*r));
+	const struct recommendation *adv;
+	int blas;
+
+	CHECK(near(pipeline_threads_bound(1.0, 0.0, 2), 2.0, 1e-9));
+	CHECK(near(pipeline_threads_bound(1.0, 1.0, 8), 1.0, 1e-9));
+	CHECK(near(pipeline_threads_bound(0.5, 0.5, 2), 1 / (0.5 + 0.5 * 0.75), 1e-9));
+	if (!r)
+		return;
+	blas = where_name_id(&r->where_names, "sgemm_ (libblas.so.3)");
+	/* 90% of 200 samples in a BLAS with no threads: the advice turns to the BLAS. */
+	analyse(th, 1, &in, &r->analysis);
+	r->where[ROLE_TRAINER] = (struct where_role){ .samples = 200, .serial_library = 180,
+						      .serial_top = { .name = blas, .samples = 180 } };
+	where_annotate(r);
+	CHECK(!rec(&r->analysis, "intra_op_threads"));
+	adv = rec(&r->analysis, "serial_code");
+	CHECK_MSG(adv && strstr(adv->text, "would not help") && strstr(adv->text, "sgemm_") &&
+		  strstr(adv->text, "threaded BLAS"), "%s", adv ? adv->text : "");
+	CHECK(adv && adv->speedup_bound < PREDICT_THREADS_NO_GAIN &&
+	      near(adv->speedup_bound, pipeline_threads_bound(0.99, 0.9, 2), 1e-9));
+	CHECK(adv && strstr(adv->evidence, "200 CPU samples"));
+
+	/* 30% in the interpreter: the bound tightens, the advice stays. */
+	analyse(th, 1, &in, &r->analysis);
+	r->where[ROLE_TRAINER] = (struct where_role){ .samples = 200, .serial_interpreter = 60,
+						      .serial_top = { .name = -1 } };
+	where_annotate(r);
+	adv = rec(&r->analysis, "intra_op_threads");
+	CHECK_MSG(adv && strstr(adv->text, "At most 1.5"), "%s", adv ? adv->text : "");
+	CHECK(adv && near(adv->speedup_bound, pipeline_threads_bound(0.99, 0.3, 2), 1e-9));
+
+	/* Too few samples to say: the advice is left as it was. */
+	analyse(th, 1, &in, &r->analysis);
+	r->where[ROLE_TRAINER] = (struct where_role){ .samples = 20, .serial_library = 20,
+						      .serial_top = { .name = blas, .samples = 20 } };
+	where_annotate(r);
+	adv = rec(&r->analysis, "intra_op_threads");
+	CHECK(adv && adv->speedup_bound > 1.9 && !strstr(adv->text, "At most"));
+	where_names_free(&r->where_names);
+	free(r);
+}
+
 /* Every verdict's advice says what it rests on. */
 TEST(test_rules_evidence_everywhere)
 {
@@ -406,5 +457,6 @@ int main(void)
 	RUN_TEST(test_rules_data_loading);
 	RUN_TEST(test_rules_cpu_bound);
 	RUN_TEST(test_rules_evidence_everywhere);
+	RUN_TEST(test_threads_against_samples);
 	return unit_summary();
 }
