@@ -348,7 +348,7 @@ int where_aggregate(const struct where_sample *samples, int nr, int nr_roles,
 			out->serial_library += s->serial == CODE_SERIAL_LIBRARY;
 			if (s->native >= 0)
 				native[s->native]++;
-			if (s->native >= 0 && s->serial != CODE_NOT_SERIAL)
+			if (s->native >= 0 && s->serial == CODE_SERIAL_LIBRARY)
 				serial[s->native]++;
 			if (s->py_depth > 0) {
 				out->py_samples++;

@@ -129,7 +129,7 @@ struct where_role {
 	struct where_entry native[WHERE_TOP];	/* user-mode leaf symbol, most first */
 	uint64_t serial_interpreter;	/* samples in the interpreter (enum serial_code) */
 	uint64_t serial_library;	/* ... in a library that starts no threads */
-	struct where_entry serial_top;	/* the leaf of those most sampled; name -1 for none */
+	struct where_entry serial_top;	/* the library leaf most sampled; name -1 for none */
 };
 
 /* Counts samples[] per role (0..nr_roles-1) into roles[]. */

@@ -93,8 +93,8 @@ static void refine_threads(struct report *r)
 		 "whatever the setting (%.0f%% in the interpreter, %.0f%% in a BLAS with no threads)",
 		 100 * serial, 100 * (serial - lib), 100 * lib);
 	text_append(rec->evidence, sizeof(rec->evidence), "; %.0f%% of %llu CPU samples of the "
-		    "trainer in code that runs on one thread (most: %s)", 100 * serial,
-		    (unsigned long long)w->samples, top);
+		    "trainer in code that runs on one thread%s%s%s", 100 * serial,
+		    (unsigned long long)w->samples, *top ? " (most: " : "", top, *top ? ")" : "");
 	if (bound >= PREDICT_THREADS_NO_GAIN) {
 		text_append(rec->text, sizeof(rec->text), " At most %.2fx: %s.", bound, p->withheld);
 		return;
@@ -102,7 +102,7 @@ static void refine_threads(struct report *r)
 	rec->id = "serial_code";
 	snprintf(rec->text, sizeof(rec->text), "More intra-op threads would not help: at most %.2fx "
 		 "steps/s with torch.set_num_threads(%d), as %s.", bound, p->to, p->withheld);
-	if (lib >= serial / 2)
+	if (lib >= serial / 2 && *top)
 		text_append(rec->text, sizeof(rec->text), " The BLAS, %s, starts no threads of its "
 			    "own, and torch calls it outside its parallel loops: a threaded BLAS "
 			    "(OpenBLAS or MKL; update-alternatives --config libblas.so.3 on Debian) "

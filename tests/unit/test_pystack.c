@@ -157,6 +157,34 @@ TEST(test_folded_native_callers)
 	where_names_free(&names);
 }
 
+TEST(test_serial_code_counts)
+{
+	struct where_names names = {};
+	int blas = where_name_id(&names, "sgemm_ (libblas.so.3)");
+	int eval = where_name_id(&names, "_PyEval_EvalFrameDefault (python3.11)");
+	int dnnl = where_name_id(&names, "JIT code (anonymous memory)");
+	struct where_sample samples[] = {
+		{ .role = ROLE_TRAINER, .native = blas, .serial = CODE_SERIAL_LIBRARY, .py_depth = -1 },
+		{ .role = ROLE_TRAINER, .native = blas, .serial = CODE_SERIAL_LIBRARY, .py_depth = -1,
+		  .kernel = true },
+		{ .role = ROLE_TRAINER, .native = eval, .serial = CODE_INTERPRETER, .py_depth = -1 },
+		{ .role = ROLE_TRAINER, .native = eval, .serial = CODE_INTERPRETER, .py_depth = -1 },
+		{ .role = ROLE_TRAINER, .native = eval, .serial = CODE_INTERPRETER, .py_depth = -1 },
+		{ .role = ROLE_TRAINER, .native = dnnl, .py_depth = -1 },
+		{ .role = ROLE_WORKER, .native = blas, .serial = CODE_SERIAL_LIBRARY, .py_depth = -1 },
+	};
+	struct where_role roles[NR_ROLES];
+
+	CHECK_EQ_INT(where_aggregate(samples, 7, NR_ROLES, roles), 0);
+	CHECK_EQ_U64(roles[ROLE_TRAINER].serial_interpreter, 3);
+	CHECK_EQ_U64(roles[ROLE_TRAINER].serial_library, 2);
+	/* The library leaf, though the interpreter has more samples. */
+	CHECK(roles[ROLE_TRAINER].serial_top.name == blas && roles[ROLE_TRAINER].serial_top.samples == 2);
+	CHECK_EQ_U64(roles[ROLE_WORKER].serial_library, 1);
+	CHECK(roles[ROLE_HELPER].serial_top.name == -1);
+	where_names_free(&names);
+}
+
 /* The 8 bytes before a return address: filler, then the call of the given bytes. */
 static bool call_of(const uint8_t *insn, int len)
 {
@@ -248,5 +276,6 @@ int main(void)
 	RUN_TEST(test_wait_sites);
 	RUN_TEST(test_folded_native_callers);
 	RUN_TEST(test_call_sites);
+	RUN_TEST(test_serial_code_counts);
 	return unit_summary();
 }
