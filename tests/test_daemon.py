@@ -34,6 +34,8 @@ from test_cli import PIPEPROF, assert_detached, link_count
 FAKE_CUDA = os.path.join(ROOT, ".output", "fakecuda", "libcuda.so.1")
 PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = "/usr/bin/promtool"
+RULES = os.path.join(ROOT, "tools", "prometheus", "pipeprof.rules.yml")
+DASHBOARD = os.path.join(ROOT, "tools", "grafana", "pipeprof-dashboard.json")
 LOOPBACK = "127.0.0.1"
 # The command name of every job these tests start; per run, so two runs of this module
 # (or a daemon left from one) do not see each other's jobs.
@@ -455,10 +457,12 @@ def start_prometheus(procs, tmp_path, target_port):
         "  scrape_interval: 1s\n"
         "  scrape_timeout: 1s\n"
         "  evaluation_interval: 1s\n"
+        "rule_files:\n"
+        "  - %s\n"
         "scrape_configs:\n"
         "  - job_name: pipeprof\n"
         "    static_configs:\n"
-        "      - targets: ['%s:%d']\n" % (LOOPBACK, target_port))
+        "      - targets: ['%s:%d']\n" % (RULES, LOOPBACK, target_port))
     r = subprocess.run([PROMTOOL, "check", "config", str(cfg)], capture_output=True, text=True,
                        timeout=30)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -582,6 +586,34 @@ def test_prometheus_scrapes_data_loading_verdict(daemons, procs, job_python, tmp
     frac = prom_query(prom_port, 'pipeprof_job_state_fraction{pid="%d",role="TRAINER",'
                                  'state="DATA_WAIT"}' % pid)
     assert frac and frac[0][1] > 0.2, frac
+
+    # The shipped alert rules match what the daemon exports: the data-loading alert is
+    # pending for this job (it fires after its 5 minutes).
+    alert = 'ALERTS{alertname="PipeprofDataLoadingBound",pid="%d"}' % pid
+    took = wait_prom_value(prom_port, alert, 1.0, 30)
+    assert took is not None and took >= 0, ("no %s" % alert, prom_query(prom_port, "ALERTS"))
+    assert {m["alertstate"] for m, _ in prom_query(prom_port, alert)} <= {"pending", "firing"}
+    # Every query of the shipped dashboard runs, and the job's panels show this job.
+    comm = prom_query(prom_port, 'pipeprof_job_info{pid="%d"}' % pid)[0][0]["comm"]
+    # (rates need two scrapes: a few seconds after the first)
+    needed = {"Verdict", "Steps per second", "Trainer: where its time goes",
+              "DataLoader workers: where their time goes", "Step time", "pipeprof's own cost"}
+    deadline = time.monotonic() + 30
+    while True:
+        shown, ran = set(), []
+        for panel in json.load(open(DASHBOARD))["panels"]:
+            for target in panel["targets"]:
+                q = target["expr"].replace("$__rate_interval", "10s").replace(
+                    "$comm", re.escape(comm))
+                got = prom_query(prom_port, q)
+                ran.append("%s: %s -> %d series" % (panel["title"], q, len(got)))
+                if got:
+                    shown.add(panel["title"])
+        if needed <= shown or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert needed <= shown, "dashboard panels %s show nothing for %s:\n%s" % (
+        sorted(needed - shown), comm, "\n".join(ran))
 
     # The exposition itself, straight from the daemon.
     text, headers = scrape(d.port)
