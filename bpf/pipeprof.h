@@ -149,6 +149,8 @@ struct pp_thread {
 	__u64 gc_start_ns;	/* Python garbage collection in progress since, 0 when none */
 	__u64 gc_ns;		/* its pauses inside the window */
 	__u64 gc_count;		/* collections that began inside the window */
+	__u64 exec_at_out_ns;	/* the task's own CPU clock (se.sum_exec_runtime) at its last
+				 * switch-out; 0 before the first one seen */
 	char comm[16];
 };
 
@@ -180,6 +182,27 @@ static inline void pp_thread_init(struct pp_thread *t, __u32 tgid, __u32 phase, 
 	t->wake_cause = PP_OTHER;
 }
 
+/*
+ * When a thread got the CPU it was not seen to get. Some switch-ins emit no sched_switch at all
+ * (seen on a Firecracker guest: no switch-out of the guest agent's threads is ever traced, so
+ * the task it hands the CPU back to reappears unannounced, ftrace and BPF alike). The thread
+ * ran for what its own CPU clock gained since its last switch-out, and in one stretch ending
+ * at this switch-out, since each of its switch-outs is seen; the rest of the gap was the wait
+ * it was in. 0: the clock cannot place it (no switch-out of it seen yet).
+ */
+static inline __u64 pp_missed_switch_in_ns(__u64 since_ns, __u64 now_ns, __u64 exec_at_out_ns,
+					   __u64 exec_now_ns)
+{
+	__u64 ran;
+
+	if (!exec_at_out_ns || exec_now_ns < exec_at_out_ns || now_ns < since_ns)
+		return 0;
+	ran = exec_now_ns - exec_at_out_ns;
+	/* The clock leaves out stolen time, so it never overshoots the gap on its own; clamp
+	 * anyway against a switch-out seen late. */
+	return ran >= now_ns - since_ns ? since_ns : now_ns - ran;
+}
+
 /* Global counters; index into the counters array map. */
 enum pp_counter {
 	PP_CNT_SCHED_EVENTS = 0,	/* every sched_switch seen (self-check) */
@@ -198,7 +221,7 @@ enum pp_counter {
 	PP_CNT_PCOUNT_BAD,		/* ... and read wrong: interrupt context falls back */
 	PP_CNT_UNRETURNED_CALLS,	/* probed calls left without a return (longjmp, attach) */
 	PP_CNT_WAITS_UNWOKEN,		/* off-CPU waits that ended with no wakeup seen: OTHER */
-	PP_CNT_SWITCH_IN_MISSED,	/* a thread left a CPU it was not seen to get: time lost */
+	PP_CNT_SWITCH_IN_MISSED,	/* a thread left a CPU it was not seen to get */
 	PP_CNT_NOTES_LOST,		/* library notes dropped: ring buffer full (a full scan follows) */
 	PP_CNT_NOTES,			/* library notes sent: forks, execs and loader events */
 	PP_CNT_SAMPLES,			/* CPU samples of the job's threads sent (pystack.bpf.c) */
@@ -206,6 +229,7 @@ enum pp_counter {
 	PP_CNT_PY_THREAD_UNFOUND,	/* samples of an interpreter's thread with no thread state */
 	PP_CNT_WAIT_STACKS,		/* the trainer's waits sent with their Python stacks */
 	PP_CNT_WAIT_STACKS_LOST,	/* ... dropped: ring buffer full */
+	PP_CNT_SWITCH_IN_UNPLACED,	/* a missed switch-in its CPU clock could not place: time lost */
 	PP_NR_COUNTERS,
 };
 

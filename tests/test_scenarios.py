@@ -150,15 +150,29 @@ def waited_most_on_worker(report, truth, window):
         describe_waker(wo[0]))
 
 
+def no_unclaimed_time(report, truth, window):
+    """A trainer that never blocks has no OTHER: every stretch between its events is placed,
+    even where the kernel emitted no switch-in (switch_ins_missed: on a Firecracker guest the
+    switch-outs of the guest agent's threads, about once a second, are never traced). Tighter
+    than TOLERANCE: unplaced stretches cost about 1% of a 5 s window, and would pass it."""
+    got = trainer_fractions(report)["OTHER"]
+    start, end = report["window"]["start_ns"], report["window"]["end_ns"]
+    want = groundtruth.shares(truth, start, end)["OTHER"]
+    c = report["counters"]
+    return abs(got - want) <= 0.005 and not c["switch_ins_unplaced"], (
+        "unclaimed: OTHER %.4f vs truth %.4f (want within 0.005); switch-ins missed %d, "
+        "unplaced %d (want 0)" % (got, want, c["switch_ins_missed"], c["switch_ins_unplaced"]))
+
+
 # id: (script, args, expected verdict, CPU hogs beside it, evidence checks)
 SCENARIOS = {
-    "cpu_bound": ("cpu_bound.py", [], "CPU-BOUND", 0, []),
+    "cpu_bound": ("cpu_bound.py", [], "CPU-BOUND", 0, [no_unclaimed_time]),
     "data_bound": ("data_bound.py", [], "DATA-LOADING BOUND", 0,
                    [busy_workers, waited_most_on_worker]),
     "io_bound": ("io_bound.py", [], "I/O BOUND", 0, []),
     "gpu_spin": ("gpu.py", ["--sync", "spin"], "GPU-BOUND", 0, [spin_is_gpu_wait, sync_calls]),
     "gpu_block": ("gpu.py", ["--sync", "block"], "GPU-BOUND", 0, [sync_calls]),
-    "contention": ("contention.py", [], "CPU CONTENTION", HOGS, []),
+    "contention": ("contention.py", [], "CPU CONTENTION", HOGS, [no_unclaimed_time]),
     "mixed": ("mixed.py", [], "DATA-LOADING BOUND", 0, [both_halves]),
     "demo_train": ("demo_train.py", [], "DATA-LOADING BOUND", 0, [busy_workers]),
 }

@@ -517,6 +517,7 @@ static const char *const counter_names[PP_NR_COUNTERS] = {
 	[PP_CNT_SWITCH_IN_MISSED] = "switch_ins_missed",
 	[PP_CNT_NOTES_LOST] = "library_notes_lost",
 	[PP_CNT_NOTES] = "library_notes",
+	[PP_CNT_SWITCH_IN_UNPLACED] = "switch_ins_unplaced",
 };
 
 int report_print_json(FILE *out, const struct report *r)

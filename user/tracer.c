@@ -679,10 +679,11 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 	if (r->counters[PP_CNT_WAKERS_FULL])
 		report_not_traced(r, "%llu waits not credited to their waker: wakers map full (%d entries)",
 				  (unsigned long long)r->counters[PP_CNT_WAKERS_FULL], PP_MAX_WAKERS);
-	if (r->counters[PP_CNT_SWITCH_IN_MISSED])
-		report_not_traced(r, "%llu times a thread left a CPU it was not seen to get: the time "
-				  "since its previous event is unclaimed (OTHER)",
-				  (unsigned long long)r->counters[PP_CNT_SWITCH_IN_MISSED]);
+	if (r->counters[PP_CNT_SWITCH_IN_UNPLACED])
+		report_not_traced(r, "%llu times a thread left a CPU it was not seen to get, before "
+				  "its CPU clock was known: the time since its previous event is "
+				  "unclaimed (OTHER)",
+				  (unsigned long long)r->counters[PP_CNT_SWITCH_IN_UNPLACED]);
 	if (r->counters[PP_CNT_UNRETURNED_CALLS])
 		report_not_traced(r, "%llu probed calls never returned (longjmp or an exception through "
 				  "them): their time ends at the next call",

@@ -114,7 +114,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 {
 	struct pp_thread *t;
 	__s64 prev_state;
-	__u64 now = 0;
+	__u64 now = 0, exec_now;
 
 	count(PP_CNT_SCHED_EVENTS);
 	if (!irq_from_preempt_count) {
@@ -138,12 +138,25 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			prev_state = (__s64)ctx[3];
 		else
 			prev_state = task_state(prev);
+		exec_now = prev->se.sum_exec_runtime;
+		if (t->phase == PP_PHASE_RUNNABLE || t->phase == PP_PHASE_OFFCPU) {
+			/* Its switch-in never reached us: its CPU clock says when it was. */
+			__u64 in = pp_missed_switch_in_ns(t->phase_start_ns, now, t->exec_at_out_ns,
+							  exec_now);
+
+			count(PP_CNT_SWITCH_IN_MISSED);
+			if (in) {
+				account_switch_in(t, prev->pid, in);
+				t->phase = PP_PHASE_ONCPU;
+				t->phase_start_ns = t->oncpu_since_ns = in;
+			} else {
+				/* The time since its last event goes unclaimed (OTHER). */
+				count(PP_CNT_SWITCH_IN_UNPLACED);
+			}
+		}
 		if (t->phase == PP_PHASE_ONCPU)
 			t->ran_since_wait_ns += now - relay_run_from(t);
-		else if (t->phase == PP_PHASE_RUNNABLE || t->phase == PP_PHASE_OFFCPU)
-			/* Its switch-in never reached us: when it got the CPU is unknown, and the
-			 * time since its last event goes unclaimed (OTHER), counted here. */
-			count(PP_CNT_SWITCH_IN_MISSED);
+		t->exec_at_out_ns = exec_now;
 		account_oncpu(t, now);
 		t->phase_start_ns = now;
 		if (preempt || prev_state == TASK_RUNNING) {

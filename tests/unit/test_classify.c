@@ -438,6 +438,26 @@ TEST(test_chain_rule)
 	CHECK_EQ_U64(pp_chain_cause(PP_DATA_WAIT, 0, 0, PP_CHAIN_MAX_AGE_NS + 1), PP_NO_CAUSE);
 }
 
+/* A switch-in the kernel never traced, placed from the thread's CPU clock: the ftrace of a
+ * preempted trainer on a Firecracker guest, out at 425.719 ms, out again at 478.553 ms with no
+ * switch-in between, having run 20 ms by its clock. */
+TEST(test_missed_switch_in)
+{
+	const __u64 out = 425719000, again = 478553000, exec = 7734000695ULL;
+
+	CHECK_EQ_U64(pp_missed_switch_in_ns(out, again, exec, exec + 20 * MS), again - 20 * MS);
+	/* It ran the whole gap: no wait at all. */
+	CHECK_EQ_U64(pp_missed_switch_in_ns(out, again, exec, exec + (again - out)), out);
+	/* Its clock gained more than the gap (a switch-out seen late): clamped to the gap. */
+	CHECK_EQ_U64(pp_missed_switch_in_ns(out, again, exec, exec + 60 * MS), out);
+	/* It never ran: the switch-in is now (a zero-length run). */
+	CHECK_EQ_U64(pp_missed_switch_in_ns(out, again, exec, exec), again);
+	/* No switch-out seen yet, a clock going back (a pid reused), time going back: unplaced. */
+	CHECK_EQ_U64(pp_missed_switch_in_ns(out, again, 0, exec), 0);
+	CHECK_EQ_U64(pp_missed_switch_in_ns(out, again, exec, exec - 1), 0);
+	CHECK_EQ_U64(pp_missed_switch_in_ns(again, out, exec, exec + MS), 0);
+}
+
 /* What ended the trainer's waits: per waker, interrupts per context, most time first. */
 TEST(test_waited_on)
 {
@@ -734,6 +754,7 @@ int main(void)
 	RUN_TEST(test_gpu_unprobed);
 	RUN_TEST(test_gpu_backlog);
 	RUN_TEST(test_chain_rule);
+	RUN_TEST(test_missed_switch_in);
 	RUN_TEST(test_waited_on);
 	RUN_TEST(test_thread_verdicts);
 	RUN_TEST(test_near_threshold);
