@@ -53,10 +53,13 @@ extern const volatile __u32 hist_kinds;
 extern const volatile __u32 hist_keying;
 extern const volatile __u64 hist_time_div;
 extern const volatile __u32 wait_stack_tid;
+extern const volatile bool step_records_on;
 /* pystack.bpf.c: the trainer's wait stacks, and who ended each wait. */
 int py_wait_begins(__u32 tid, __u32 tgid);
 int py_wait_woken(__u32 wakee_tid);
 int py_wait_ends(__u32 tid, __u32 cause, __u64 wait_ns);
+/* sched.bpf.c */
+int place_switch_in(__u32 tid, __u64 in);
 /* Record who ended each wait (the wakers map), for the report's "waited on". */
 extern const volatile bool record_wakers;
 /* Where this CPU's preempt count lies relative to its run queue (core_fixes.bpf.h); 0 when
@@ -341,6 +344,29 @@ static __always_inline void add_state(struct pp_thread *t, __u32 state, __u64 fr
 static __always_inline __u32 oncpu_state(struct pp_thread *t)
 {
 	return t->gpu_depth ? PP_GPU_WAIT : PP_RUNNING;
+}
+
+/*
+ * For a program in the thread's own context (a uprobe): it is on a CPU now, whatever its phase
+ * says. Runnable or off-CPU means its switch-in was never traced (pp_missed_switch_in_ns): place
+ * it from its CPU clock now, before the time is split at a step boundary or a GPU call. Between
+ * switches the clock advances only at scheduler ticks, so this places the switch-in up to a
+ * tick late, and that tick reads RUNQ.
+ */
+static __always_inline void seen_on_cpu(struct pp_thread *t, __u32 tid, __u64 now)
+{
+	struct task_struct *task;
+	__u64 in;
+
+	if (t->phase != PP_PHASE_RUNNABLE && t->phase != PP_PHASE_OFFCPU)
+		return;
+	task = bpf_get_current_task_btf();
+	in = pp_missed_switch_in_ns(t->phase_start_ns, now, t->exec_at_out_ns,
+				    task->se.sum_exec_runtime);
+	if (!in)
+		return;
+	count(PP_CNT_SWITCH_IN_MISSED);
+	place_switch_in(tid, in);
 }
 
 /* The record of a live process pipeprof follows, or NULL. An exited one's pid may have been

@@ -229,6 +229,7 @@ enum pp_counter {
 	PP_CNT_PY_THREAD_UNFOUND,	/* samples of an interpreter's thread with no thread state */
 	PP_CNT_WAIT_STACKS,		/* the trainer's waits sent with their Python stacks */
 	PP_CNT_WAIT_STACKS_LOST,	/* ... dropped: ring buffer full */
+	PP_CNT_STEP_RECORDS_LOST,	/* step boundaries dropped: ring buffer full */
 	PP_CNT_SWITCH_IN_UNPLACED,	/* a missed switch-in its CPU clock could not place: time lost */
 	PP_NR_COUNTERS,
 };
@@ -384,6 +385,17 @@ struct pp_sample {
 	__u64 code[PP_PY_MAX_DEPTH];
 	/* Where user mode was (the leaf, or the syscall's caller), then its callers. */
 	__u64 ustack[PP_USTACK_MAX_DEPTH];
+};
+
+/* A training step boundary (the start of an outermost autograd backward pass), with the
+ * thread's state time so far: userspace takes each step's breakdown from two of them. */
+struct pp_step_record {
+	__u32 tid, tgid;
+	__u64 ts;
+	__u32 phase;			/* enum pp_phase at ts */
+	__u32 gpu_depth;
+	__u64 phase_start_ns;		/* the open phase's time is ts - phase_start_ns */
+	__u64 ns[PP_NR_STATES];		/* closed state time */
 };
 
 #endif /* PIPEPROF_H */

@@ -12,6 +12,7 @@
 #include "classify.h"
 #include "procmaps.h"
 #include "pystack.h"
+#include "steps.h"
 
 #define REPORT_SCHEMA "pipeprof.report/v1"
 #define MAX_NOT_TRACED 24
@@ -105,6 +106,16 @@ struct report {
 	int nr_py_procs;
 	struct py_proc_result py_procs[MAX_PY_PROCS];
 
+	/* Training steps: the trainer's backward passes (steps.c, steps_report.c). */
+	bool steps_on;			/* asked for (the report; the daemon keeps a histogram) */
+	bool steps_probed;		/* libtorch's autograd engine is probed */
+	char steps_why_not[160];
+	struct pp_step_record *step_recs;
+	int nr_step_recs;
+	uint64_t step_recs_lost;
+	uint32_t steps_tid;		/* whose steps: the trainer's */
+	struct step_summary steps;	/* filled by steps_finish() */
+
 	uint64_t counters[PP_NR_COUNTERS];
 	int probe_attach_failures;
 	uint64_t bpf_recursion_misses;	/* program runs the kernel skipped: re-entry on a CPU */
@@ -121,6 +132,11 @@ struct report {
 	bool partial;
 	char partial_why[512];
 };
+
+/* The trainer's steps from the step records (after the analysis). */
+int steps_finish(struct report *r);
+void steps_print_text(FILE *out, const struct report *r);
+struct json_object *steps_json(const struct report *r);
 
 /* Gives each sample its thread's role and counts them per role (after the analysis). */
 int where_finish(struct report *r);

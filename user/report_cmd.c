@@ -375,6 +375,7 @@ static void free_report(struct report *r)
 	free(r->libs);
 	free(r->wakes);
 	where_free(r);
+	free(r->step_recs);
 }
 
 static int write_folded(const struct report_opts *o, const struct report *r)
@@ -450,7 +451,7 @@ int report_cmd_run(const struct report_opts *o)
 	err = tracer_start(&tracer, &(struct tracer_opts){ .root = pid, .trainer_tid = tid,
 							   .verbose = o->verbose, .record_wakers = true,
 							   .python_gc = true,
-							   .sample_hz = o->sample_hz });
+							   .sample_hz = o->sample_hz, .steps = true });
 	if (err) {
 		status = err == -ESRCH ? 2 : 1;
 		goto cleanup;
@@ -537,6 +538,11 @@ int report_cmd_run(const struct report_opts *o)
 		goto cleanup;
 	}
 	where_annotate(&report);
+	err = steps_finish(&report);
+	if (err) {
+		fprintf(stderr, "pipeprof: cannot sum up the steps: %s\n", strerror(-err));
+		goto cleanup;
+	}
 	if (tid && report.analysis.trainer_index < 0)
 		report_not_traced(&report, "--tid %d: no such thread in the traced processes", tid);
 

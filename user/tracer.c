@@ -197,7 +197,7 @@ static void skip_unused_probes(struct tracer *t)
 		bpf_program__set_autoload(skel->progs.on_copy, false);
 		bpf_program__set_autoload(skel->progs.on_copy_return, false);
 	}
-	if (!(t->hist_kinds & 1u << PP_HK_STEP)) {
+	if (!(t->hist_kinds & 1u << PP_HK_STEP) && !t->steps) {
 		bpf_program__set_autoload(skel->progs.on_step, false);
 		bpf_program__set_autoload(skel->progs.on_step_return, false);
 	}
@@ -385,6 +385,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	t->hist_kinds = o->hist_kinds;
 	t->python_gc = o->python_gc;
 	t->sample_hz = o->sample_hz;
+	t->steps = o->steps;
 	libbpf_set_print(o->verbose ? libbpf_print_fn : libbpf_quiet_fn);
 
 	if (stat("/sys/kernel/btf/vmlinux", &st)) {
@@ -429,6 +430,8 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	bpf_map__set_max_entries(t->skel->maps.hists, !o->hist_kinds ? 1 :
 				 2 * (o->hist_entries ? o->hist_entries : PP_MAX_HISTS));
 	tracer_size_sample_buffers(t);
+	t->skel->rodata->step_records_on = o->steps;
+	tracer_size_step_buffer(t);
 	err = tracer_size_maps(t);
 	if (err)
 		return err;
@@ -485,6 +488,9 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	if (err)
 		return err;
 	attach_phase(&clock, "libraries");
+	err = tracer_steps_start(t);
+	if (err)
+		return err;
 	/* The report goes on without the "where" section, and says why, when sampling fails. */
 	if (tracer_sampler_start(t) && t->verbose)
 		fprintf(stderr, "pipeprof: %s\n", t->sample_err);
@@ -667,6 +673,9 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 	err = tracer_collect_samples(t, r);
 	if (err)
 		return err;
+	err = tracer_collect_steps(t, r);
+	if (err)
+		return err;
 	if (t->python_gc)
 		tracer_collect_python(t, r);
 	err = collect_wakers(t, r);
@@ -775,6 +784,7 @@ void tracer_stop(struct tracer *t)
 	tracer_notes_close(t);
 	tracer_python_close(t);
 	tracer_sampler_close(t);
+	tracer_steps_close(t);
 	free(t->close_states);
 	t->close_states = NULL;
 	t->nr_close_states = 0;

@@ -38,6 +38,7 @@ struct tracer_opts {
 	bool record_wakers;	/* who ended each wait, for the report's "waited on" */
 	bool python_gc;		/* time the interpreters' garbage collections */
 	unsigned int sample_hz;	/* CPU samples a second per CPU ("where"); 0: none */
+	bool steps;		/* the report's steps: a record per backward pass */
 };
 
 /* The probes on one library file in one process. */
@@ -113,6 +114,12 @@ struct tracer {
 	__u64 dither_state;
 	/* Interrupt context from the tracepoint nesting instead of the preempt count: why. */
 	char irq_fallback[160];
+	/* The report's step boundaries (tracer_steps.c). */
+	bool steps;
+	struct ring_buffer *steps_rb;
+	struct pp_step_record *step_recs;
+	int nr_step_recs, cap_step_recs;
+	__u64 step_recs_over_cap;
 };
 
 /* Processes, and threads per process, that the /proc walks at attach take. */
@@ -161,6 +168,13 @@ void tracer_sampler_add_process(struct tracer *t, pid_t pid, const struct mapped
 void tracer_sampler_poll(struct tracer *t);
 int tracer_collect_samples(struct tracer *t, struct report *r);
 void tracer_sampler_close(struct tracer *t);
+/* tracer_steps.c: the report's step boundaries. Size before load, start after, take what
+ * the ring buffer holds at each tick, copy into r, free. */
+void tracer_size_step_buffer(struct tracer *t);
+int tracer_steps_start(struct tracer *t);
+void tracer_steps_poll(struct tracer *t);
+int tracer_collect_steps(struct tracer *t, struct report *r);
+void tracer_steps_close(struct tracer *t);
 /* A pollable fd that is readable when notes wait; -1 when there is none. */
 int tracer_notes_fd(const struct tracer *t);
 /* Handles the waiting notes: looks at each process named (a full scan when notes were lost). */

@@ -250,7 +250,7 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 int tracer_refresh_pid(struct tracer *t, pid_t pid)
 {
 	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA | 1u << LIB_LOADER |
-			    (t->hist_kinds & 1u << PP_HK_STEP ? 1u << LIB_TORCH : 0) |
+			    (t->hist_kinds & 1u << PP_HK_STEP || t->steps ? 1u << LIB_TORCH : 0) |
 			    (t->python_gc || t->sample_hz ? 1u << LIB_PYTHON : 0);
 	struct mapped_lib libs[16];
 	bool runtime_mapped = false;

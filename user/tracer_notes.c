@@ -182,6 +182,7 @@ int tracer_wait(struct tracer *t, int pidfd, int timeout_ms)
 	if (poll(pfd, 2, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	tracer_sampler_poll(t);
+	tracer_steps_poll(t);
 	if (pfd[1].revents & POLLIN) {
 		err = tracer_handle_notes(t);
 		if (err)

@@ -32,6 +32,7 @@ int BPF_KPROBE(on_gpu_enter)
 		t->gpu_depth = 0;
 	}
 	if (t->gpu_depth == 0) {
+		seen_on_cpu(t, (__u32)bpf_get_current_pid_tgid(), now);
 		account_oncpu(t, now);
 		t->phase = PP_PHASE_ONCPU;
 		t->phase_start_ns = now;
@@ -167,8 +168,31 @@ int BPF_KRETPROBE(on_copy_return)
 	return 0;
 }
 
-/* Training steps (hist step): one autograd backward pass per step; the time between the
- * starts of consecutive outermost passes of a thread is its step time. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);	/* sized by userspace */
+} step_records SEC(".maps");
+
+static __always_inline void record_step(__u32 tid, struct pp_thread *t, __u64 now)
+{
+	struct pp_step_record *r = bpf_ringbuf_reserve(&step_records, sizeof(*r), 0);
+
+	if (!r) {
+		count(PP_CNT_STEP_RECORDS_LOST);
+		return;
+	}
+	r->tid = tid;
+	r->tgid = t->tgid;
+	r->ts = now;
+	r->phase = t->phase;
+	r->gpu_depth = t->gpu_depth;
+	r->phase_start_ns = t->phase_start_ns;
+	__builtin_memcpy(r->ns, t->ns, sizeof(r->ns));
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
+/* Training steps (hist step, the report's steps): one autograd backward pass per step; the
+ * time between the starts of consecutive outermost passes of a thread is its step time. */
 SEC("uprobe")
 int BPF_KPROBE(on_step)
 {
@@ -189,6 +213,10 @@ int BPF_KPROBE(on_step)
 	t->last_step_ns = now;
 	if (last)
 		hist_time(PP_HK_STEP, 0, tid, t->tgid, now - last);
+	if (step_records_on) {
+		seen_on_cpu(t, tid, now);
+		record_step(tid, t, now);
+	}
 	return 0;
 }
 

@@ -10,10 +10,14 @@ the trainer is ~100% RUNNING on an idle machine. Expected verdict: CPU-BOUND.
 --op elementwise replaces the MLP with large elementwise ops, which torch splits over those
 threads (the MLP's small matrices and a single-threaded BLAS barely use them): two loops whose
 one-thread traces look alike and whose second thread buys very different speed-ups.
+--slow-every N --slow-ms M makes every Nth step M ms slower with a sleep after its update (an
+'other' segment: OTHER), as a job that logs or checkpoints every N steps: slow steps whose
+cause is known.
 """
 import argparse
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import groundtruth  # noqa: E402
@@ -70,6 +74,10 @@ def main(argv=None):
     p.add_argument("--op", choices=("mlp", "elementwise"), default="mlp",
                    help="the step: an MLP's forward/backward/update, or large elementwise ops "
                    "(default %(default)s)")
+    p.add_argument("--slow-every", type=int, default=0, metavar="N",
+                   help="every Nth step sleeps --slow-ms after its update (default: never)")
+    p.add_argument("--slow-ms", type=float, default=50.0,
+                   help="the slow steps' sleep (default %(default)s)")
     args = p.parse_args(argv)
     rec = groundtruth.Recorder("cpu_bound", args.truth)
     state = {}
@@ -84,12 +92,18 @@ def main(argv=None):
             state["step"] = make_elementwise_step(torch)
         for _ in range(5):
             state["step"]()
+        state["n"] = 0
         return {"width": args.width, "batch": args.batch, "depth": args.depth,
-                "threads": args.threads, "op": args.op}
+                "threads": args.threads, "op": args.op, "slow_every": args.slow_every,
+                "slow_ms": args.slow_ms}
 
     def step():
         with rec.seg("compute"):
             state["step"]()
+        state["n"] += 1
+        if args.slow_every and state["n"] % args.slow_every == 0:
+            with rec.seg("other"):
+                time.sleep(args.slow_ms / 1e3)
 
     return groundtruth.run(rec, args, warmup, step)
 

@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""The report's steps: the trainer's backward passes, found through libtorch's autograd engine,
+held against the workloads' own step timestamps (groundtruth.py).
+
+Two jobs of different shapes, each attached ATTACHES times while it runs: a DataLoader job whose
+trainer waits for batches (data_bound.py) and a CPU-bound MLP with no workers (cpu_bound.py).
+In every attach the report counts the steps the workload recorded inside the window (within 2:
+a step boundary is the start of a backward pass, the workload's the end of its step), gives
+their rate and median within 5% and 10%, and a breakdown of every step that agrees with the
+workload's own state shares over the same steps within 5 points (the scenarios' tolerance). A job with no libtorch says
+why it has no steps. A CPU-bound job whose every 10th step sleeps 60 ms has those steps named
+slow, with the time they slept as OTHER.
+"""
+import os
+import signal
+import statistics
+
+from conftest import (PYTHON, WORKLOADS, attach_repeatedly, attempt_pipeprof, finish_workload,
+                      groundtruth, save_result, start_workload)
+
+ATTACHES = 3
+WINDOW_S = 4
+
+
+def truth_steps(truth, start_ns, end_ns):
+    return [t for t in truth["steps"] if start_ns <= t <= end_ns]
+
+
+def attached(runs, truth, problems):
+    """(attach number, report, the workload's step ends in its window) of each attach that
+    reported; the others are problems."""
+    for i, run in enumerate(runs, 1):
+        rep = run["report"]
+        if rep is None:
+            problems.append("attach %d failed: %s" % (i, run["error"]))
+            continue
+        w = rep["window"]
+        yield i, rep, truth_steps(truth, w["start_ns"], w["end_ns"])
+
+
+def check(name, runs, truth, main_state):
+    problems, lines = [], []
+    for i, rep, ends in attached(runs, truth, problems):
+        st = rep["steps"]
+        w = rep["window"]
+        gaps = [(b - a) / 1e9 for a, b in zip(ends, ends[1:])]
+        if len(gaps) < 10:
+            problems.append("attach %d: only %d steps of truth in the window" % (i, len(gaps)))
+            continue
+        rate = len(gaps) / ((ends[-1] - ends[0]) / 1e9)
+        p50 = statistics.median(gaps)
+        # The breakdown of the same span, from the workload's segments.
+        first = st["every_step"] and truth_shares_span(truth, ends)
+        line = "attach %d: %d steps (truth %d), %.2f/s (truth %.2f), p50 %.1f ms (truth %.1f)" % (
+            i, st["count"], len(gaps), st["per_second"], rate, 1e3 * st["p50_s"], 1e3 * p50)
+        if st["source"] != "autograd_engine":
+            problems.append("attach %d: steps not found: %s" % (i, st["why_not"]))
+            continue
+        if abs(st["count"] - len(gaps)) > 2:
+            problems.append(line + ": step count off")
+        if abs(st["per_second"] / rate - 1) > 0.05:
+            problems.append(line + ": rate off by more than 5%")
+        if abs(st["p50_s"] / p50 - 1) > 0.10:
+            problems.append(line + ": median step off by more than 10%")
+        got = st["every_step"]["states"][main_state]
+        want = first[main_state]
+        line += ", every step %s %.0f%% (truth %.0f%%; window: report %.0f%%, truth %.0f%%)" % (
+            main_state, 100 * got, 100 * want, 100 * rep["trainer"]["states"][main_state]["fraction"]
+            if isinstance(rep["trainer"]["states"][main_state], dict) else -1,
+            100 * groundtruth.shares(truth, w["start_ns"], w["end_ns"])[main_state])
+        if abs(got - want) > 0.05:
+            problems.append(line + ": breakdown off by more than 5 points")
+        lines.append(line)
+    save_result("steps_" + name, {"lines": lines, "problems": problems})
+    print("\n" + name + ":\n  " + "\n  ".join(lines))
+    assert not problems, "\n".join(problems + lines)
+
+
+def truth_shares_span(truth, ends):
+    return groundtruth.shares(truth, ends[0], ends[-1])
+
+
+def test_steps_of_a_data_loading_job(procs, tmp_path):
+    truth_path = str(tmp_path / "truth.json")
+    w, pid, _ = start_workload(procs, "data_bound.py", [], truth_path, duration=120)
+    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S)
+    truth = finish_workload(w, truth_path)
+    check("data_bound", runs, truth, "DATA_WAIT")
+
+
+def test_steps_of_a_cpu_bound_job(procs, tmp_path):
+    truth_path = str(tmp_path / "truth.json")
+    w, pid, _ = start_workload(procs, "cpu_bound.py", [], truth_path, duration=120)
+    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S)
+    truth = finish_workload(w, truth_path)
+    check("cpu_bound", runs, truth, "RUNNING")
+    # The slowest steps named are slower than the median by what they say.
+    for run in runs:
+        st = run["report"]["steps"]
+        for s in st["slowest"]:
+            assert s["ratio_to_median"] >= 1.5 and s["seconds"] <= st["max_s"] + 1e-9, st
+
+
+def test_slow_steps_and_their_cause(procs, tmp_path):
+    """cpu_bound.py --slow-every 10 --slow-ms 60: every step that sleeps is 4-5x the median, so
+    it is among the report's slow steps (1.5x the median or more; steps that the busy machine
+    slowed may join them). Held against the workload's record of the same span: at least as
+    many slow steps as it slept (within 2), the slow steps' OTHER time equal to its sleeping
+    time (within 10%, and one sleep for the steps cut at the window's ends), the median step
+    RUNNING, and each of the three slowest named mostly OTHER."""
+    truth_path = str(tmp_path / "truth.json")
+    slow_ms = 60
+    w, pid, _ = start_workload(procs, "cpu_bound.py", ["--slow-every", "10", "--slow-ms",
+                                                       str(slow_ms)], truth_path, duration=120)
+    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S)
+    truth = finish_workload(w, truth_path)
+    problems, lines = [], []
+    for i, rep, ends in attached(runs, truth, problems):
+        st = rep["steps"]
+        sleeps = [seg for seg in truth["segments"]
+                  if seg[0] == "other" and ends[0] <= seg[1] and seg[2] <= ends[-1]]
+        if len(sleeps) < 3:
+            problems.append("attach %d: only %d sleeping steps of truth" % (i, len(sleeps)))
+            continue
+        slept = groundtruth.shares(truth, ends[0], ends[-1])["OTHER"] * (ends[-1] - ends[0]) / 1e9
+        slow = st["slow_steps"] or {"seconds": 0, "states": {"OTHER": 0}}
+        other = slow["seconds"] * slow["states"]["OTHER"]
+        line = ("attach %d: %d slow steps (truth: %d slept), their OTHER %.3f s (truth slept "
+                "%.3f s); median step RUNNING %.0f%%; slowest %s; switch-ins missed %d" % (
+                    i, st["slow_count"], len(sleeps), other, slept,
+                    100 * st["median_step"]["states"]["RUNNING"],
+                    ["%.1fx %s" % (s["ratio_to_median"], ", ".join(
+                        "%s %.0f%%" % (k, 100 * v) for k, v in s["states"].items() if v >= 0.01))
+                     for s in st["slowest"]], rep["counters"]["switch_ins_missed"]))
+        lines.append(line)
+        if st["slow_count"] < len(sleeps) - 2:
+            problems.append(line + ": sleeping steps not counted slow")
+        if abs(other - slept) > 0.10 * slept + slow_ms / 1e3:
+            problems.append(line + ": the slow steps' OTHER is not the sleeps")
+        if st["median_step"]["states"]["RUNNING"] < 0.8:
+            problems.append(line + ": the median step is not RUNNING")
+        if len(st["slowest"]) != 3 or any(s["states"]["OTHER"] < 0.5 for s in st["slowest"]):
+            problems.append(line + ": the slowest steps named are not the sleeping ones")
+    save_result("steps_slow", {"lines": lines, "problems": problems})
+    print("\nslow steps:\n  " + "\n  ".join(lines))
+    assert not problems, "\n".join(problems + lines)
+
+
+def test_no_steps_without_torch(procs):
+    job = procs([PYTHON, os.path.join(WORKLOADS, "py_cost.py"), "--duration", "60"],
+                name="py_cost")
+    m = job.wait_line(r"^READY pid=(\d+)", 60)
+    assert m, job.output()
+    rep, why = attempt_pipeprof(int(m.group(1)), 1)
+    job.signal(signal.SIGTERM)
+    assert rep is not None, why
+    st = rep["steps"]
+    assert st["source"] is None and "not mapped" in st["why_not"] and st["count"] == 0, st

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "steps.h"
+
+/* The thread's state time up to the record, the open phase counted as classify.c's
+ * thread_close() counts it (a backward pass starts on-CPU, so it is RUNNING or GPU_WAIT). A
+ * thread no switch has shown since the window opened is running at the record, so it ran all
+ * along: the first step after an attach would otherwise get that time as its own. */
+static void state_time(const struct pp_step_record *r, uint64_t out[PP_NR_STATES])
+{
+	memcpy(out, r->ns, sizeof(r->ns));
+	if (r->ts <= r->phase_start_ns)
+		return;
+	switch (r->phase) {
+	case PP_PHASE_ONCPU:
+	case PP_PHASE_UNKNOWN:
+		out[r->gpu_depth ? PP_GPU_WAIT : PP_RUNNING] += r->ts - r->phase_start_ns;
+		break;
+	case PP_PHASE_RUNNABLE:
+		out[r->gpu_depth ? PP_GPU_WAIT : PP_RUNQ] += r->ts - r->phase_start_ns;
+		break;
+	default:
+		break;
+	}
+}
+
+static int by_ts(const void *a, const void *b)
+{
+	const struct pp_step_record *x = *(const struct pp_step_record *const *)a;
+	const struct pp_step_record *y = *(const struct pp_step_record *const *)b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int by_seconds(const void *a, const void *b)
+{
+	const struct step_breakdown *x = a, *y = b;
+
+	return x->seconds < y->seconds ? -1 : x->seconds > y->seconds ? 1 : x->index - y->index;
+}
+
+/* The step between records a and b. */
+static void breakdown(const struct pp_step_record *a, const struct pp_step_record *b, int index,
+		      struct step_breakdown *out, uint64_t sums[PP_NR_STATES])
+{
+	uint64_t before[PP_NR_STATES], after[PP_NR_STATES], whole = 0, d[PP_NR_STATES];
+
+	state_time(a, before);
+	state_time(b, after);
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		d[s] = after[s] > before[s] ? after[s] - before[s] : 0;
+		whole += d[s];
+		if (sums)
+			sums[s] += d[s];
+	}
+	out->index = index;
+	out->seconds = (b->ts - a->ts) / 1e9;
+	for (int s = 0; s < PP_NR_STATES; s++)
+		out->share[s] = whole ? (double)d[s] / whole : 0;
+}
+
+int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
+		    struct step_summary *out)
+{
+	const struct pp_step_record **mine = malloc((n ? n : 1) * sizeof(*mine));
+	struct step_breakdown *steps = NULL, *sorted = NULL;
+	uint64_t sums[PP_NR_STATES] = {}, whole = 0;
+	uint32_t others[16];
+	int nr = 0, nr_others = 0, count;
+
+	memset(out, 0, sizeof(*out));
+	if (!mine)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		if (recs[i].tid == tid) {
+			mine[nr++] = &recs[i];
+			continue;
+		}
+		/* Other threads' passes (a second trainer, torch.autograd.grad in a helper). */
+		bool seen = false;
+
+		for (int k = 0; k < nr_others && !seen; k++)
+			seen = others[k] == recs[i].tid;
+		if (!seen && nr_others < (int)(sizeof(others) / sizeof(others[0])))
+			others[nr_others++] = recs[i].tid;
+	}
+	out->other_threads = nr_others;
+	count = nr > 1 ? nr - 1 : 0;
+	if (!count) {
+		free(mine);
+		return 0;
+	}
+	qsort(mine, nr, sizeof(*mine), by_ts);
+	steps = calloc(count, sizeof(*steps));
+	sorted = calloc(count, sizeof(*sorted));
+	if (!steps || !sorted) {
+		free(mine);
+		free(steps);
+		free(sorted);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < count; i++)
+		breakdown(mine[i], mine[i + 1], i + 1, &steps[i], sums);
+	memcpy(sorted, steps, count * sizeof(*steps));
+	qsort(sorted, count, sizeof(*sorted), by_seconds);
+	out->count = count;
+	out->mean_s = (mine[nr - 1]->ts - mine[0]->ts) / 1e9 / count;
+	out->per_second = out->mean_s > 0 ? 1 / out->mean_s : 0;
+	out->median = sorted[(count - 1) / 2];
+	out->p50_s = out->median.seconds;
+	out->p90_s = sorted[(int)((count - 1) * 0.9 + 0.5)].seconds;
+	out->max_s = sorted[count - 1].seconds;
+	for (int s = 0; s < PP_NR_STATES; s++)
+		whole += sums[s];
+	out->all.seconds = out->mean_s * count;
+	for (int s = 0; s < PP_NR_STATES; s++)
+		out->all.share[s] = whole ? (double)sums[s] / whole : 0;
+	for (int i = count - 1; i >= 0 && out->nr_slowest < STEPS_SLOWEST; i--)
+		if (sorted[i].seconds >= STEPS_SLOW_RATIO * out->p50_s)
+			out->slowest[out->nr_slowest++] = sorted[i];
+	/* What the slow steps have in common: one checkpoint in a hundred steps is named by
+	 * the three slowest, a stall that recurs is named by all of them together. */
+	memset(sums, 0, sizeof(sums));
+	for (int i = 0; i < count; i++) {
+		struct step_breakdown unused;
+
+		if (steps[i].seconds < STEPS_SLOW_RATIO * out->p50_s)
+			continue;
+		breakdown(mine[i], mine[i + 1], i + 1, &unused, sums);
+		out->slow_count++;
+		out->slow.seconds += steps[i].seconds;
+	}
+	whole = 0;
+	for (int s = 0; s < PP_NR_STATES; s++)
+		whole += sums[s];
+	for (int s = 0; s < PP_NR_STATES; s++)
+		out->slow.share[s] = whole ? (double)sums[s] / whole : 0;
+	free(mine);
+	free(steps);
+	free(sorted);
+	return 0;
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The report's step boundaries: on_step (gpu.bpf.c) sends a record per outermost backward
+ * pass, with the thread's state time so far, through the step_records ring buffer; they are
+ * taken at every tick and handed to the report (steps.c makes steps of them).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "pipeprof.h"
+#include "pipeprof.skel.h"
+#include "report.h"
+#include "tracer.h"
+
+/* A day of steps at 100 a second would be 8.6 million: the report keeps the first of them. */
+#define MAX_STEP_RECORDS 1000000
+
+void tracer_size_step_buffer(struct tracer *t)
+{
+	/* Read every 100 ms tick: room for 2000 steps a second; a page when steps are off. */
+	size_t want = t->steps ? 256 * sizeof(struct pp_step_record) : 0;
+	__u32 size = (__u32)sysconf(_SC_PAGESIZE);
+
+	while (size < want)
+		size <<= 1;
+	bpf_map__set_max_entries(t->skel->maps.step_records, size);
+}
+
+static int on_step_record(void *ctx, void *data, size_t size)
+{
+	struct tracer *t = ctx;
+
+	if (size < sizeof(struct pp_step_record))
+		return 0;
+	if (t->nr_step_recs >= MAX_STEP_RECORDS) {
+		t->step_recs_over_cap++;
+		return 0;
+	}
+	if (t->nr_step_recs == t->cap_step_recs) {
+		int cap = t->cap_step_recs ? 2 * t->cap_step_recs : 1024;
+		void *grown = realloc(t->step_recs, cap * sizeof(*t->step_recs));
+
+		if (!grown) {
+			t->step_recs_over_cap++;
+			return 0;
+		}
+		t->step_recs = grown;
+		t->cap_step_recs = cap;
+	}
+	memcpy(&t->step_recs[t->nr_step_recs++], data, sizeof(struct pp_step_record));
+	return 0;
+}
+
+int tracer_steps_start(struct tracer *t)
+{
+	if (!t->steps)
+		return 0;
+	t->steps_rb = ring_buffer__new(bpf_map__fd(t->skel->maps.step_records), on_step_record, t,
+				       NULL);
+	if (!t->steps_rb) {
+		int err = -errno;
+
+		fprintf(stderr, "pipeprof: cannot read the step records: %s\n", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+void tracer_steps_poll(struct tracer *t)
+{
+	if (t->steps_rb)
+		ring_buffer__consume(t->steps_rb);
+}
+
+int tracer_collect_steps(struct tracer *t, struct report *r)
+{
+	bool torch = false;
+
+	r->steps_on = t->steps;
+	if (!t->steps)
+		return 0;
+	r->steps_probed = tracer_probed(t, TRACER_STEP_PROBE);
+	for (int i = 0; i < t->nr_attached && !torch; i++)
+		torch = t->attached[i].result.kind == LIB_TORCH;
+	if (!r->steps_probed)
+		snprintf(r->steps_why_not, sizeof(r->steps_why_not), "%s", torch ?
+			 "libtorch_cpu is mapped but its autograd engine "
+			 "(" TRACER_STEP_PROBE ") could not be probed" :
+			 "libtorch_cpu is not mapped: no autograd backward pass to find");
+	tracer_steps_poll(t);
+	r->step_recs_lost = tracer_counter(t, PP_CNT_STEP_RECORDS_LOST) + t->step_recs_over_cap;
+	if (!t->nr_step_recs)
+		return 0;
+	r->step_recs = malloc(t->nr_step_recs * sizeof(*r->step_recs));
+	if (!r->step_recs)
+		return -ENOMEM;
+	memcpy(r->step_recs, t->step_recs, t->nr_step_recs * sizeof(*r->step_recs));
+	r->nr_step_recs = t->nr_step_recs;
+	return 0;
+}
+
+void tracer_steps_close(struct tracer *t)
+{
+	ring_buffer__free(t->steps_rb);
+	t->steps_rb = NULL;
+	free(t->step_recs);
+	t->step_recs = NULL;
+	t->nr_step_recs = t->cap_step_recs = 0;
+}
