@@ -236,14 +236,21 @@ int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib 
 		for (i = 0; i < nr; i++)
 			if (lib_is_file(&libs[i], e->inode, e->dev_major, e->dev_minor))
 				break;
-		if (i < nr)
+		if (i < nr) {
+			if (e->pgoff < libs[i].base_pgoff) {
+				libs[i].base_start = e->start;
+				libs[i].base_pgoff = e->pgoff;
+			}
 			continue;
+		}
 		libs[nr].kind = kind;
 		libs[nr].inode = e->inode;
 		libs[nr].dev_major = e->dev_major;
 		libs[nr].dev_minor = e->dev_minor;
 		libs[nr].map_start = e->start;
 		libs[nr].map_end = e->end;
+		libs[nr].base_start = e->start;
+		libs[nr].base_pgoff = e->pgoff;
 		memcpy(libs[nr].path, e->path, sizeof(libs[nr].path));
 		libs[nr].deleted = deleted;
 		nr++;

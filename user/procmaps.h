@@ -38,6 +38,9 @@ struct mapped_lib {
 	/* One mapping of it: /proc/PID/map_files/START-END opens that very file, whatever has
 	 * become of its path. */
 	uint64_t map_start, map_end;
+	/* Its mapping at the lowest file offset, where the file is loaded: the bias of its
+	 * symbols, with no second read of the maps. */
+	uint64_t base_start, base_pgoff;
 };
 
 /* Whether lib is the file (inode on device major:minor) a record was made for. */

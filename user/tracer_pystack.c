@@ -270,31 +270,6 @@ static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
 }
 
-/* The mapping of lib's file at file offset 0 (or the lowest), for where the file is loaded. */
-static int find_mapping(pid_t pid, const struct mapped_lib *lib, struct maps_entry *out)
-{
-	char path[64], line[PATH_MAX + 128];
-	bool found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		struct maps_entry e;
-
-		if (procmaps_parse_line(line, &e) || !lib_is_file(lib, e.inode, e.dev_major, e.dev_minor))
-			continue;
-		if (!found || e.pgoff < out->pgoff) {
-			*out = e;
-			found = true;
-		}
-	}
-	fclose(f);
-	return found ? 0 : -ENOENT;
-}
-
 /* What one interpreter file says, read once however many processes map it (a DataLoader
  * forks a copy of the trainer per worker). */
 struct py_file {
@@ -345,7 +320,6 @@ static int register_proc(struct tracer *t, pid_t pid, const struct mapped_lib *l
 	const struct py_file *file;
 	struct pp_py_proc rec = {};
 	char path[PATH_MAX + 64], tp_name[8] = {};
-	struct maps_entry map = {};
 	uint64_t vaddr, bias = 0, interp = 0, name_ptr = 0;
 	bool relocatable;
 	int err;
@@ -359,13 +333,11 @@ static int register_proc(struct tracer *t, pid_t pid, const struct mapped_lib *l
 	if (err)
 		return err;
 	lib_open_path(pid, lib, path, sizeof(path));
-	err = find_mapping(pid, lib, &map);
-	if (!err)
-		err = elf_offset_to_vaddr(path, map.pgoff, &vaddr, &relocatable);
+	err = elf_offset_to_vaddr(path, lib->base_pgoff, &vaddr, &relocatable);
 	if (err)
 		return err;
 	if (relocatable)
-		bias = map.start - vaddr;
+		bias = lib->base_start - vaddr;
 	rec.runtime = bias + file->runtime;
 	p->code_type = bias + file->code_type;
 	/* Proof that the layout and the addresses are right before a program relies on them:

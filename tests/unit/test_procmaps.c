@@ -399,6 +399,27 @@ TEST(dedup)
 	CHECK_EQ_U64(libs[2].dev_major, 0x104);
 	CHECK_EQ_U64(libs[3].inode, 501);
 	CHECK_STR(libs[1].path, "/mnt/libcudart.so.13");
+	/* Where each file is loaded: its mapping at the lowest offset, wherever it stands. */
+	CHECK_EQ_U64(libs[0].base_start, 0x7f00000);
+	CHECK_EQ_U64(libs[0].base_pgoff, 0);
+	CHECK_EQ_U64(libs[1].base_start, 0x8f00000);
+	CHECK_EQ_U64(libs[1].base_pgoff, 0x1000);
+}
+
+TEST(load_base_is_the_lowest_offset)
+{
+	/* A text mapping listed before the file's first page (a loader that maps segments out
+	 * of order, or a reused range): the base is still the offset-0 mapping. */
+	static const char text[] =
+		"7f01000-7f05000 r-xp 00001000 103:02 600 /usr/lib/libpython3.12.so.1.0\n"
+		"7f05000-7f06000 r--p 00005000 103:02 600 /usr/lib/libpython3.12.so.1.0\n"
+		"6f00000-6f01000 r--p 00000000 103:02 600 /usr/lib/libpython3.12.so.1.0\n";
+
+	if (!CHECK_EQ_INT(find_in_text(text, 1u << LIB_PYTHON, MAX_LIBS), 1))
+		return;
+	CHECK_EQ_U64(libs[0].base_start, 0x6f00000);
+	CHECK_EQ_U64(libs[0].base_pgoff, 0);
+	CHECK_EQ_U64(libs[0].map_start, 0x7f01000);
 }
 
 TEST(kind_mask)
@@ -528,6 +549,7 @@ int main(void)
 	RUN_TEST(kind_names);
 	RUN_TEST(find_in_fixture);
 	RUN_TEST(dedup);
+	RUN_TEST(load_base_is_the_lowest_offset);
 	RUN_TEST(kind_mask);
 	RUN_TEST(max_and_args);
 	RUN_TEST(malformed_lines_skipped);
