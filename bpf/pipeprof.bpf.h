@@ -59,7 +59,7 @@ int py_wait_begins(__u32 tid, __u32 tgid);
 int py_wait_woken(__u32 wakee_tid);
 int py_wait_ends(__u32 tid, __u32 cause, __u64 wait_ns);
 /* sched.bpf.c */
-int place_switch_in(__u32 tid, __u64 in);
+int switch_in(struct pp_thread *t, __u32 tid, __u64 now);
 /* Record who ended each wait (the wakers map), for the report's "waited on". */
 extern const volatile bool record_wakers;
 /* Where this CPU's preempt count lies relative to its run queue (core_fixes.bpf.h); 0 when
@@ -366,7 +366,7 @@ static __always_inline void seen_on_cpu(struct pp_thread *t, __u32 tid, __u64 no
 	if (!in)
 		return;
 	count(PP_CNT_SWITCH_IN_MISSED);
-	place_switch_in(tid, in);
+	switch_in(t, tid, in);
 }
 
 /* The record of a live process pipeprof follows, or NULL. An exited one's pid may have been

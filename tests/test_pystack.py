@@ -136,6 +136,37 @@ def test_sampling_off(procs, tmp_path):
     job.signal(signal.SIGTERM)
 
 
+def test_lost_samples_are_counted_and_reported(procs):
+    """A sample ring buffer too small for the rate (a page, shrunk by the test hook, against
+    two busy processes at 997 Hz on each CPU) loses most samples between two reads: the report
+    says how many, in the text and the JSON, and the counters agree. The same rate with the
+    buffer pipeprof sizes itself loses none."""
+    job, pid, _ = start_cost_job(procs, PYTHON)
+    rep, why = attempt_pipeprof(pid, 2, ["-F", "997"])
+    assert rep is not None, why
+    kept = sum(r["samples"] for r in rep["where"]["roles"].values())
+    assert rep["where"]["samples_lost"] == 0 and kept > 1000, (kept, rep["where"]["samples_lost"])
+    assert rep["counters"]["cpu_samples"] >= kept, (rep["counters"], kept)
+
+    env = dict(os.environ, PIPEPROF_TEST_MAP_ENTRIES="samples=4096")
+    r = subprocess.run([PIPEPROF, "-p", str(pid), "-d", "2", "-F", "997", "-j"], env=env,
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    small = json.loads(r.stdout)
+    lost = small["where"]["samples_lost"]
+    kept = sum(x["samples"] for x in small["where"]["roles"].values())
+    assert lost > kept > 0, (lost, kept)
+    assert small["counters"]["cpu_samples_lost"] == lost, (small["counters"], lost)
+    r = subprocess.run([PIPEPROF, "-p", str(pid), "-d", "1", "-F", "997"], env=env,
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"\n  [1-9]\d* samples lost \(ring buffer full\)\n", r.stdout), r.stdout
+    r = subprocess.run([PIPEPROF, "-p", str(pid), "-d", "1"], capture_output=True, text=True,
+                       env=dict(os.environ, PIPEPROF_TEST_MAP_ENTRIES="samples=5000"), timeout=60)
+    job.signal(signal.SIGTERM)
+    assert r.returncode != 0 and "bad entry 'samples=5000'" in r.stderr, r.stderr
+
+
 def pyenv_python(minor):
     exe = "/root/.pyenv/versions/3.%d.*/bin/python3" % minor
     found = sorted(glob.glob(exe))
@@ -185,8 +216,10 @@ def wait_state(rep, state):
 
 @pytest.mark.parametrize("script, state, site, waker_role, waker_site", [
     # The trainer blocks in next(it) inside data_bound.py's step; a worker process's thread
-    # (its queue feeder) hands the batch over.
-    ("data_bound.py", "DATA_WAIT", r"\(data_bound\.py:\d+\)$", "WORKER", None),
+    # (its queue feeder, which runs the standard library's code only) hands the batch over,
+    # writing it to the pipe.
+    ("data_bound.py", "DATA_WAIT", r"\(data_bound\.py:\d+\)$", "WORKER",
+     r"^Connection\._send(_bytes)? \(connection\.py:\d+\)$"),
     # The trainer blocks in q.get() inside thread_loader.py's next_batch; the producer thread
     # of its own process, in thread_loader.py's producer, ends each wait.
     ("thread_loader.py", "THREAD_WAIT", r"\(thread_loader\.py:\d+\)$", "HELPER",

@@ -518,6 +518,12 @@ static const char *const counter_names[PP_NR_COUNTERS] = {
 	[PP_CNT_SWITCH_IN_MISSED] = "switch_ins_missed",
 	[PP_CNT_NOTES_LOST] = "library_notes_lost",
 	[PP_CNT_NOTES] = "library_notes",
+	[PP_CNT_SAMPLES] = "cpu_samples",
+	[PP_CNT_SAMPLES_LOST] = "cpu_samples_lost",
+	[PP_CNT_PY_THREAD_UNFOUND] = "samples_without_thread_state",
+	[PP_CNT_WAIT_STACKS] = "wait_stacks",
+	[PP_CNT_WAIT_STACKS_LOST] = "wait_stacks_lost",
+	[PP_CNT_STEP_RECORDS_LOST] = "step_records_lost",
 	[PP_CNT_SWITCH_IN_UNPLACED] = "switch_ins_unplaced",
 };
 

@@ -95,6 +95,7 @@ struct report {
 	unsigned int sample_hz;
 	char sample_err[160];		/* why sampling failed, "" when it ran */
 	uint64_t samples_lost;
+	uint64_t samples_truncated;	/* Python stacks cut at PP_PY_MAX_DEPTH frames */
 	int nr_where_samples;
 	struct where_sample *where_samples;
 	struct where_names where_names;

@@ -104,6 +104,8 @@ struct tracer {
 	struct tracer_sample *samples;
 	int nr_samples, cap_samples;
 	__u64 samples_over_cap;
+	__u64 waits_over_cap;		/* wait stacks past the cap, or out of memory */
+	__u64 samples_truncated;	/* Python stacks deeper than PP_PY_MAX_DEPTH */
 	struct tracer_pyproc *pyprocs;
 	int nr_pyprocs;
 	struct py_file *pyfiles;

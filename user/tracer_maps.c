@@ -38,8 +38,10 @@ static long read_pid_max(void)
 }
 
 /*
- * PIPEPROF_TEST_MAP_ENTRIES="threads=N,procs=M": shrink the thread or process map, so that tests
- * can fill them with a job of a few hundred threads. Not an option: a smaller map only loses data.
+ * PIPEPROF_TEST_MAP_ENTRIES="threads=N,procs=M,samples=B,waits=B": shrink the thread or process
+ * map, so that tests can fill them with a job of a few hundred threads, or the CPU samples' or
+ * wait stacks' ring buffer to B bytes (a power of two, a page at least), so that they overflow
+ * between two reads. Not an option: a smaller map only loses data.
  */
 static int apply_test_sizes(struct tracer *t)
 {
@@ -51,6 +53,7 @@ static int apply_test_sizes(struct tracer *t)
 	snprintf(buf, sizeof(buf), "%s", env);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		struct bpf_map *map = NULL;
+		bool ring = false;
 		char *end;
 		long v;
 
@@ -58,10 +61,17 @@ static int apply_test_sizes(struct tracer *t)
 			map = t->skel->maps.threads;
 		else if (!strncmp(tok, "procs=", 6))
 			map = t->skel->maps.tracked_procs;
+		else if (!strncmp(tok, "samples=", 8))
+			map = t->skel->maps.samples, ring = true;
+		else if (!strncmp(tok, "waits=", 6))
+			map = t->skel->maps.wait_records, ring = true;
 		v = map ? strtol(strchr(tok, '=') + 1, &end, 10) : 0;
-		if (!map || *end || v < 1 || v > (long)bpf_map__max_entries(map)) {
+		if (!map || *end || v < 1 ||
+		    (ring ? v < sysconf(_SC_PAGESIZE) || (v & (v - 1)) || v > 1L << 30 :
+			    v > (long)bpf_map__max_entries(map))) {
 			fprintf(stderr, "pipeprof: PIPEPROF_TEST_MAP_ENTRIES: bad entry '%s' (threads=N or "
-				"procs=N, N at most the built-in size)\n", tok);
+				"procs=N, N at most the built-in size; samples=B or waits=B, B a power "
+				"of two of a page or more)\n", tok);
 			return -EINVAL;
 		}
 		bpf_map__set_max_entries(map, v);

@@ -69,20 +69,28 @@ static int on_wait(void *ctx, void *data, size_t size)
 	struct pp_wait_stack *copy;
 	void *grown;
 
-	if (size < sizeof(*copy) || t->nr_waits >= MAX_SAMPLES)
+	if (size < sizeof(*copy))
 		return 0;
+	if (t->nr_waits >= MAX_SAMPLES) {
+		t->waits_over_cap++;
+		return 0;
+	}
 	if (t->nr_waits == t->cap_waits) {
 		int cap = t->cap_waits ? 2 * t->cap_waits : 256;
 
 		grown = realloc(t->waits, cap * sizeof(*t->waits));
-		if (!grown)
+		if (!grown) {
+			t->waits_over_cap++;
 			return 0;
+		}
 		t->waits = grown;
 		t->cap_waits = cap;
 	}
 	copy = malloc(sizeof(*copy));
-	if (!copy)
+	if (!copy) {
+		t->waits_over_cap++;
 		return 0;
+	}
 	memcpy(copy, data, sizeof(*copy));
 	copy->depth = compact_codes((uint64_t *)copy->code,
 				    copy->depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : copy->depth);
@@ -117,6 +125,8 @@ static int on_sample(void *ctx, void *data, size_t size)
 		t->cap_samples = cap;
 	}
 	out = &t->samples[t->nr_samples];
+	if (s->truncated)
+		t->samples_truncated++;
 	*out = (struct tracer_sample){ .tid = s->tid, .tgid = s->tgid,
 				       .kernel = !!s->kernel, .py = (uint8_t)s->py,
 				       .depth = s->depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : s->depth,
@@ -592,6 +602,7 @@ int tracer_collect_samples(struct tracer *t, struct report *r)
 	tracer_sampler_poll(t);
 	snprintf(r->sample_err, sizeof(r->sample_err), "%s", t->sample_err);
 	r->samples_lost = tracer_counter(t, PP_CNT_SAMPLES_LOST) + t->samples_over_cap;
+	r->samples_truncated = t->samples_truncated;
 	r->nr_py_procs = 0;
 	for (int i = 0; i < t->nr_pyprocs && r->nr_py_procs < MAX_PY_PROCS; i++) {
 		const struct tracer_pyproc *p = &t->pyprocs[i];
@@ -637,7 +648,7 @@ int tracer_collect_samples(struct tracer *t, struct report *r)
 	}
 	if (!err)
 		err = collect_waits(t, r, &codes);
-	r->wait_records_lost = tracer_counter(t, PP_CNT_WAIT_STACKS_LOST);
+	r->wait_records_lost = tracer_counter(t, PP_CNT_WAIT_STACKS_LOST) + t->waits_over_cap;
 	free(codes.slots);
 	free(ips.slots);
 	free(rets.slots);

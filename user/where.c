@@ -257,6 +257,10 @@ void where_print_text(FILE *out, const struct report *r)
 	if (r->samples_lost)
 		fprintf(out, "  %llu samples lost (ring buffer full)\n",
 			(unsigned long long)r->samples_lost);
+	if (r->samples_truncated)
+		fprintf(out, "  %llu samples with Python stacks deeper than %d frames: their outermost "
+			"frames are left out\n", (unsigned long long)r->samples_truncated,
+			PP_PY_MAX_DEPTH);
 }
 
 static struct json_object *entries_json(const struct where_entry *e, int n, uint64_t whole,
@@ -332,6 +336,7 @@ struct json_object *where_json(const struct report *r)
 	json_object_object_add(o, "sample_hz", json_object_new_int(r->sample_hz));
 	json_object_object_add(o, "error", r->sample_err[0] ? json_object_new_string(r->sample_err) : NULL);
 	json_object_object_add(o, "samples_lost", json_object_new_int64(r->samples_lost));
+	json_object_object_add(o, "samples_truncated", json_object_new_int64(r->samples_truncated));
 	roles = json_object_new_object();
 	for (int k = 0; k < NR_ROLES; k++) {
 		const struct where_role *w = &r->where[k];

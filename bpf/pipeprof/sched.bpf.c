@@ -109,23 +109,20 @@ static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 	t->ran_since_wait_ns = 0;
 }
 
-static __always_inline void switched_in(struct pp_thread *t, __u32 tid, __u64 now)
+/*
+ * The thread gets a CPU at `now`. Global, so the verifier checks the switch-in's accounting
+ * once per program rather than once per call site (its cost at attach), and the other files'
+ * programs share it: a switch-in no sched_switch showed is placed by a program that saw the
+ * thread on a CPU (seen_on_cpu).
+ */
+__noinline int switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 {
+	if (!t)
+		return 0;
 	account_switch_in(t, tid, now);
 	t->phase = PP_PHASE_ONCPU;
 	t->phase_start_ns = now;
 	t->oncpu_since_ns = now;
-}
-
-/* A switch-in no sched_switch showed, placed at `in` by a program that saw the thread on a CPU
- * (seen_on_cpu). Global, so the other files' programs share this file's accounting. */
-__noinline int place_switch_in(__u32 tid, __u64 in)
-{
-	struct pp_thread *t = bpf_map_lookup_elem(&threads, &tid);
-
-	if (!t || (t->phase != PP_PHASE_RUNNABLE && t->phase != PP_PHASE_OFFCPU))
-		return 0;
-	switched_in(t, tid, in);
 	return 1;
 }
 
@@ -166,7 +163,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 			count(PP_CNT_SWITCH_IN_MISSED);
 			if (in) {
-				switched_in(t, prev->pid, in);
+				switch_in(t, prev->pid, in);
 			} else {
 				/* The time since its last event goes unclaimed (OTHER). */
 				count(PP_CNT_SWITCH_IN_UNPLACED);
@@ -195,7 +192,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			if (!naming(now))
 				return 0;
 		}
-		switched_in(t, next->pid, now);
+		switch_in(t, next->pid, now);
 	}
 	return 0;
 }
