@@ -53,6 +53,7 @@ extern const volatile __u32 hist_kinds;
 extern const volatile __u32 hist_keying;
 extern const volatile __u64 hist_time_div;
 extern const volatile __u32 wait_stack_tid;
+extern const volatile __u32 wait_stack_scope;
 extern const volatile bool step_records_on;
 /* pystack.bpf.c: the trainer's wait stacks, and who ended each wait. */
 int py_wait_begins(__u32 tid, __u32 tgid);
@@ -316,6 +317,16 @@ static __always_inline bool in_root_process(__u32 tgid)
 	struct pp_proc *proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
 
 	return proc && proc->is_root;
+}
+
+/* Whether a thread's waits go out with its Python stacks: the trainer's for the report (or
+ * those of one thread), every thread of the root process or of its descendants for `profile
+ * --offcpu --role`. */
+static __always_inline bool wants_wait_stack(__u32 tid, __u32 tgid)
+{
+	if (wait_stack_scope == PP_WAIT_STACKS_TID)
+		return wait_stack_tid && tid == wait_stack_tid;
+	return in_root_process(tgid) == (wait_stack_scope == PP_WAIT_STACKS_ROOT);
 }
 
 static __always_inline bool accounting(__u64 now)

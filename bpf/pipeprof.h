@@ -363,14 +363,22 @@ enum pp_sample_py {
 
 /* The trainer's Python stack as a wait began, and its waker's as it ended the wait (the
  * waker's own stack at the wakeup): one record per wait, sent as the trainer gets a CPU again. */
+/* Whose waits are sent with their Python stacks (pystack.bpf.c). */
+enum pp_wait_stack_scope {
+	PP_WAIT_STACKS_TID = 0,		/* wait_stack_tid's only (the trainer's) */
+	PP_WAIT_STACKS_ROOT,		/* every thread of the root process */
+	PP_WAIT_STACKS_DESCENDANTS,	/* every thread of the other processes (the workers) */
+};
+
 struct pp_wait_stack {
-	__u32 tid;
+	__u32 tid, tgid;		/* the thread that waited */
 	__u32 cause;			/* enum pp_state the wait was given */
-	__u64 wait_ns;			/* off-CPU until the wakeup */
 	__u32 begun;			/* a wait is open (the record is being filled) */
+	__u64 wait_ns;			/* off-CPU until the wakeup */
 	__u32 depth, truncated;
 	__u32 waker_tid, waker_tgid;
 	__u32 waker_depth;
+	__u32 unused;
 	__u64 code[PP_PY_MAX_DEPTH];
 	__u64 waker_code[PP_PY_MAX_DEPTH];
 };

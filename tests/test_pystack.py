@@ -302,16 +302,57 @@ def test_profile_offcpu(procs, tmp_path):
                         str(out)], capture_output=True, text=True, timeout=120)
     job.signal(signal.SIGTERM)
     assert r.returncode == 0, r.stderr
-    lines = out.read_text().splitlines()
-    us = {}
-    for l in lines:
-        m = re.match(r"^TRAINER(;[^;]+)*;\[([A-Z_]+)\] (\d+)$", l)
-        assert m, l
-        us[m.group(2)] = us.get(m.group(2), 0) + int(m.group(3))
+    lines, us = folded_waits(out, "TRAINER")
     # Two seconds, most of them the trainer's THREAD_WAIT in next_batch (70% on a quiet
     # machine; a quarter at least on a busy one).
     assert us.get("THREAD_WAIT", 0) > 0.5e6, us
     assert any("main.<locals>.next_batch (thread_loader.py:" in l for l in lines), lines[:5]
+
+
+def folded_waits(path, role):
+    """{state: microseconds} of a folded file of waits, every line of it the role's."""
+    lines, us = path.read_text().splitlines(), {}
+    for l in lines:
+        m = re.match(r"^%s(;[^;]+)*;\[([A-Z_]+)\] (\d+)$" % role, l)
+        assert m, l
+        us[m.group(2)] = us.get(m.group(2), 0) + int(m.group(3))
+    return lines, us
+
+
+def test_profile_offcpu_of_a_role(procs, tmp_path):
+    """--offcpu --role: every wait of that role's threads with its stack. A DataLoader whose
+    trainer is the bottleneck (0.5 ms items) keeps its worker waiting for indices in
+    _worker_loop; the producer thread of a thread-fed loop waits on its full queue, and the
+    trainer's own waits (next_batch) are not the helper's."""
+    job = procs([PYTHON, os.path.join(WORKLOADS, "data_bound.py"), "--duration", "60",
+                 "--item-ms", "0.5"], name="data_bound")
+    m = job.wait_line(r"^READY pid=(\d+)", 120)
+    assert m, job.output()
+    out = tmp_path / "worker.folded"
+    r = subprocess.run([PIPEPROF, "profile", "-p", m.group(1), "-d", "2", "--offcpu", "--role",
+                        "worker", "-o", str(out)], capture_output=True, text=True, timeout=120)
+    job.signal(signal.SIGTERM)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"pipeprof: [1-9]\d* waits of WORKER written to ", r.stderr), r.stderr
+    lines, us = folded_waits(out, "WORKER")
+    # A worker waits most of the two seconds: its main thread for indices, its feeder thread
+    # for batches to send.
+    assert sum(us.values()) > 1e6, us
+    assert any(";_worker_loop (worker.py:" in l and ";Queue.get (queues.py:" in l
+               for l in lines), lines[:5]
+
+    job = procs([PYTHON, os.path.join(WORKLOADS, "thread_loader.py"), "--duration", "60"],
+                name="thread_loader")
+    m = job.wait_line(r"^READY pid=(\d+)", 120)
+    assert m, job.output()
+    out = tmp_path / "helper.folded"
+    r = subprocess.run([PIPEPROF, "profile", "-p", m.group(1), "-d", "2", "--offcpu", "--role",
+                        "helper", "-o", str(out)], capture_output=True, text=True, timeout=120)
+    job.signal(signal.SIGTERM)
+    assert r.returncode == 0, r.stderr
+    lines, us = folded_waits(out, "HELPER")
+    assert any(";producer (thread_loader.py:" in l for l in lines), lines[:5]
+    assert not any("next_batch" in l for l in lines), [l for l in lines if "next_batch" in l]
 
 
 FP_CHAIN = ["fp_outer", "fp_middle", "fp_inner_spin"]

@@ -13,12 +13,14 @@ static const char profile_doc[] =
 	"format: frame;frame;frame count) for flamegraph.pl or speedscope: the CPU\n"
 	"samples of the job's threads, role first, then the Python frames outermost\n"
 	"first, then the native callers frame pointers give and the native leaf; with\n"
-	"--offcpu the trainer's waits instead, each weighted by its time in\n"
-	"microseconds and ending in its stall state.\v"
+	"--offcpu the trainer's waits instead (with --role, every wait of that role's\n"
+	"threads), each weighted by its time in microseconds, its Python stack as it\n"
+	"began, and ending in its stall state.\v"
 	"EXAMPLES:\n"
 	"  sudo pipeprof profile -p 4242 -d 10 -o out.folded\n"
 	"  sudo pipeprof profile -p 4242 -d 10 --role worker -o workers.folded\n"
 	"  sudo pipeprof profile -p 4242 -d 10 --offcpu -o waits.folded\n"
+	"  sudo pipeprof profile -p 4242 -d 10 --offcpu --role worker -o worker-waits.folded\n"
 	"  sudo pipeprof profile -p 4242 -d 10 --format svg -o flame.svg\n"
 	"  flamegraph.pl out.folded > out.svg\n"
 	"\n"
@@ -32,9 +34,10 @@ static const struct argp_option profile_options[] = {
 	{ "duration", 'd', "SECS", 0, "Sample this long (default: until Ctrl-C or exit)", 0 },
 	{ "frequency", 'F', "HZ", 0, "Samples a second on each CPU (default 49)", 0 },
 	{ "output", 'o', "FILE", 0, "Where the stacks go ('-': standard output)", 0 },
-	{ "role", OPT_ROLE, "ROLE", 0, "Only one role's samples: trainer, worker or helper", 0 },
-	{ "offcpu", OPT_OFFCPU, NULL, 0, "The trainer's waits (its stack as each began) instead "
-	  "of CPU samples", 0 },
+	{ "role", OPT_ROLE, "ROLE", 0, "Only one role's samples (or waits): trainer, worker or "
+	  "helper", 0 },
+	{ "offcpu", OPT_OFFCPU, NULL, 0, "Waits (the thread's stack as each began) instead of "
+	  "CPU samples: the trainer's, or --role's", 0 },
 	{ "format", OPT_FORMAT, "FORMAT", 0, "folded (default) or svg: a flame graph, one "
 	  "self-contained file", 0 },
 	{ "tid", 't', "TID", 0, "The trainer thread (default: most GPU calls, else the main thread)", 0 },
@@ -120,10 +123,6 @@ static error_t profile_parse(int key, char *arg, struct argp_state *state)
 		}
 		if (!o->folded) {
 			argp_error(state, "give -o FILE (or -o - for standard output)");
-			return EINVAL;
-		}
-		if (o->folded_offcpu && o->folded_role >= 0 && o->folded_role != ROLE_TRAINER) {
-			argp_error(state, "--offcpu writes the trainer's waits: --role cannot be another");
 			return EINVAL;
 		}
 		break;

@@ -479,7 +479,7 @@ cleanup:
 	return err;
 }
 
-int where_write_folded_waits(FILE *out, const struct where_wait *waits, int nr,
+int where_write_folded_waits(FILE *out, const struct where_wait *waits, int nr, int role,
 			     const struct where_names *names)
 {
 	struct folded_line *lines = calloc(nr ? nr : 1, sizeof(*lines));
@@ -495,12 +495,14 @@ int where_write_folded_waits(FILE *out, const struct where_wait *waits, int nr,
 
 		if (w->ns < 1000)
 			continue;	/* under a microsecond: no weight to give it */
+		if (role >= 0 && w->role != role)
+			continue;
 		f = open_memstream(&text, &len);
 		if (!f) {
 			err = -ENOMEM;
 			goto cleanup;
 		}
-		fputs(role_name(ROLE_TRAINER), f);
+		fputs(role_name(role >= 0 ? role : ROLE_TRAINER), f);
 		put_py(f, w->py, w->depth, names);
 		fprintf(f, ";[%s]", state_name(w->cause));
 		if (fclose(f)) {

@@ -73,6 +73,8 @@ struct where_sample {
 struct where_wait {
 	int cause;			/* enum pp_state */
 	uint64_t ns;
+	uint32_t tid;			/* the thread that waited */
+	int role;			/* its enum role, or -1 */
 	int depth;
 	int *py;			/* name ids, innermost first */
 	uint32_t waker_tid;		/* 0: an interrupt or an untraced task */
@@ -108,7 +110,7 @@ struct where_wait_state {
 
 /* The waits as folded stacks, weighted by their time in microseconds:
  * TRAINER;outermost;...;innermost;[STATE] us. */
-int where_write_folded_waits(FILE *out, const struct where_wait *waits, int nr,
+int where_write_folded_waits(FILE *out, const struct where_wait *waits, int nr, int role,
 			     const struct where_names *names);
 
 /* Sums waits[] per state (out[PP_NR_STATES]), their sites and wakers by wait time. */

@@ -378,6 +378,31 @@ static void free_report(struct report *r)
 	free(r->step_recs);
 }
 
+/* `profile --offcpu --role worker|helper`: every thread of that role's processes sends its
+ * waits (the trainer's are left out when written); otherwise only the trainer's. */
+static unsigned int wait_stack_scope(const struct report_opts *o)
+{
+	if (!o->folded_offcpu || o->folded_role < 0 || o->folded_role == ROLE_TRAINER)
+		return PP_WAIT_STACKS_TID;
+	return o->folded_role == ROLE_WORKER ? PP_WAIT_STACKS_DESCENDANTS : PP_WAIT_STACKS_ROOT;
+}
+
+/* How many samples or waits the folded output stands for (before the microsecond floor). */
+static int folded_count(const struct report_opts *o, const struct report *r)
+{
+	int n = 0, role = o->folded_offcpu && wait_stack_scope(o) == PP_WAIT_STACKS_TID ? -1 :
+		o->folded_role;
+
+	if (o->folded_offcpu) {
+		for (int i = 0; i < r->nr_waits; i++)
+			n += role < 0 || r->waits[i].role == role;
+		return n;
+	}
+	for (int i = 0; i < r->nr_where_samples; i++)
+		n += role < 0 || r->where_samples[i].role == role;
+	return n;
+}
+
 static int write_folded(const struct report_opts *o, const struct report *r)
 {
 	bool to_stdout = !strcmp(o->folded, "-");
@@ -394,16 +419,21 @@ static int write_folded(const struct report_opts *o, const struct report *r)
 		goto cleanup;
 	}
 	if (o->folded_offcpu)
-		err = where_write_folded_waits(stacks, r->waits, r->nr_waits, &r->where_names);
+		/* The trainer's waits are --tid's or the main thread's, whichever thread the
+		 * report names the trainer; a role's are filtered by the role found. */
+		err = where_write_folded_waits(stacks, r->waits, r->nr_waits,
+					       wait_stack_scope(o) == PP_WAIT_STACKS_TID ? -1 :
+					       o->folded_role, &r->where_names);
 	else
 		err = where_write_folded(stacks, r->where_samples, r->nr_where_samples, o->folded_role,
 					 &r->where_names);
 	if (o->folded_svg) {
 		if (fclose(stacks) && !err)
 			err = -ENOMEM;
-		snprintf(title, sizeof(title), "pipeprof: PID %d, %s", (int)o->pid,
-			 o->folded_offcpu ? "the trainer's waits" :
-			 o->folded_role >= 0 ? role_name(o->folded_role) : "CPU samples");
+		snprintf(title, sizeof(title), "pipeprof: PID %d, %s%s", (int)o->pid,
+			 o->folded_role >= 0 ? role_name(o->folded_role) :
+			 o->folded_offcpu ? "TRAINER" : "CPU samples",
+			 o->folded_offcpu ? " waits" : "");
 		if (!err)
 			err = flamegraph_svg(f, text, len, &(struct flamegraph_opts){
 				.title = title, .unit = o->folded_offcpu ? "us" : "samples" }, NULL);
@@ -451,7 +481,8 @@ int report_cmd_run(const struct report_opts *o)
 	err = tracer_start(&tracer, &(struct tracer_opts){ .root = pid, .trainer_tid = tid,
 							   .verbose = o->verbose, .record_wakers = true,
 							   .python_gc = true,
-							   .sample_hz = o->sample_hz, .steps = true });
+							   .sample_hz = o->sample_hz, .steps = true,
+							   .wait_stack_scope = wait_stack_scope(o) });
 	if (err) {
 		status = err == -ESRCH ? 2 : 1;
 		goto cleanup;
@@ -554,9 +585,10 @@ int report_cmd_run(const struct report_opts *o)
 		}
 	}
 	if (o->profile)
-		fprintf(stderr, "pipeprof: %d CPU samples and %d waits of the trainer written to %s\n",
-			report.nr_where_samples, report.nr_waits,
-			strcmp(o->folded, "-") ? o->folded : "standard output");
+		fprintf(stderr, "pipeprof: %d %s%s written to %s\n", folded_count(o, &report),
+			o->folded_offcpu ? "waits of " : "CPU samples",
+			!o->folded_offcpu ? "" : o->folded_role >= 0 ? role_name(o->folded_role) :
+			"the trainer", strcmp(o->folded, "-") ? o->folded : "standard output");
 	else if (o->json)
 		err = report_print_json(stdout, &report);
 	else

@@ -385,6 +385,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	t->hist_kinds = o->hist_kinds;
 	t->python_gc = o->python_gc;
 	t->sample_hz = o->sample_hz;
+	t->wait_stack_scope = o->sample_hz ? o->wait_stack_scope : PP_WAIT_STACKS_TID;
 	t->steps = o->steps;
 	libbpf_set_print(o->verbose ? libbpf_print_fn : libbpf_quiet_fn);
 
@@ -419,6 +420,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	/* The trainer's waits with their stacks: --tid's thread, else the main thread. */
 	if (o->sample_hz)
 		t->skel->rodata->wait_stack_tid = o->trainer_tid ? (__u32)o->trainer_tid : (__u32)root;
+	t->skel->rodata->wait_stack_scope = t->wait_stack_scope;
 	t->skel->rodata->record_wakers = o->record_wakers;
 	if (!o->record_wakers)
 		bpf_map__set_max_entries(t->skel->maps.wakers, 1);

@@ -38,6 +38,9 @@ struct tracer_opts {
 	bool record_wakers;	/* who ended each wait, for the report's "waited on" */
 	bool python_gc;		/* time the interpreters' garbage collections */
 	unsigned int sample_hz;	/* CPU samples a second per CPU ("where"); 0: none */
+	/* Whose waits go out with their stacks (sampling on): the trainer's, or all of the root
+	 * process's or of its descendants' threads (enum pp_wait_stack_scope). */
+	unsigned int wait_stack_scope;
 	bool steps;		/* the report's steps: a record per backward pass */
 };
 
@@ -97,6 +100,7 @@ struct tracer {
 	__u64 last_scan_ns;
 	/* The CPU sampler (tracer_pystack.c). */
 	unsigned int sample_hz;
+	unsigned int wait_stack_scope;
 	int sample_ncpus, nr_sample_cpus;
 	int *sample_fds;
 	struct bpf_link **sample_links;

@@ -29,6 +29,9 @@
 #include "tracer.h"
 
 #define MAX_SAMPLES 200000
+/* Threads of one role whose waits can be open at once (profile --offcpu --role); the others'
+ * waits are counted lost. */
+#define MAX_WAIT_STACK_THREADS 1024
 #define NAME_MAX_BYTES 200
 
 struct tracer_pyproc {
@@ -251,10 +254,14 @@ void tracer_size_sample_buffers(struct tracer *t)
 	 * allocated and mapped at load, so without samples they are a page each. */
 	size_t samples = t->sample_hz ? (size_t)(ncpus > 0 ? ncpus : 1) * t->sample_hz *
 			 sizeof(struct pp_sample) : 0;
-	size_t waits = t->sample_hz ? 1000 * sizeof(struct pp_wait_stack) : 0;
+	size_t waits = !t->sample_hz ? 0 : (t->wait_stack_scope == PP_WAIT_STACKS_TID ? 1000 : 4000) *
+		       sizeof(struct pp_wait_stack);
 
 	bpf_map__set_max_entries(t->skel->maps.samples, ringbuf_size(samples));
 	bpf_map__set_max_entries(t->skel->maps.wait_records, ringbuf_size(waits));
+	/* A wait being filled per thread: the trainer's, or every thread of a role's. */
+	bpf_map__set_max_entries(t->skel->maps.wait_stack,
+				 t->wait_stack_scope == PP_WAIT_STACKS_TID ? 1 : MAX_WAIT_STACK_THREADS);
 }
 
 void tracer_sampler_poll(struct tracer *t)
@@ -571,9 +578,9 @@ static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *
 		int wdepth = rec->waker_depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : (int)rec->waker_depth;
 
 		*w = (struct where_wait){ .cause = rec->cause < PP_NR_STATES ? (int)rec->cause : PP_OTHER,
-					  .ns = rec->wait_ns, .waker_tid = rec->waker_tid,
-					  .waker_role = -1 };
-		w->py = resolve_stack(codes, pyproc_of(t, t->root), t->root,
+					  .ns = rec->wait_ns, .tid = rec->tid, .role = -1,
+					  .waker_tid = rec->waker_tid, .waker_role = -1 };
+		w->py = resolve_stack(codes, pyproc_of(t, rec->tgid), rec->tgid,
 				      (const uint64_t *)rec->code, depth, &r->where_names);
 		if (!w->py)
 			return -ENOMEM;

@@ -25,7 +25,12 @@ int where_finish(struct report *r)
 	for (int i = 0; i < r->nr_waits; i++) {
 		struct where_wait *w = &r->waits[i];
 
-		w->waker_role = -1;
+		w->role = w->waker_role = -1;
+		for (int k = 0; k < r->nr_threads; k++)
+			if (r->threads[k].tid == w->tid) {
+				w->role = r->threads[k].role;
+				break;
+			}
 		for (int k = 0; w->waker_tid && k < r->nr_threads; k++)
 			if (r->threads[k].tid == w->waker_tid) {
 				w->waker_role = r->threads[k].role;

@@ -139,13 +139,22 @@ static __always_inline __u32 walk_current(__u32 tid, __u32 tgid, __u64 *code, __
 	return ts ? walk_frames(&p->layout, ts, code, truncated) : 0;
 }
 
-/* One thread's (wait_stack_tid's) wait being filled: a single slot. */
+/* The wait being filled of each thread whose waits go out with their stacks (wants_wait_stack):
+ * one entry for the trainer, one per thread of a role for `profile --offcpu --role`. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);		/* sized by userspace */
 	__type(key, __u32);
 	__type(value, struct pp_wait_stack);
 } wait_stack SEC(".maps");
+
+/* A zeroed record to start a thread's entry from: too large for the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_wait_stack);
+} wait_stack_zero SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -156,11 +165,15 @@ struct {
 __noinline int py_wait_begins(__u32 tid, __u32 tgid)
 {
 	__u32 zero = 0;
-	struct pp_wait_stack *w = bpf_map_lookup_elem(&wait_stack, &zero);
+	struct pp_wait_stack *w, *fresh = bpf_map_lookup_elem(&wait_stack_zero, &zero);
 
+	if (!fresh)
+		return 0;
+	w = map_lookup_or_init(&wait_stack, &tid, fresh, PP_CNT_WAIT_STACKS_LOST);
 	if (!w)
 		return 0;
 	w->tid = tid;
+	w->tgid = tgid;
 	w->waker_tid = w->waker_tgid = w->waker_depth = 0;
 	w->depth = walk_current(tid, tgid, w->code, &w->truncated);
 	w->begun = 1;
@@ -171,8 +184,8 @@ __noinline int py_wait_begins(__u32 tid, __u32 tgid)
 __noinline int py_wait_woken(__u32 wakee_tid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 zero = 0, tid = task->pid, tgid = task->tgid, truncated;
-	struct pp_wait_stack *w = bpf_map_lookup_elem(&wait_stack, &zero);
+	__u32 tid = task->pid, tgid = task->tgid, truncated;
+	struct pp_wait_stack *w = bpf_map_lookup_elem(&wait_stack, &wakee_tid);
 
 	if (!w || !w->begun || w->tid != wakee_tid || !pid_tracked(tgid))
 		return 0;
@@ -185,8 +198,7 @@ __noinline int py_wait_woken(__u32 wakee_tid)
 /* Called as the thread gets a CPU back: the wait, its cause and both stacks go out. */
 __noinline int py_wait_ends(__u32 tid, __u32 cause, __u64 wait_ns)
 {
-	__u32 zero = 0;
-	struct pp_wait_stack *w = bpf_map_lookup_elem(&wait_stack, &zero), *out;
+	struct pp_wait_stack *w = bpf_map_lookup_elem(&wait_stack, &tid), *out;
 
 	if (!w || !w->begun || w->tid != tid)
 		return 0;

@@ -94,7 +94,7 @@ static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 		if (woke > since)
 			record_waker(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, woke - since);
 	}
-	if (wait_stack_tid && tid == wait_stack_tid && t->phase == PP_PHASE_OFFCPU) {
+	if (t->phase == PP_PHASE_OFFCPU && wants_wait_stack(tid, t->tgid)) {
 		/* The wait up to its wakeup, inside the window, as the states count it. */
 		__u64 end = t->woken_ns > since ? t->woken_ns : now;
 
@@ -180,7 +180,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			t->phase = PP_PHASE_OFFCPU;
 			t->offcpu_iowait = task_in_iowait(prev);
 			/* prev is still the current task: its stack is readable here. */
-			if (wait_stack_tid && prev->pid == wait_stack_tid)
+			if (wants_wait_stack(prev->pid, prev->tgid))
 				py_wait_begins(prev->pid, prev->tgid);
 		}
 	}
@@ -269,7 +269,7 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 		return 0;
 	judge_wakeup(t, p->pid, now);
 	t->woken_ns = now;
-	if (wait_stack_tid && p->pid == wait_stack_tid && t->wake_ctx == PP_WAKE_TASK)
+	if (t->wake_ctx == PP_WAKE_TASK && wants_wait_stack(p->pid, t->tgid))
 		py_wait_woken(p->pid);
 	return 0;
 }

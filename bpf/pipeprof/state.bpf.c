@@ -15,6 +15,8 @@ const volatile __u32 hist_keying = PP_HKEY_NONE;
 const volatile __u64 hist_time_div = 1000;
 /* The thread whose waits are sent with their Python stacks (pystack.bpf.c); 0: none. */
 const volatile __u32 wait_stack_tid = 0;
+/* Or every thread of the root process, or of its descendants (enum pp_wait_stack_scope). */
+const volatile __u32 wait_stack_scope = PP_WAIT_STACKS_TID;
 /* The report's steps: a record per outermost backward pass. */
 const volatile bool step_records_on = false;
 /* Record who ended each wait (the wakers map), for the report's "waited on". */

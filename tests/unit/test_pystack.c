@@ -157,6 +157,43 @@ TEST(test_folded_native_callers)
 	where_names_free(&names);
 }
 
+TEST(test_folded_waits_of_a_role)
+{
+	struct where_names names = {};
+	int loop = where_name_id(&names, "_worker_loop (worker.py:202)");
+	int get = where_name_id(&names, "Queue.get (queues.py:98)");
+	int step = where_name_id(&names, "step (train.py:9)");
+	int worker_py[] = { get, loop }, trainer_py[] = { step };
+	struct where_wait waits[] = {
+		{ .cause = PP_THREAD_WAIT, .ns = 2500000, .tid = 11, .role = ROLE_WORKER,
+		  .depth = 2, .py = worker_py },
+		{ .cause = PP_THREAD_WAIT, .ns = 1500000, .tid = 12, .role = ROLE_WORKER,
+		  .depth = 2, .py = worker_py },
+		{ .cause = PP_DATA_WAIT, .ns = 4000000, .tid = 1, .role = ROLE_TRAINER,
+		  .depth = 1, .py = trainer_py },
+		{ .cause = PP_OTHER, .ns = 999, .tid = 11, .role = ROLE_WORKER,
+		  .depth = 2, .py = worker_py },
+	};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	/* A role's waits, outermost frame first, weighted in microseconds, merged by stack;
+	 * under a microsecond has no weight. */
+	CHECK_EQ_INT(where_write_folded_waits(f, waits, 4, ROLE_WORKER, &names), 0);
+	fclose(f);
+	CHECK_STR(text, "WORKER;_worker_loop (worker.py:202);Queue.get (queues.py:98);"
+			"[THREAD_WAIT] 4000\n");
+	free(text);
+	/* No role: the trainer's waits, labelled so whatever thread sent them. */
+	f = open_memstream(&text, &len);
+	CHECK_EQ_INT(where_write_folded_waits(f, &waits[2], 1, -1, &names), 0);
+	fclose(f);
+	CHECK_STR(text, "TRAINER;step (train.py:9);[DATA_WAIT] 4000\n");
+	free(text);
+	where_names_free(&names);
+}
+
 TEST(test_serial_code_counts)
 {
 	struct where_names names = {};
@@ -275,6 +312,7 @@ int main(void)
 	RUN_TEST(test_aggregate_and_fold);
 	RUN_TEST(test_wait_sites);
 	RUN_TEST(test_folded_native_callers);
+	RUN_TEST(test_folded_waits_of_a_role);
 	RUN_TEST(test_call_sites);
 	RUN_TEST(test_serial_code_counts);
 	return unit_summary();
