@@ -85,7 +85,18 @@ FORBIDDEN = [
      r"fewer intra-op threads", {"fewer_compute_threads"}),
     ("one worker at most: no fewer workers", lambda r: worker_processes(r) <= 1,
      r"fewer workers", set()),
+    ("the workers' memory did not grow: no leak advice", lambda r: not memory_leak(r, "WORKERS"),
+     r"workers' memory grows", {"worker_memory_leak"}),
+    ("the training process's memory did not grow: no leak advice",
+     lambda r: not memory_leak(r, "TRAINER"), r"training process's memory grows",
+     {"trainer_memory_leak"}),
 ]
+
+
+def memory_leak(report, group):
+    """The report saw that group's memory grow steadily all window."""
+    g = (((report.get("memory") or {}).get("groups") or {}).get(group)) or {}
+    return bool(g.get("leak"))
 
 
 def _recs(report):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import PIPEPROF, PYTHON, ROOT, start_workload
+from conftest import PIPEPROF, PYTHON, ROOT, keep_report, start_workload
 
 SLEEPER = [PYTHON, "-c", "import threading, time\n"
            "threading.Thread(target=lambda: time.sleep(600), name='loader', daemon=True).start()\n"
@@ -36,7 +36,7 @@ def test_thread_id_resolves_to_its_process(pipeprof_bin, procs):
 
     r = run([pipeprof_bin, "-p", str(thread), "-d", "0.5", "-j"])
     assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout)
+    report = keep_report(json.loads(r.stdout))
     assert report["pid"] == w.pid, "traced %s, not thread %d's process %d" % (
         report["pid"], thread, w.pid)
     assert report["trainer"]["tid"] == thread
@@ -107,7 +107,7 @@ def test_report_is_out_before_the_probes_detach(pipeprof_bin, procs, fakecuda):
     still_running = p.poll() is None
     err = p.stderr.read()
     assert p.wait(timeout=60) == 0, err
-    report = json.loads(out)
+    report = keep_report(json.loads(out))
     attached = sum(pr["attached"] for lib in report["gpu"]["libraries"] for pr in lib["probes"])
     # Each uprobe detaches in ~70 ms, one after another: with this many, the report must be
     # out while they still detach.
@@ -137,7 +137,7 @@ def test_deleted_library_is_probed(pipeprof_bin, procs, fakecuda, tmp_path):
 
     r = run([pipeprof_bin, "-p", str(pid), "-d", "1", "-j"])
     assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout)
+    report = keep_report(json.loads(r.stdout))
     assert report["gpu"]["traced"], report["gpu"].get("why_not")
     libs = [l for l in report["gpu"]["libraries"] if l["kind"] == "cudart"]
     assert libs and libs[0]["deleted"] and libs[0]["path"] == str(libdir / "libcudart.so.13")
@@ -177,7 +177,7 @@ def test_missing_capabilities_are_named(pipeprof_bin, procs, fakecuda):
              "--ambient-caps=+bpf,+perfmon,+sys_admin,+sys_ptrace",
              pipeprof_bin, "-p", str(pid), "-d", "0.5", "-j"])
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["gpu"]["traced"]
+    assert keep_report(json.loads(r.stdout))["gpu"]["traced"]
 
 
 def test_top_level_help_lists_the_commands(pipeprof_bin):
@@ -197,7 +197,7 @@ def test_both_uprobe_paths_time_gpu_calls(pipeprof_bin, procs, fakecuda):
         r = run([pipeprof_bin, "-p", str(pid), "-d", "1", "-j", "-v"],
                 env=dict(os.environ, **env))
         assert r.returncode == 0, r.stderr
-        report = json.loads(r.stdout)
+        report = keep_report(json.loads(r.stdout))
         assert report["verdict"]["id"] == "gpu_bound", (label, report["verdict"])
         assert report["counters"]["selftest_uprobe_hits"] == 2, (label, report["counters"])
         calls = sum(a["calls"] for a in report["gpu"]["apis"])

@@ -22,7 +22,7 @@ import unicodedata
 
 import pytest
 
-from conftest import PYTHON, READY_TIMEOUT, ROOT, WORKLOADS, Proc
+from conftest import PYTHON, READY_TIMEOUT, ROOT, WORKLOADS, Proc, keep_report
 from test_daemon import LOOPBACK, PROMTOOL, free_port, http_get, parse_exposition
 
 PIPEPROF = os.path.join(ROOT, "pipeprof")
@@ -104,7 +104,7 @@ def assert_terminal_safe(raw, what):
 def strict_json(raw, what):
     """Strict UTF-8 (no lone surrogates, no invalid bytes) and strict JSON."""
     try:
-        return json.loads(raw.decode("utf-8"))
+        return keep_report(json.loads(raw.decode("utf-8")))
     except (UnicodeDecodeError, ValueError) as e:
         pytest.fail("%s is not strict UTF-8 JSON (%s):\n%r" % (what, e, raw[-3000:]),
                     pytrace=False)

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import (PIPEPROF, PYTHON, ROOT, attach_repeatedly, finish_workload,
+from conftest import (PIPEPROF, PYTHON, ROOT, attach_repeatedly, finish_workload, keep_report,
                       start_workload)
 from test_scenarios import check_attaches, workload_duration
 
@@ -59,7 +59,7 @@ def test_trainer_never_woken(procs):
                        capture_output=True, text=True, timeout=60, cwd=ROOT)
     took = time.monotonic() - t0
     assert r.returncode == 0, r.stderr
-    rep = json.loads(r.stdout)
+    rep = keep_report(json.loads(r.stdout))
     v = rep["verdict"]
     assert v["id"] == "wait_not_ended", v
     assert v["name"] == "NO VERDICT: THE TRAINER'S WAIT DID NOT END", v

@@ -38,8 +38,8 @@ import time
 import pytest
 
 from conftest import (PIPEPROF, PYTHON, READY_TIMEOUT, ROOT, WORKLOADS, Proc, attempt_pipeprof,
-                      attach_repeatedly, bpf_objects, cpu_steal_ticks, groundtruth, save_result,
-                      steal_fraction)
+                      attach_repeatedly, bpf_objects, cpu_steal_ticks, groundtruth, keep_report,
+                      save_result, steal_fraction)
 from test_scenarios import TOLERANCE, evaluate_attach
 
 WORKERS = 64
@@ -305,7 +305,7 @@ def test_fork_storm(job, pipeprof_bin):
                 storm = json.loads(line[6:])
         time.sleep(0.1)
     assert storm, "scale.py printed no STORM line\n%s" % job.proc.output()
-    report = json.loads(out)
+    report = keep_report(json.loads(out))
     w = report["window"]
     kids, grand, helper_pid = storm["children"], storm["grandchildren"], storm["helper"]
     born = {int(p): ns for p, ns in storm["fork_ns"].items()}
@@ -356,7 +356,7 @@ def attach_with(job, entries, text=False):
                        env=dict(os.environ, PIPEPROF_TEST_MAP_ENTRIES=entries))
     assert r.returncode == 0, "PIPEPROF_TEST_MAP_ENTRIES=%s pipeprof exited %d:\n%s" % (
         entries, r.returncode, r.stderr[-3000:])
-    return r.stdout if text else json.loads(r.stdout)
+    return r.stdout if text else keep_report(json.loads(r.stdout))
 
 
 def test_maps_full(job, pipeprof_bin):

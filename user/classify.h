@@ -181,6 +181,9 @@ void analyse(struct thread_result *threads, int nr_threads, const struct analysi
 void pipeline_inputs_of(const struct analysis *a, const struct thread_result *threads, int n,
 			const struct analysis_input *in, const struct thread_result *tr,
 			struct pipeline_inputs *out);
+struct mem_summary;
+/* A probable memory leak's advice, per group that grew steadily all window (memory.c). */
+void recommend_memory(struct analysis *a, const struct mem_summary *m, double step_s);
 void recommend(struct analysis *a, const struct analysis_input *in, const struct thread_result *tr,
 	       const struct thread_result *threads, int n);
 

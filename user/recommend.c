@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "classify.h"
+#include "memory.h"
 
 /* The trainer's sync rate above which short syncs are the host draining the queue. */
 #define MANY_SYNCS_PER_S 100
@@ -542,5 +543,38 @@ void recommend(struct analysis *a, const struct analysis_input *in, const struct
 		say(r, "After the stall is removed, the trainer's compute bounds the step time.");
 		because(r, "the trainer computes on the CPU %.0f%% of the time",
 			share(tr->ns, tr->wall_ns, PP_RUNNING) * 100);
+	}
+}
+
+/* Memory that grew steadily all window (memory.c): a probable leak, per group, with what
+ * usually causes it there. step_s: seconds per step, 0 where no step was found. */
+void recommend_memory(struct analysis *a, const struct mem_summary *m, double step_s)
+{
+	for (int g = 0; g < NR_MEM_GROUPS; g++) {
+		const struct mem_group_summary *s = &m->group[g];
+		double hour_gb = s->growth_bytes_per_s * 3600 / 1e9;
+		struct recommendation *r;
+
+		if (!s->leak)
+			continue;
+		r = add_rec(a, g == MEM_WORKERS ? "worker_memory_leak" : "trainer_memory_leak", 0);
+		if (g == MEM_WORKERS)
+			say(r, "The DataLoader workers' memory grows %.1f MB a %s, %.1f GB an hour: look "
+			    "for a Dataset that keeps what it loads (a cache without a bound, a list "
+			    "appended to per item). Python lists and dicts of objects that workers read "
+			    "are copied page by page as reference counts touch them: hold such data in "
+			    "numpy arrays or tensors.", s->growth_bytes_per_s * (step_s ? step_s : 1) / 1e6,
+			    step_s ? "step" : "second", hour_gb);
+		else
+			say(r, "The training process's memory grows %.1f MB a %s, %.1f GB an hour: look "
+			    "for objects kept across steps (losses or outputs appended to a list without "
+			    ".item() or .detach(), which keeps their graphs), or a cache without a bound.",
+			    s->growth_bytes_per_s * (step_s ? step_s : 1) / 1e6, step_s ? "step" : "second",
+			    hour_gb);
+		because(r, "%s resident memory rose steadily through the %.1f s window in %d of %d "
+			"process%s (%.1f MB/s; a straight line fits each, R^2 >= %.1f)",
+			g == MEM_WORKERS ? "the workers'" : "the training process's", m->span_s,
+			s->growing, s->processes, s->processes == 1 ? "" : "es",
+			s->growth_bytes_per_s / 1e6, MEM_LEAK_MIN_R2);
 	}
 }

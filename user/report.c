@@ -268,6 +268,7 @@ void report_print_text(FILE *out, const struct report *r)
 	print_waited_on(out, r);
 	print_evidence(out, r);
 	steps_print_text(out, r);
+	memory_print_text(out, r);
 	where_print_text(out, r);
 
 	print_recommendations(out, a, shown, sizeof(shown));
@@ -653,6 +654,8 @@ int report_print_json(FILE *out, const struct report *r)
 	json_object_object_add(root, "where", where_json(r));
 	/* Always there too: count 0 and source null where no step was found or looked for. */
 	json_object_object_add(root, "steps", steps_json(r));
+	/* Always there too: readings 0 where memory was not read (the daemon). */
+	json_object_object_add(root, "memory", memory_json(r));
 
 	o = json_object_new_object();
 	json_object_object_add(o, "requests", json_object_new_int64(r->io.count));

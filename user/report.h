@@ -12,6 +12,7 @@
 #include "classify.h"
 #include "procmaps.h"
 #include "pystack.h"
+#include "memory.h"
 #include "steps.h"
 
 #define REPORT_SCHEMA "pipeprof.report/v1"
@@ -117,6 +118,11 @@ struct report {
 	uint32_t steps_tid;		/* whose steps: the trainer's */
 	struct step_summary steps;	/* filled by steps_finish() */
 
+	/* Host memory over the window (memory.c, memory_report.c). */
+	bool memory_on;
+	struct mem_summary mem;
+	uint64_t mem_readings_lost;
+
 	uint64_t counters[PP_NR_COUNTERS];
 	int probe_attach_failures;
 	uint64_t bpf_recursion_misses;	/* program runs the kernel skipped: re-entry on a CPU */
@@ -138,6 +144,10 @@ struct report {
 int steps_finish(struct report *r);
 void steps_print_text(FILE *out, const struct report *r);
 struct json_object *steps_json(const struct report *r);
+
+/* The report's "Memory" section, text and JSON (memory_report.c). */
+void memory_print_text(FILE *out, const struct report *r);
+struct json_object *memory_json(const struct report *r);
 
 /* Gives each sample its thread's role and counts them per role (after the analysis). */
 int where_finish(struct report *r);

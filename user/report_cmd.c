@@ -482,6 +482,7 @@ int report_cmd_run(const struct report_opts *o)
 							   .verbose = o->verbose, .record_wakers = true,
 							   .python_gc = true,
 							   .sample_hz = o->sample_hz, .steps = true,
+							   .memory = true,
 							   .wait_stack_scope = wait_stack_scope(o) });
 	if (err) {
 		status = err == -ESRCH ? 2 : 1;
@@ -574,6 +575,7 @@ int report_cmd_run(const struct report_opts *o)
 		fprintf(stderr, "pipeprof: cannot sum up the steps: %s\n", strerror(-err));
 		goto cleanup;
 	}
+	recommend_memory(&report.analysis, &report.mem, report.steps.count ? report.steps.mean_s : 0);
 	if (tid && report.analysis.trainer_index < 0)
 		report_not_traced(&report, "--tid %d: no such thread in the traced processes", tid);
 

@@ -387,6 +387,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	t->sample_hz = o->sample_hz;
 	t->wait_stack_scope = o->sample_hz ? o->wait_stack_scope : PP_WAIT_STACKS_TID;
 	t->steps = o->steps;
+	t->memory = o->memory;
 	libbpf_set_print(o->verbose ? libbpf_print_fn : libbpf_quiet_fn);
 
 	if (stat("/sys/kernel/btf/vmlinux", &st)) {
@@ -498,6 +499,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		fprintf(stderr, "pipeprof: %s\n", t->sample_err);
 	attach_phase(&clock, "sampler");
 	err = open_window(t);
+	tracer_memory_poll(t, true);
 	attach_phase(&clock, "threads");
 	if (t->verbose) {
 		struct symcache_stats sc;
@@ -678,6 +680,9 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 	err = tracer_collect_steps(t, r);
 	if (err)
 		return err;
+	err = tracer_collect_memory(t, r);
+	if (err)
+		return err;
 	if (t->python_gc)
 		tracer_collect_python(t, r);
 	err = collect_wakers(t, r);
@@ -787,6 +792,7 @@ void tracer_stop(struct tracer *t)
 	tracer_python_close(t);
 	tracer_sampler_close(t);
 	tracer_steps_close(t);
+	tracer_memory_close(t);
 	free(t->close_states);
 	t->close_states = NULL;
 	t->nr_close_states = 0;

@@ -42,6 +42,7 @@ struct tracer_opts {
 	 * process's or of its descendants' threads (enum pp_wait_stack_scope). */
 	unsigned int wait_stack_scope;
 	bool steps;		/* the report's steps: a record per backward pass */
+	bool memory;		/* the report's host memory: /proc readings through the window */
 };
 
 /* The probes on one library file in one process. */
@@ -126,6 +127,12 @@ struct tracer {
 	struct pp_step_record *step_recs;
 	int nr_step_recs, cap_step_recs;
 	__u64 step_recs_over_cap;
+	/* The report's host memory (tracer_memory.c). */
+	bool memory;
+	__u64 last_mem_ns;
+	struct mem_reading *mem;
+	int nr_mem, cap_mem;
+	__u64 mem_over_cap;
 };
 
 /* Processes, and threads per process, that the /proc walks at attach take. */
@@ -181,6 +188,11 @@ int tracer_steps_start(struct tracer *t);
 void tracer_steps_poll(struct tracer *t);
 int tracer_collect_steps(struct tracer *t, struct report *r);
 void tracer_steps_close(struct tracer *t);
+/* tracer_memory.c: the job's resident memory and major faults, read from /proc every 250 ms
+ * while tracing (now_or_never: at once), summed up into r, freed. */
+void tracer_memory_poll(struct tracer *t, bool now_or_never);
+int tracer_collect_memory(struct tracer *t, struct report *r);
+void tracer_memory_close(struct tracer *t);
 /* A pollable fd that is readable when notes wait; -1 when there is none. */
 int tracer_notes_fd(const struct tracer *t);
 /* Handles the waiting notes: looks at each process named (a full scan when notes were lost). */

@@ -9,6 +9,10 @@ Both sides' CPU costs are budgets of thread CPU time (worker: --item-ms per samp
 each other down. With 2+ CPUs the trainer is pinned to CPU 0 and the workers to the others
 (--no-pin to let them float), so a woken trainer never queues behind a busy worker.
 
+--leak-kb K makes every __getitem__ keep K KiB more for good (a list that only grows, filled so
+its pages are resident), as a Dataset that caches what it loads: the workers' resident memory
+grows batch x K KiB per step, a leak of known rate (extra info: leak_bytes_per_step).
+
 Ground truth: `with rec.seg('data'): batch = next(it)` (CPU -> RUNNING, rest -> DATA_WAIT) and
 the training step as a 'compute' segment. Expected verdict: DATA-LOADING BOUND, with the worker
 process on-CPU nearly all the time.
@@ -24,9 +28,11 @@ import groundtruth  # noqa: E402
 FEATURES = 256
 
 
-def busy_dataset(torch, item_cpu_ms, length=10**9, features=FEATURES):
+def busy_dataset(torch, item_cpu_ms, length=10**9, features=FEATURES, leak_kb=0):
     """A map-style Dataset whose __getitem__ does item_cpu_ms of on-CPU torch work (measured as
-    the worker thread's own CPU time, so preemption makes it longer, never shorter)."""
+    the worker thread's own CPU time, so preemption makes it longer, never shorter), and keeps
+    leak_kb KiB for good."""
+    kept = []
 
     class BusyDataset(torch.utils.data.Dataset):
         def __init__(self):
@@ -37,6 +43,8 @@ def busy_dataset(torch, item_cpu_ms, length=10**9, features=FEATURES):
             return length
 
         def __getitem__(self, i):
+            if leak_kb:
+                kept.append(b"\x01" * (leak_kb * 1024))
             budget = int(item_cpu_ms * 1e6)
             c0 = time.thread_time_ns()
             x = torch.full((64, 64), float(i % 97) / 97)
@@ -91,6 +99,8 @@ def loader_main(name, argv, doc, item_ms, step_ms, workers=1, batch=8, width=256
     p.add_argument("--step-ms", type=float, default=step_ms,
                    help="trainer CPU ms per step, at least one pass (default %(default)s)")
     p.add_argument("--width", type=int, default=width, help="trainer MLP width (default %(default)s)")
+    p.add_argument("--leak-kb", type=int, default=0,
+                   help="KiB each sample keeps for good in the worker (default: none)")
     p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=os.cpu_count() >= 2,
                    help="pin the trainer to CPU 0 and worker k to CPU 1+k mod CPUs, so a woken "
                    "trainer never queues behind a busy worker (default: on with >= 2 CPUs)")
@@ -105,7 +115,7 @@ def loader_main(name, argv, doc, item_ms, step_ms, workers=1, batch=8, width=256
         if args.pin:
             os.sched_setaffinity(0, {0})
         train = make_trainer(torch, args.width, args.batch)
-        loader = torch.utils.data.DataLoader(busy_dataset(torch, args.item_ms),
+        loader = torch.utils.data.DataLoader(busy_dataset(torch, args.item_ms, leak_kb=args.leak_kb),
                                              batch_size=args.batch, num_workers=args.workers,
                                              shuffle=False,
                                              worker_init_fn=_pin_worker if args.pin else None)
@@ -117,7 +127,8 @@ def loader_main(name, argv, doc, item_ms, step_ms, workers=1, batch=8, width=256
         return {"workers": args.workers, "batch": args.batch, "item_ms": args.item_ms,
                 "worker_cpu_ms_per_batch": args.item_ms * args.batch,
                 "trainer_cpu_ms_per_step": args.step_ms, "pinned": args.pin,
-                "worker_pids": [w.pid for w in it._workers]}
+                "worker_pids": [w.pid for w in it._workers],
+                "leak_bytes_per_step": args.leak_kb * 1024 * args.batch}
 
     def step():
         with rec.seg("data"):
