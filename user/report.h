@@ -116,6 +116,10 @@ struct report {
 	uint64_t step_recs_lost;
 	uint32_t steps_tid;		/* whose steps: the trainer's */
 	struct step_summary steps;	/* filled by steps_finish() */
+	/* The job's host/device copies over the window, every thread (the steps' copy probes;
+	 * pinned: from or to host memory seen pinned since the attach). */
+	bool copies_traced;
+	struct pp_copy_counts copies;
 
 	uint64_t counters[PP_NR_COUNTERS];
 	int probe_attach_failures;
@@ -138,6 +142,8 @@ struct report {
 int steps_finish(struct report *r);
 void steps_print_text(FILE *out, const struct report *r);
 struct json_object *steps_json(const struct report *r);
+/* The job's copies over the window (report JSON gpu.copies), or null when not traced. */
+struct json_object *gpu_copies_json(const struct report *r);
 
 /* Gives each sample its thread's role and counts them per role (after the analysis). */
 int where_finish(struct report *r);

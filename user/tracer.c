@@ -191,11 +191,18 @@ static void skip_unused_probes(struct tracer *t)
 {
 	struct pipeprof_bpf *skel = t->skel;
 
-	if (!(t->hist_kinds & 1u << PP_HK_LAUNCH))
+	if (!(t->hist_kinds & 1u << PP_HK_LAUNCH) && !t->steps)
 		bpf_program__set_autoload(skel->progs.on_launch, false);
-	if (!(t->hist_kinds & 1u << PP_HK_COPY_BYTES)) {
+	if (!(t->hist_kinds & 1u << PP_HK_COPY_BYTES) && !t->steps)
 		bpf_program__set_autoload(skel->progs.on_copy, false);
+	if (!(t->hist_kinds & 1u << PP_HK_COPY_BYTES))
 		bpf_program__set_autoload(skel->progs.on_copy_return, false);
+	/* Pinned host memory serves only the steps' copy figures. */
+	if (!t->steps) {
+		bpf_program__set_autoload(skel->progs.on_host_alloc, false);
+		bpf_program__set_autoload(skel->progs.on_host_alloc_return, false);
+		bpf_program__set_autoload(skel->progs.on_host_register, false);
+		bpf_program__set_autoload(skel->progs.on_host_free, false);
 	}
 	if (!(t->hist_kinds & 1u << PP_HK_STEP) && !t->steps) {
 		bpf_program__set_autoload(skel->progs.on_step, false);
