@@ -60,6 +60,15 @@ def trainer_single_threaded(report):
     return n >= 50 and serial >= 0.9 * n
 
 
+def no_pageable_h2d(report):
+    """The job's copies to the GPU were traced (gpu.copies, the report's steps) and none of
+    their bytes came from host memory not seen pinned: pinning would change nothing."""
+    h2d = (((report.get("gpu") or {}).get("copies")) or {}).get("HtoD")
+    if not isinstance(h2d, dict):
+        return False  # not traced: nothing measured either way
+    return (h2d.get("bytes") or 0) - (h2d.get("pinned_bytes") or 0) <= 0
+
+
 # (name, the evidence: report -> bool, the advice it rules out: regex over a recommendation's
 # text, ids it rules out). Each regex names advice, not a statement that it would not help.
 FORBIDDEN = [
@@ -85,6 +94,8 @@ FORBIDDEN = [
      r"fewer intra-op threads", {"fewer_compute_threads"}),
     ("one worker at most: no fewer workers", lambda r: worker_processes(r) <= 1,
      r"fewer workers", set()),
+    ("no H2D copy from pageable memory: no pin_memory", no_pageable_h2d,
+     r"pin_memory|pin the buffers|pinned memory", {"pin_memory"}),
 ]
 
 
