@@ -197,13 +197,7 @@ static void skip_unused_probes(struct tracer *t)
 		bpf_program__set_autoload(skel->progs.on_copy, false);
 	if (!(t->hist_kinds & 1u << PP_HK_COPY_BYTES))
 		bpf_program__set_autoload(skel->progs.on_copy_return, false);
-	/* Pinned host memory serves only the steps' copy figures. */
-	if (!t->steps) {
-		bpf_program__set_autoload(skel->progs.on_host_alloc, false);
-		bpf_program__set_autoload(skel->progs.on_host_alloc_return, false);
-		bpf_program__set_autoload(skel->progs.on_host_register, false);
-		bpf_program__set_autoload(skel->progs.on_host_free, false);
-	}
+	tracer_steps_skip_probes(t);
 	if (!(t->hist_kinds & 1u << PP_HK_STEP) && !t->steps) {
 		bpf_program__set_autoload(skel->progs.on_step, false);
 		bpf_program__set_autoload(skel->progs.on_step_return, false);

@@ -38,6 +38,17 @@ void tracer_size_step_buffer(struct tracer *t)
 		bpf_map__set_max_entries(t->skel->maps.runtime_text, 1);
 }
 
+/* Pinned host memory serves only the steps' copy figures. */
+void tracer_steps_skip_probes(struct tracer *t)
+{
+	if (t->steps)
+		return;
+	bpf_program__set_autoload(t->skel->progs.on_host_alloc, false);
+	bpf_program__set_autoload(t->skel->progs.on_host_alloc_return, false);
+	bpf_program__set_autoload(t->skel->progs.on_host_register, false);
+	bpf_program__set_autoload(t->skel->progs.on_host_free, false);
+}
+
 static int on_step_record(void *ctx, void *data, size_t size)
 {
 	struct tracer *t = ctx;
