@@ -182,8 +182,41 @@ PP_STATE struct {
 	__uint(max_entries, 64 * 1024);
 } notes SEC(".maps");
 
+/* The report's per-step GPU API counts of each thread that syncs or copies (struct
+ * pp_thread_gpu); sized by userspace, one entry when steps are off. Preallocated: inserts
+ * come from uprobes that may interrupt an allocation on the same CPU. */
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct pp_thread_gpu);
+} thread_gpu SEC(".maps");
+
+/* Host memory the job pinned while traced: (tgid, start) -> end (gpumem.bpf.c). */
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_MAX_PINNED_REGIONS);
+	__type(key, struct pp_pinned_key);
+	__type(value, __u64);
+} pinned_regions SEC(".maps");
+
+/* Where each process maps its CUDA runtime, written by userspace as it probes it: a driver
+ * launch called from there is the runtime's own (gpumem.bpf.c). */
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct pp_text_range);
+} runtime_text SEC(".maps");
+
 /* One zeroed histogram to insert from: too large for the stack. */
 extern struct pp_hist zero_hist;
+extern struct pp_thread_gpu zero_thread_gpu;
+
+/* gpumem.bpf.c: global, so each is verified once whichever probes call it. */
+int called_from_runtime(__u32 tgid, __u64 sp);
+int count_copy(__u32 tid, __u32 tgid, __u32 dir, __u64 bytes, __u64 host);
+int count_sync(__u32 tid, __u32 api);
 
 static __always_inline struct irq_ctx *irq_ctx_here(void)
 {

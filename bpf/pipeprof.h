@@ -34,7 +34,7 @@ enum pp_phase {
 #define PP_MAX_PROCS	4096
 #define PP_MAX_INFLIGHT_RQ 8192
 #define PP_HIST_SLOTS	32
-#define PP_MAX_GPU_APIS	64
+#define PP_MAX_GPU_APIS	128
 /* Attach cookie of the start-up self-test probe on pipeprof's own function. */
 #define PP_SELFTEST_API	(PP_MAX_GPU_APIS - 1)
 #define PP_MAX_GPU_DEPTH 8
@@ -151,6 +151,12 @@ struct pp_thread {
 	__u64 gc_count;		/* collections that began inside the window */
 	__u64 exec_at_out_ns;	/* the task's own CPU clock (se.sum_exec_runtime) at its last
 				 * switch-out; 0 before the first one seen */
+	/* Kernel launches since the window opened, kept here rather than in thread_gpu: the
+	 * launch probe is the hot one, and this record is already in hand there. */
+	__u64 launches;
+	__u64 launch_gap_ns;	/* between consecutive launches with no sync call between */
+	__u64 launch_gaps;
+	__u64 launch_sync_mark;	/* gpu_calls at the previous launch */
 	char comm[16];
 };
 
@@ -231,6 +237,8 @@ enum pp_counter {
 	PP_CNT_WAIT_STACKS_LOST,	/* ... dropped: ring buffer full */
 	PP_CNT_STEP_RECORDS_LOST,	/* step boundaries dropped: ring buffer full */
 	PP_CNT_SWITCH_IN_UNPLACED,	/* a missed switch-in its CPU clock could not place: time lost */
+	PP_CNT_PINNED_FULL,		/* pinned host regions not tracked: map full */
+	PP_CNT_THREAD_GPU_FULL,		/* threads whose syncs and copies went uncounted: map full */
 	PP_NR_COUNTERS,
 };
 
@@ -319,6 +327,9 @@ struct pp_hist {
 #define PP_COOKIE_DIR(c)	(((c) >> 8) & 0xff)
 #define PP_COPY_DIR_FROM_ARG	0xff
 #define PP_COOKIE(api, dir)	((api) | (dir) << 8)
+/* A launch probe on the driver: a call from inside the runtime is the runtime's own launch,
+ * already counted at its entry. */
+#define PP_COOKIE_DRIVER	(1u << 16)
 
 /*
  * CPU samples (pystack.bpf.c): a perf event per CPU at a low frequency; a sample of a thread of
@@ -395,6 +406,42 @@ struct pp_sample {
 	__u64 ustack[PP_USTACK_MAX_DEPTH];
 };
 
+/*
+ * The report's per-step GPU API figures: a thread's counts since the window opened, copied
+ * into each step record, so a step's are the difference of two records. Syncs by the api id of
+ * the outermost call (a runtime call that waits in its driver twin is one); copies by
+ * direction, and those from or to host memory the job pinned (cudaHostAlloc, cudaMallocHost,
+ * cudaHostRegister and the driver's twins, tracked while tracing) counted again as pinned.
+ */
+#define PP_MAX_SYNC_APIS	32	/* a power of two: indexes are masked */
+struct pp_copy_counts {
+	__u64 calls[PP_NR_COPY_DIRS];
+	__u64 bytes[PP_NR_COPY_DIRS];
+	__u64 pinned_calls[PP_NR_COPY_DIRS];
+	__u64 pinned_bytes[PP_NR_COPY_DIRS];
+};
+
+/* thread_gpu value: what a thread's sync and copy probes counted. */
+struct pp_thread_gpu {
+	struct pp_copy_counts copies;
+	__u32 sync_calls[PP_MAX_SYNC_APIS];
+	__u64 alloc_out;	/* host allocation in progress: where it will store the pointer */
+	__u64 alloc_bytes;
+};
+
+/* pinned_regions key: a range of host memory a process pinned; the value is its end. */
+struct pp_pinned_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 start;
+};
+#define PP_MAX_PINNED_REGIONS	1024
+
+/* runtime_text value: the span of a process's mappings of its CUDA runtime. */
+struct pp_text_range {
+	__u64 start, end;
+};
+
 /* A training step boundary (the start of an outermost autograd backward pass), with the
  * thread's state time so far: userspace takes each step's breakdown from two of them. */
 struct pp_step_record {
@@ -404,6 +451,10 @@ struct pp_step_record {
 	__u32 gpu_depth;
 	__u64 phase_start_ns;		/* the open phase's time is ts - phase_start_ns */
 	__u64 ns[PP_NR_STATES];		/* closed state time */
+	/* GPU API counts so far (pp_thread, pp_thread_gpu) */
+	__u64 launches, launch_gap_ns, launch_gaps;
+	struct pp_copy_counts copies;
+	__u32 sync_calls[PP_MAX_SYNC_APIS];
 };
 
 #endif /* PIPEPROF_H */

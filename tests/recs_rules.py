@@ -60,6 +60,15 @@ def trainer_single_threaded(report):
     return n >= 50 and serial >= 0.9 * n
 
 
+def no_pageable_h2d(report):
+    """The job's copies to the GPU were traced (gpu.copies, the report's steps) and none of
+    their bytes came from host memory not seen pinned: pinning would change nothing."""
+    h2d = (((report.get("gpu") or {}).get("copies")) or {}).get("HtoD")
+    if not isinstance(h2d, dict):
+        return False  # not traced: nothing measured either way
+    return (h2d.get("bytes") or 0) - (h2d.get("pinned_bytes") or 0) <= 0
+
+
 # (name, the evidence: report -> bool, the advice it rules out: regex over a recommendation's
 # text, ids it rules out). Each regex names advice, not a statement that it would not help.
 FORBIDDEN = [
@@ -90,6 +99,8 @@ FORBIDDEN = [
     ("the training process's memory did not grow: no leak advice",
      lambda r: not memory_leak(r, "TRAINER"), r"training process's memory grows",
      {"trainer_memory_leak"}),
+    ("no H2D copy from pageable memory: no pin_memory", no_pageable_h2d,
+     r"pin_memory|pin the buffers|pinned memory", {"pin_memory"}),
 ]
 
 

@@ -51,6 +51,21 @@ def busy_machine(r):
 PLANTED = {
     "pin_memory on a CPU-only job": (
         lambda r: add_rec(r, "pin_memory", "Set pin_memory=True."), "no GPU library mapped"),
+    "pin_memory with every H2D byte from pinned memory": (
+        lambda r: (r.update(gpu={"traced": True, "libraries": [{"path": "/x/libcudart.so.13"}],
+                                 "copies": {"HtoD": {"calls": 30, "bytes": 3000000,
+                                                     "pinned_calls": 30,
+                                                     "pinned_bytes": 3000000}}}),
+                   add_rec(r, "pin_memory", "Copy to the GPU from pinned memory: "
+                           "pin_memory=True in the DataLoader.")),
+        "no H2D copy from pageable memory"),
+    "pin_memory with no H2D copy at all": (
+        lambda r: (r.update(gpu={"traced": True, "libraries": [{"path": "/x/libcudart.so.13"}],
+                                 "copies": {"HtoD": {"calls": 0, "bytes": 0, "pinned_calls": 0,
+                                                     "pinned_bytes": 0}}}),
+                   add_rec(r, "ipc_collate", "The hand-off is the bottleneck: try a higher "
+                           "prefetch_factor, pin_memory=True.")),
+        "no H2D copy from pageable memory"),
     "CUDA graphs on a CPU-only job": (
         lambda r: add_rec(r, "less_work_per_step", "Use torch.compile or CUDA graphs."),
         "no GPU advice"),
@@ -126,6 +141,10 @@ def test_gpu_job_may_get_gpu_advice():
     r = good_report()
     r["gpu"] = {"traced": True, "libraries": [{"path": "/x/libcudart.so.13"}]}
     add_rec(r, "pin_memory", "Set pin_memory=True.")
+    assert recs_rules.violations(r) == []
+    # Copies traced, some from pageable memory: pinning is fair advice.
+    r["gpu"]["copies"] = {"HtoD": {"calls": 3, "bytes": 3000000, "pinned_calls": 1,
+                                   "pinned_bytes": 1000000}}
     assert recs_rules.violations(r) == []
     # An unreadable library is still a mapped one.
     r["gpu"] = {"traced": False, "libraries": [],

@@ -113,6 +113,11 @@ struct analysis_input {
 	 * no advice may be about the GPU. */
 	bool gpu_mapped;
 	int workers_forked;	/* worker processes started inside the window (an epoch's re-fork) */
+	/* The job's host-to-device copies were probed (the report's steps): their bytes, and
+	 * those from host memory seen pinned. Traced with no bytes from pageable memory, no
+	 * advice to pin. */
+	bool h2d_traced;
+	__u64 h2d_bytes, h2d_pinned_bytes;
 	const struct wake_record *wakes;	/* NULL when not recorded (the daemon) */
 	int nr_wakes;
 };

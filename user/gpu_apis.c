@@ -38,9 +38,11 @@ const struct gpu_api gpu_apis[] = {
 	{ "cuMemcpy3D_v2", LIB_CUDA },
 
 	/*
-	 * `pipeprof hist launch` and `memcpy`. The runtime reaches the driver for each of these,
-	 * so a process that maps libcudart gets only the runtime's probes (tracer.c) and a call is
-	 * counted once; the driver's serve processes that use it alone (Triton, static runtimes).
+	 * `pipeprof hist launch` and `memcpy`, and the report's steps. The runtime reaches the
+	 * driver for each of these. Launches are probed in both, and a driver launch made from
+	 * inside the runtime is not counted again (gpumem.bpf.c): Triton and torch.compile launch
+	 * through the driver directly. A process that maps libcudart gets only the runtime's copy
+	 * probes (tracer_attach.c); the driver's serve processes that use it alone.
 	 */
 	{ "cudaLaunchKernel", LIB_CUDART, GPU_LAUNCH },
 	{ "cudaLaunchKernel_ptsz", LIB_CUDART, GPU_LAUNCH },
@@ -48,12 +50,14 @@ const struct gpu_api gpu_apis[] = {
 	{ "cudaLaunchKernelExC_ptsz", LIB_CUDART, GPU_LAUNCH },
 	{ "cudaLaunchCooperativeKernel", LIB_CUDART, GPU_LAUNCH },
 	{ "cudaGraphLaunch", LIB_CUDART, GPU_LAUNCH },
+	{ "cudaGraphLaunch_ptsz", LIB_CUDART, GPU_LAUNCH },
 	{ "cuLaunchKernel", LIB_CUDA, GPU_LAUNCH },
 	{ "cuLaunchKernel_ptsz", LIB_CUDA, GPU_LAUNCH },
 	{ "cuLaunchKernelEx", LIB_CUDA, GPU_LAUNCH },
 	{ "cuLaunchKernelEx_ptsz", LIB_CUDA, GPU_LAUNCH },
 	{ "cuLaunchCooperativeKernel", LIB_CUDA, GPU_LAUNCH },
 	{ "cuGraphLaunch", LIB_CUDA, GPU_LAUNCH },
+	{ "cuGraphLaunch_ptsz", LIB_CUDA, GPU_LAUNCH },
 
 	{ "cudaMemcpy", LIB_CUDART, GPU_COPY_SYNC, PP_COPY_DIR_FROM_ARG },
 	{ "cudaMemcpy_ptds", LIB_CUDART, GPU_COPY_SYNC, PP_COPY_DIR_FROM_ARG },
@@ -73,10 +77,26 @@ const struct gpu_api gpu_apis[] = {
 	{ "cuMemcpyHtoDAsync_v2_ptsz", LIB_CUDA, GPU_COPY, PP_COPY_HTOD },
 	{ "cuMemcpyDtoHAsync_v2", LIB_CUDA, GPU_COPY, PP_COPY_DTOH },
 	{ "cuMemcpyDtoHAsync_v2_ptsz", LIB_CUDA, GPU_COPY, PP_COPY_DTOH },
+
+	/* Pinned host memory (the report's steps), in both libraries: nested calls store the
+	 * same region. */
+	{ "cudaHostAlloc", LIB_CUDART, GPU_HOST_ALLOC },
+	{ "cudaMallocHost", LIB_CUDART, GPU_HOST_ALLOC },
+	{ "cudaHostRegister", LIB_CUDART, GPU_HOST_REGISTER },
+	{ "cudaFreeHost", LIB_CUDART, GPU_HOST_FREE },
+	{ "cudaHostUnregister", LIB_CUDART, GPU_HOST_FREE },
+	{ "cuMemHostAlloc", LIB_CUDA, GPU_HOST_ALLOC },
+	{ "cuMemAllocHost_v2", LIB_CUDA, GPU_HOST_ALLOC },
+	{ "cuMemAllocHost", LIB_CUDA, GPU_HOST_ALLOC },
+	{ "cuMemHostRegister_v2", LIB_CUDA, GPU_HOST_REGISTER },
+	{ "cuMemHostRegister", LIB_CUDA, GPU_HOST_REGISTER },
+	{ "cuMemFreeHost", LIB_CUDA, GPU_HOST_FREE },
+	{ "cuMemHostUnregister", LIB_CUDA, GPU_HOST_FREE },
 };
 
 const int gpu_api_count = sizeof(gpu_apis) / sizeof(gpu_apis[0]);
 const int gpu_sync_api_count = 26;
+_Static_assert(26 <= PP_MAX_SYNC_APIS, "sync APIs are counted per step in an array of this size");
 
 const char *copy_dir_name(unsigned int dir)
 {
@@ -87,3 +107,4 @@ const char *copy_dir_name(unsigned int dir)
 
 _Static_assert(sizeof(gpu_apis) / sizeof(gpu_apis[0]) < PP_SELFTEST_API,
 	       "API ids must stay below the self-test cookie");
+_Static_assert(PP_SELFTEST_API <= 0xff, "API ids must fit the cookie's low byte");

@@ -12,6 +12,10 @@ enum gpu_probe_class {
 	GPU_LAUNCH,	/* entry: hist launch */
 	GPU_COPY,	/* entry, and return where the copy is synchronous: hist memcpy */
 	GPU_COPY_SYNC,
+	/* The report's steps: pinned host memory, to tell pinned copies from pageable ones. */
+	GPU_HOST_ALLOC,		/* (void **out, size_t bytes, ...): entry and return */
+	GPU_HOST_REGISTER,	/* (void *ptr, size_t bytes, ...): entry */
+	GPU_HOST_FREE,		/* (void *ptr): entry */
 };
 
 struct gpu_api {

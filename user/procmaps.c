@@ -237,6 +237,10 @@ int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib 
 			if (lib_is_file(&libs[i], e->inode, e->dev_major, e->dev_minor))
 				break;
 		if (i < nr) {
+			if (e->start < libs[i].span_start)
+				libs[i].span_start = e->start;
+			if (e->end > libs[i].span_end)
+				libs[i].span_end = e->end;
 			if (e->pgoff < libs[i].base_pgoff) {
 				libs[i].base_start = e->start;
 				libs[i].base_pgoff = e->pgoff;
@@ -251,6 +255,8 @@ int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib 
 		libs[nr].map_end = e->end;
 		libs[nr].base_start = e->start;
 		libs[nr].base_pgoff = e->pgoff;
+		libs[nr].span_start = e->start;
+		libs[nr].span_end = e->end;
 		memcpy(libs[nr].path, e->path, sizeof(libs[nr].path));
 		libs[nr].deleted = deleted;
 		nr++;

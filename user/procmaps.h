@@ -41,6 +41,8 @@ struct mapped_lib {
 	/* Its mapping at the lowest file offset, where the file is loaded: the bias of its
 	 * symbols, with no second read of the maps. */
 	uint64_t base_start, base_pgoff;
+	/* From its lowest mapping's start to its highest's end: where its code can be. */
+	uint64_t span_start, span_end;
 };
 
 /* Whether lib is the file (inode on device major:minor) a record was made for. */

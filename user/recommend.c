@@ -11,6 +11,7 @@
 #include <string.h>
 #include "classify.h"
 #include "memory.h"
+#include "steps.h"
 
 /* The trainer's sync rate above which short syncs are the host draining the queue. */
 #define MANY_SYNCS_PER_S 100
@@ -132,6 +133,24 @@ static bool batches_pinned(const struct analysis *a, const struct thread_result 
 			return true;
 	}
 	return false;
+}
+
+/* Pinning could help: copies to the GPU were seen, mostly from pageable memory, or copies
+ * were not traced at all (then the other evidence must carry the advice alone). */
+static bool h2d_pageable(const struct analysis_input *in)
+{
+	if (!in->h2d_traced)
+		return true;
+	return in->h2d_bytes && in->h2d_bytes - in->h2d_pinned_bytes >=
+				STEPS_PAGEABLE_ADVICE * in->h2d_bytes;
+}
+
+static void because_h2d(struct recommendation *r, const struct analysis_input *in)
+{
+	if (in->h2d_traced && in->h2d_bytes)
+		because(r, "; copies to the GPU moved %.1f MB in the window, %.0f%% of it from host "
+			"memory not seen pinned", in->h2d_bytes / 1e6,
+			100.0 * (in->h2d_bytes - in->h2d_pinned_bytes) / in->h2d_bytes);
 }
 
 /* Busy workers: more of them where CPUs are idle and the model predicts a gain, cheaper work
@@ -257,16 +276,17 @@ static void recommend_data(struct analysis *a, const struct analysis_input *in,
 		r = add_rec(a, "ipc_collate", bound);
 		say(r, "The hand-off is the bottleneck (IPC, collate): try a higher prefetch_factor, a "
 		    "cheaper collate_fn or more samples per fetch%s.", in->gpu_mapped &&
-		    !batches_pinned(a, threads) ? ", pin_memory=True" : "");
+		    !batches_pinned(a, threads) && h2d_pageable(in) ? ", pin_memory=True" : "");
 		because(r, "the workers are idle %.0f%% of their time while the trainer waits for data "
 			"%.0f%% of its", idle * 100, f * 100);
 	}
-	if ((in->gpu_mapped || in->gpu_unprobed) && !batches_pinned(a, threads)) {
+	if ((in->gpu_mapped || in->gpu_unprobed) && !batches_pinned(a, threads) && h2d_pageable(in)) {
 		r = add_rec(a, "pin_memory", bound);
 		say(r, "Set pin_memory=True: batches in pinned memory reach the GPU without a staging "
 		    "copy, and the copy can overlap compute.");
 		because(r, "the job maps a GPU library, and no pin-memory thread handed the trainer its "
 			"batches");
+		because_h2d(r, in);
 	}
 	if (in->workers_forked > 0) {
 		r = add_rec(a, "persistent_workers", bound);
@@ -522,6 +542,23 @@ void recommend(struct analysis *a, const struct analysis_input *in, const struct
 		return;
 	}
 	recommend_verdict(a, in, tr, threads);
+	/* Whatever the verdict: copies to the GPU seen to come mostly from pageable memory. */
+	if (in->gpu_mapped && in->h2d_traced && in->h2d_bytes && h2d_pageable(in) &&
+	    !batches_pinned(a, threads)) {
+		bool given = false;
+
+		for (int i = 0; i < a->nr_recs; i++)
+			given |= !strcmp(a->recs[i].id, "pin_memory");
+		if (!given) {
+			r = add_rec(a, "pin_memory", 0);
+			say(r, "Copy to the GPU from pinned memory: pin_memory=True in the DataLoader, "
+			    "or tensor.pin_memory() on buffers copied every step. The driver stages a "
+			    "pageable copy through a pinned buffer of its own, and it cannot overlap "
+			    "compute.");
+			because(r, "the job maps a GPU library");
+			because_h2d(r, in);
+		}
+	}
 
 	/* A second stall over the threshold deserves its own line. */
 	for (int s = 0; s < PP_NR_STATES; s++) {

@@ -393,6 +393,7 @@ static json_object *gpu_json(const struct report *r)
 	json_object *apis = json_object_new_array();
 
 	json_object_object_add(o, "traced", json_object_new_boolean(r->gpu_traced));
+	json_object_object_add(o, "copies", gpu_copies_json(r));
 	if (!r->gpu_traced)
 		json_object_object_add(o, "why_not", json_object_new_string(r->gpu_why_not));
 	for (int i = 0; i < r->nr_libs; i++) {
@@ -526,6 +527,8 @@ static const char *const counter_names[PP_NR_COUNTERS] = {
 	[PP_CNT_WAIT_STACKS_LOST] = "wait_stacks_lost",
 	[PP_CNT_STEP_RECORDS_LOST] = "step_records_lost",
 	[PP_CNT_SWITCH_IN_UNPLACED] = "switch_ins_unplaced",
+	[PP_CNT_PINNED_FULL] = "pinned_regions_lost_map_full",
+	[PP_CNT_THREAD_GPU_FULL] = "gpu_counts_lost_map_full",
 };
 
 int report_print_json(FILE *out, const struct report *r)

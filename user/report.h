@@ -117,6 +117,10 @@ struct report {
 	uint64_t step_recs_lost;
 	uint32_t steps_tid;		/* whose steps: the trainer's */
 	struct step_summary steps;	/* filled by steps_finish() */
+	/* The job's host/device copies over the window, every thread (the steps' copy probes;
+	 * pinned: from or to host memory seen pinned since the attach). */
+	bool copies_traced;
+	struct pp_copy_counts copies;
 
 	/* Host memory over the window (memory.c, memory_report.c). */
 	bool memory_on;
@@ -144,6 +148,8 @@ struct report {
 int steps_finish(struct report *r);
 void steps_print_text(FILE *out, const struct report *r);
 struct json_object *steps_json(const struct report *r);
+/* The job's copies over the window (report JSON gpu.copies), or null when not traced. */
+struct json_object *gpu_copies_json(const struct report *r);
 
 /* The report's "Memory" section, text and JSON (memory_report.c). */
 void memory_print_text(FILE *out, const struct report *r);

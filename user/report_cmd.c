@@ -342,6 +342,9 @@ static void fill_input(struct report *r, pid_t tid, double threshold, const stru
 	r->input.gpu_unprobed = r->gpu_libs_unprobed;
 	r->input.gpu_mapped = r->nr_libs > 0 || r->gpu_libs_unprobed;
 	r->input.workers_forked = workers_reforked(r);
+	r->input.h2d_traced = r->copies_traced;
+	r->input.h2d_bytes = r->copies.bytes[PP_COPY_HTOD];
+	r->input.h2d_pinned_bytes = r->copies.pinned_bytes[PP_COPY_HTOD];
 	r->input.wakes = r->wakes;
 	r->input.nr_wakes = r->nr_wakes;
 }

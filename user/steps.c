@@ -26,6 +26,70 @@ static void state_time(const struct pp_step_record *r, uint64_t out[PP_NR_STATES
 	}
 }
 
+static uint64_t diff(uint64_t after, uint64_t before)
+{
+	return after > before ? after - before : 0;
+}
+
+/* Adds the GPU API calls between records a and b (a step) to g. */
+static void gpu_between(const struct pp_step_record *a, const struct pp_step_record *b,
+			struct step_gpu *g, bool first)
+{
+	uint64_t launches = diff(b->launches, a->launches), syncs = 0;
+
+	g->launches += launches;
+	g->launch_gap_ns += diff(b->launch_gap_ns, a->launch_gap_ns);
+	g->launch_gaps += diff(b->launch_gaps, a->launch_gaps);
+	for (int k = 0; k < PP_MAX_SYNC_APIS; k++) {
+		uint64_t n = diff(b->sync_calls[k], a->sync_calls[k]);
+
+		g->sync_calls[k] += n;
+		syncs += n;
+	}
+	g->syncs += syncs;
+	for (int d = 0; d < PP_NR_COPY_DIRS; d++) {
+		g->copies.calls[d] += diff(b->copies.calls[d], a->copies.calls[d]);
+		g->copies.bytes[d] += diff(b->copies.bytes[d], a->copies.bytes[d]);
+		g->copies.pinned_calls[d] += diff(b->copies.pinned_calls[d], a->copies.pinned_calls[d]);
+		g->copies.pinned_bytes[d] += diff(b->copies.pinned_bytes[d], a->copies.pinned_bytes[d]);
+	}
+	if (first || launches < g->launches_min)
+		g->launches_min = launches;
+	if (launches > g->launches_max)
+		g->launches_max = launches;
+	if (first || syncs < g->syncs_min)
+		g->syncs_min = syncs;
+	if (syncs > g->syncs_max)
+		g->syncs_max = syncs;
+}
+
+double steps_per_step(const struct step_summary *s, uint64_t total)
+{
+	return s->count ? (double)total / s->count : 0;
+}
+
+double steps_launch_rate(const struct step_summary *s)
+{
+	return s->all.seconds > 0 ? s->gpu.launches / s->all.seconds : 0;
+}
+
+double steps_launch_gap_s(const struct step_summary *s)
+{
+	return s->gpu.launch_gaps ? s->gpu.launch_gap_ns / 1e9 / s->gpu.launch_gaps : 0;
+}
+
+double steps_pageable_share(const struct pp_copy_counts *c, unsigned int dir)
+{
+	if (dir >= PP_NR_COPY_DIRS || !c->bytes[dir])
+		return -1;
+	return (double)diff(c->bytes[dir], c->pinned_bytes[dir]) / c->bytes[dir];
+}
+
+bool steps_many_syncs(const struct step_summary *s)
+{
+	return s->count && steps_per_step(s, s->gpu.syncs) >= STEPS_MANY_SYNCS;
+}
+
 static int by_ts(const void *a, const void *b)
 {
 	const struct pp_step_record *x = *(const struct pp_step_record *const *)a;
@@ -101,8 +165,10 @@ int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
 		free(sorted);
 		return -ENOMEM;
 	}
-	for (int i = 0; i < count; i++)
+	for (int i = 0; i < count; i++) {
 		breakdown(mine[i], mine[i + 1], i + 1, &steps[i], sums);
+		gpu_between(mine[i], mine[i + 1], &out->gpu, i == 0);
+	}
 	memcpy(sorted, steps, count * sizeof(*steps));
 	qsort(sorted, count, sizeof(*sorted), by_seconds);
 	out->count = count;

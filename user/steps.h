@@ -22,6 +22,22 @@ struct step_breakdown {
 	double share[PP_NR_STATES];	/* of the step's time */
 };
 
+/* Syncs a step at or above which the report names the pattern that makes them: a read of a
+ * GPU value on the host (`.item()`, `.cpu()`, `print(t)`) or a blocking copy in the loop. One
+ * is the usual loss read; a pageable `.cuda()` copy is a second. */
+#define STEPS_MANY_SYNCS 3
+/* H2D bytes from pageable memory, as a share of all, at or above which pin_memory is advised. */
+#define STEPS_PAGEABLE_ADVICE 0.5
+
+/* The trainer's GPU API calls over the whole steps, from the counts in the step records. */
+struct step_gpu {
+	uint64_t launches, launch_gap_ns, launch_gaps;
+	uint64_t launches_min, launches_max;	/* in one step */
+	uint64_t syncs, syncs_min, syncs_max;
+	uint64_t sync_calls[PP_MAX_SYNC_APIS];	/* by api id (gpu_apis.c) */
+	struct pp_copy_counts copies;		/* by enum pp_copy_dir */
+};
+
 struct step_summary {
 	int count;			/* whole steps: between two boundaries inside the window */
 	double per_second;		/* over those steps' span */
@@ -33,10 +49,22 @@ struct step_summary {
 	int slow_count;			/* every step >= STEPS_SLOW_RATIO x the median ... */
 	struct step_breakdown slow;	/* ... summed (index 0) */
 	int other_threads;		/* threads other than the trainer with backward passes */
+	struct step_gpu gpu;		/* over every whole step */
 };
 
 /* The steps of thread tid from recs[] (any order, any threads). Returns 0, or -ENOMEM. */
 int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
 		    struct step_summary *out);
+
+/* Per step, over s's whole steps: total / count, 0 without steps. */
+double steps_per_step(const struct step_summary *s, uint64_t total);
+/* The trainer's launches per second of its steps, and its mean gap between launches with no
+ * sync between, in seconds (0 when none). */
+double steps_launch_rate(const struct step_summary *s);
+double steps_launch_gap_s(const struct step_summary *s);
+/* The share of direction dir's bytes copied from or to memory not seen pinned; -1 with none. */
+double steps_pageable_share(const struct pp_copy_counts *c, unsigned int dir);
+/* Whether the steps sync often enough to name the `.item()` pattern. */
+bool steps_many_syncs(const struct step_summary *s);
 
 #endif

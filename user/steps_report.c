@@ -3,7 +3,10 @@
 #include <errno.h>
 #include <string.h>
 #include <json-c/json.h>
+#include "gpu_apis.h"
 #include "report.h"
+
+static const char *const dir_label[PP_NR_COPY_DIRS] = { "H2H", "H2D", "D2H", "D2D", "default" };
 
 /* States shown for one step: the largest first, those of 1% or more, at most four. */
 static void print_shares(FILE *out, const double share[PP_NR_STATES])
@@ -21,6 +24,89 @@ static void print_shares(FILE *out, const double share[PP_NR_STATES])
 		used[best] = true;
 		fprintf(out, "%s%s %.0f%%", k ? ", " : "", state_name(best), 100 * share[best]);
 	}
+}
+
+/* A count per step: whole where it is, else two decimals ("3", "0.25"). */
+static const char *fmt_count(char *buf, size_t size, double v)
+{
+	snprintf(buf, size, v == (double)(long long)v ? "%.0f" : "%.2f", v);
+	return buf;
+}
+
+static const char *fmt_bytes(char *buf, size_t size, double v)
+{
+	static const char *const unit[] = { "B", "kB", "MB", "GB", "TB" };
+	int k = 0;
+
+	while (v >= 1000 && k < 4) {
+		v /= 1000;
+		k++;
+	}
+	snprintf(buf, size, k ? "%.1f %s" : "%.0f %s", v, unit[k]);
+	return buf;
+}
+
+static const char *fmt_rate(char *buf, size_t size, double v)
+{
+	snprintf(buf, size, v >= 1000 ? "%.1fk" : "%.0f", v >= 1000 ? v / 1000 : v);
+	return buf;
+}
+
+/* The trainer's GPU API calls per step: launches, syncs by API, copies by direction. */
+static void print_gpu(FILE *out, const struct report *r)
+{
+	const struct step_summary *s = &r->steps;
+	const struct step_gpu *g = &s->gpu;
+	char a[32], b[32], c[32];
+	bool used[PP_MAX_SYNC_APIS] = {}, pageable = false;
+
+	fprintf(out, "  GPU per step: %s launch%s", fmt_count(a, sizeof(a), steps_per_step(s, g->launches)),
+		steps_per_step(s, g->launches) == 1 ? "" : "es");
+	if (g->launches_min != g->launches_max)
+		fprintf(out, " (%llu to %llu)", (unsigned long long)g->launches_min,
+			(unsigned long long)g->launches_max);
+	fprintf(out, " (%s/s", fmt_rate(a, sizeof(a), steps_launch_rate(s)));
+	if (g->launch_gaps)
+		fprintf(out, ", %.1f us apart", steps_launch_gap_s(s) * 1e6);
+	fprintf(out, "), %s sync%s", fmt_count(a, sizeof(a), steps_per_step(s, g->syncs)),
+		steps_per_step(s, g->syncs) == 1 ? "" : "s");
+	for (int k = 0; ; k++) {
+		int best = -1;
+
+		for (int api = 0; api < PP_MAX_SYNC_APIS && api < gpu_sync_api_count; api++)
+			if (!used[api] && g->sync_calls[api] &&
+			    (best < 0 || g->sync_calls[api] > g->sync_calls[best]))
+				best = api;
+		if (best < 0)
+			break;
+		used[best] = true;
+		fprintf(out, "%s %s %s", k ? "," : ":", gpu_apis[best].name,
+			fmt_count(a, sizeof(a), steps_per_step(s, g->sync_calls[best])));
+	}
+	fputc('\n', out);
+	for (int d = 0; d < PP_NR_COPY_DIRS; d++) {
+		double share = steps_pageable_share(&g->copies, d);
+
+		if (!g->copies.calls[d])
+			continue;
+		fprintf(out, "  %s %s/step in %s cop%s", dir_label[d],
+			fmt_bytes(b, sizeof(b), steps_per_step(s, g->copies.bytes[d])),
+			fmt_count(c, sizeof(c), steps_per_step(s, g->copies.calls[d])),
+			steps_per_step(s, g->copies.calls[d]) == 1 ? "y" : "ies");
+		if ((d == PP_COPY_HTOD || d == PP_COPY_DTOH) && share >= 0) {
+			fprintf(out, ", %.0f%% pageable", 100 * share);
+			pageable |= share > 0;
+		}
+		fputc('\n', out);
+	}
+	if (pageable)
+		fprintf(out, "  (pageable: host memory not seen pinned by cudaHostAlloc, cudaMallocHost "
+			"or cudaHostRegister since the attach)\n");
+	if (steps_many_syncs(s))
+		fprintf(out, "  %s syncs a step: each makes the host wait until the GPU has caught up. "
+			"A `.item()`, `.cpu()`, `.tolist()` or `print()` of a GPU tensor in the loop, or "
+			"a blocking copy, does this; read such values every N steps, or keep them on the "
+			"GPU\n", fmt_count(a, sizeof(a), steps_per_step(s, g->syncs)));
 }
 
 int steps_finish(struct report *r)
@@ -69,10 +155,14 @@ void steps_print_text(FILE *out, const struct report *r)
 		print_shares(out, s->slowest[i].share);
 		fputc('\n', out);
 	}
+	if (r->gpu_traced)
+		print_gpu(out, r);
 	if (r->step_recs_lost)
 		fprintf(out, "  %llu step boundaries lost (ring buffer full): the figures miss them\n",
 			(unsigned long long)r->step_recs_lost);
 }
+
+static json_object *gpu_json(const struct step_summary *s);
 
 static json_object *breakdown_json(const struct step_breakdown *b, double median_s)
 {
@@ -115,5 +205,74 @@ json_object *steps_json(const struct report *r)
 	json_object_object_add(o, "slow_steps", s->slow_count ? breakdown_json(&s->slow, 0) : NULL);
 	json_object_object_add(o, "other_threads", json_object_new_int(s->other_threads));
 	json_object_object_add(o, "lost", json_object_new_int64(r->step_recs_lost));
+	json_object_object_add(o, "gpu", r->gpu_traced && s->count ? gpu_json(s) : NULL);
+	return o;
+}
+
+static json_object *copy_json(const struct pp_copy_counts *c, int d, const struct step_summary *s)
+{
+	json_object *o = json_object_new_object();
+	double share = steps_pageable_share(c, d);
+
+	if (s) {
+		json_object_object_add(o, "calls_per_step",
+				       json_object_new_double(steps_per_step(s, c->calls[d])));
+		json_object_object_add(o, "bytes_per_step",
+				       json_object_new_double(steps_per_step(s, c->bytes[d])));
+	}
+	json_object_object_add(o, "calls", json_object_new_int64(c->calls[d]));
+	json_object_object_add(o, "bytes", json_object_new_int64(c->bytes[d]));
+	json_object_object_add(o, "pinned_calls", json_object_new_int64(c->pinned_calls[d]));
+	json_object_object_add(o, "pinned_bytes", json_object_new_int64(c->pinned_bytes[d]));
+	/* Only a host side can be pageable; null with no bytes. */
+	json_object_object_add(o, "pageable_share", (d == PP_COPY_HTOD || d == PP_COPY_DTOH) &&
+			       share >= 0 ? json_object_new_double(share) : NULL);
+	return o;
+}
+
+static json_object *copies_json(const struct pp_copy_counts *c, const struct step_summary *s)
+{
+	json_object *o = json_object_new_object();
+
+	for (int d = 0; d < PP_NR_COPY_DIRS; d++)
+		json_object_object_add(o, copy_dir_name(d), copy_json(c, d, s));
+	return o;
+}
+
+/* steps.gpu: the trainer's GPU API calls over its whole steps, totals and per step. */
+static json_object *gpu_json(const struct step_summary *s)
+{
+	const struct step_gpu *g = &s->gpu;
+	json_object *o = json_object_new_object(), *by_api = json_object_new_object();
+
+	json_object_object_add(o, "launches", json_object_new_int64(g->launches));
+	json_object_object_add(o, "launches_per_step",
+			       json_object_new_double(steps_per_step(s, g->launches)));
+	json_object_object_add(o, "launches_min", json_object_new_int64(g->launches_min));
+	json_object_object_add(o, "launches_max", json_object_new_int64(g->launches_max));
+	json_object_object_add(o, "launches_per_second", json_object_new_double(steps_launch_rate(s)));
+	json_object_object_add(o, "launch_gap_s", g->launch_gaps ?
+			       json_object_new_double(steps_launch_gap_s(s)) : NULL);
+	json_object_object_add(o, "syncs", json_object_new_int64(g->syncs));
+	json_object_object_add(o, "syncs_per_step", json_object_new_double(steps_per_step(s, g->syncs)));
+	json_object_object_add(o, "syncs_min", json_object_new_int64(g->syncs_min));
+	json_object_object_add(o, "syncs_max", json_object_new_int64(g->syncs_max));
+	for (int api = 0; api < PP_MAX_SYNC_APIS && api < gpu_sync_api_count; api++)
+		if (g->sync_calls[api])
+			json_object_object_add(by_api, gpu_apis[api].name,
+					       json_object_new_double(steps_per_step(s, g->sync_calls[api])));
+	json_object_object_add(o, "syncs_by_api", by_api);
+	json_object_object_add(o, "many_syncs", json_object_new_boolean(steps_many_syncs(s)));
+	json_object_object_add(o, "copies", copies_json(&g->copies, s));
+	return o;
+}
+
+json_object *gpu_copies_json(const struct report *r)
+{
+	json_object *o;
+
+	if (!r->copies_traced)
+		return NULL;
+	o = copies_json(&r->copies, NULL);
 	return o;
 }

@@ -191,12 +191,13 @@ static void skip_unused_probes(struct tracer *t)
 {
 	struct pipeprof_bpf *skel = t->skel;
 
-	if (!(t->hist_kinds & 1u << PP_HK_LAUNCH))
+	if (!(t->hist_kinds & 1u << PP_HK_LAUNCH) && !t->steps)
 		bpf_program__set_autoload(skel->progs.on_launch, false);
-	if (!(t->hist_kinds & 1u << PP_HK_COPY_BYTES)) {
+	if (!(t->hist_kinds & 1u << PP_HK_COPY_BYTES) && !t->steps)
 		bpf_program__set_autoload(skel->progs.on_copy, false);
+	if (!(t->hist_kinds & 1u << PP_HK_COPY_BYTES))
 		bpf_program__set_autoload(skel->progs.on_copy_return, false);
-	}
+	tracer_steps_skip_probes(t);
 	if (!(t->hist_kinds & 1u << PP_HK_STEP) && !t->steps) {
 		bpf_program__set_autoload(skel->progs.on_step, false);
 		bpf_program__set_autoload(skel->progs.on_step_return, false);

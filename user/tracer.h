@@ -184,6 +184,7 @@ void tracer_sampler_close(struct tracer *t);
 /* tracer_steps.c: the report's step boundaries. Size before load, start after, take what
  * the ring buffer holds at each tick, copy into r, free. */
 void tracer_size_step_buffer(struct tracer *t);
+void tracer_steps_skip_probes(struct tracer *t);
 int tracer_steps_start(struct tracer *t);
 void tracer_steps_poll(struct tracer *t);
 int tracer_collect_steps(struct tracer *t, struct report *r);

@@ -45,10 +45,15 @@ static bool want_probe(struct tracer *t, const struct gpu_api *api, enum lib_kin
 	case GPU_SYNC:
 		return true;
 	case GPU_LAUNCH:
-		return (t->hist_kinds & 1u << PP_HK_LAUNCH) && !(kind == LIB_CUDA && runtime_mapped);
+		return (t->hist_kinds & 1u << PP_HK_LAUNCH) || t->steps;
 	case GPU_COPY:
 	case GPU_COPY_SYNC:
-		return (t->hist_kinds & 1u << PP_HK_COPY_BYTES) && !(kind == LIB_CUDA && runtime_mapped);
+		return ((t->hist_kinds & 1u << PP_HK_COPY_BYTES) || t->steps) &&
+		       !(kind == LIB_CUDA && runtime_mapped);
+	case GPU_HOST_ALLOC:
+	case GPU_HOST_REGISTER:
+	case GPU_HOST_FREE:
+		return t->steps;
 	}
 	return false;
 }
@@ -76,12 +81,26 @@ static void probe_programs(struct tracer *t, int api, struct bpf_program **enter
 	case GPU_LAUNCH:
 		*enter = skel->progs.on_launch;
 		*ret = NULL;
+		if (gpu_apis[api].lib == LIB_CUDA)
+			*cookie |= PP_COOKIE_DRIVER;
 		break;
 	case GPU_COPY:
 	case GPU_COPY_SYNC:
 		*enter = skel->progs.on_copy;
-		*ret = gpu_apis[api].class == GPU_COPY_SYNC ? skel->progs.on_copy_return : NULL;
+		/* The return gives a synchronous copy's throughput, which only hist memcpy shows. */
+		*ret = gpu_apis[api].class == GPU_COPY_SYNC && t->hist_kinds & 1u << PP_HK_COPY_BYTES ?
+		       skel->progs.on_copy_return : NULL;
 		*cookie = PP_COOKIE(api, gpu_apis[api].copy_dir);
+		break;
+	case GPU_HOST_ALLOC:
+		*enter = skel->progs.on_host_alloc;
+		*ret = skel->progs.on_host_alloc_return;
+		break;
+	case GPU_HOST_REGISTER:
+		*enter = skel->progs.on_host_register;
+		break;
+	case GPU_HOST_FREE:
+		*enter = skel->progs.on_host_free;
 		break;
 	}
 }
@@ -257,8 +276,18 @@ int tracer_refresh_pid(struct tracer *t, pid_t pid)
 	int n, err;
 
 	n = procmaps_find_libs(pid, mask, libs, 16);
-	for (int i = 0; i < n; i++)
-		runtime_mapped |= libs[i].kind == LIB_CUDART;
+	for (int i = 0; i < n; i++) {
+		struct pp_text_range rt = { libs[i].span_start, libs[i].span_end };
+
+		if (libs[i].kind != LIB_CUDART)
+			continue;
+		runtime_mapped = true;
+		/* Before any probe on its driver: a launch the runtime makes there is its own.
+		 * The first runtime mapped is the one; two in one process is not a real setup. */
+		if (t->steps || t->hist_kinds & 1u << PP_HK_LAUNCH)
+			bpf_map_update_elem(bpf_map__fd(t->skel->maps.runtime_text), &pid, &rt,
+					    BPF_NOEXIST);
+	}
 	for (int i = 0; i < n; i++) {
 		if (libs[i].kind == LIB_LOADER) {
 			tracer_attach_loader(t, pid, &libs[i]);

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include <bpf/bpf.h>
+#include "gpu_apis.h"
 #include "pipeprof.h"
 #include "pipeprof.skel.h"
 #include "report.h"
@@ -27,6 +29,24 @@ void tracer_size_step_buffer(struct tracer *t)
 	while (size < want)
 		size <<= 1;
 	bpf_map__set_max_entries(t->skel->maps.step_records, size);
+	/* Preallocated: only what the steps' GPU counts need. */
+	if (!t->steps) {
+		bpf_map__set_max_entries(t->skel->maps.thread_gpu, 1);
+		bpf_map__set_max_entries(t->skel->maps.pinned_regions, 1);
+	}
+	if (!t->steps && !(t->hist_kinds & 1u << PP_HK_LAUNCH))
+		bpf_map__set_max_entries(t->skel->maps.runtime_text, 1);
+}
+
+/* Pinned host memory serves only the steps' copy figures. */
+void tracer_steps_skip_probes(struct tracer *t)
+{
+	if (t->steps)
+		return;
+	bpf_program__set_autoload(t->skel->progs.on_host_alloc, false);
+	bpf_program__set_autoload(t->skel->progs.on_host_alloc_return, false);
+	bpf_program__set_autoload(t->skel->progs.on_host_register, false);
+	bpf_program__set_autoload(t->skel->progs.on_host_free, false);
 }
 
 static int on_step_record(void *ctx, void *data, size_t size)
@@ -75,6 +95,38 @@ void tracer_steps_poll(struct tracer *t)
 		ring_buffer__consume(t->steps_rb);
 }
 
+/* The job's copies over the window: every thread's counts summed. */
+static void collect_copies(struct tracer *t, struct report *r)
+{
+	int fd = bpf_map__fd(t->skel->maps.thread_gpu);
+	__u32 key, next, *prev = NULL;
+	struct pp_thread_gpu g;
+
+	for (int i = 0; i < gpu_api_count && !r->copies_traced; i++)
+		r->copies_traced = (gpu_apis[i].class == GPU_COPY || gpu_apis[i].class == GPU_COPY_SYNC) &&
+				   tracer_probed(t, gpu_apis[i].name);
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &g))
+			continue;
+		for (int d = 0; d < PP_NR_COPY_DIRS; d++) {
+			r->copies.calls[d] += g.copies.calls[d];
+			r->copies.bytes[d] += g.copies.bytes[d];
+			r->copies.pinned_calls[d] += g.copies.pinned_calls[d];
+			r->copies.pinned_bytes[d] += g.copies.pinned_bytes[d];
+		}
+	}
+	if (r->counters[PP_CNT_THREAD_GPU_FULL])
+		report_not_traced(r, "%llu threads' GPU syncs and copies not counted per step: map full",
+				  (unsigned long long)r->counters[PP_CNT_THREAD_GPU_FULL]);
+	if (r->counters[PP_CNT_PINNED_FULL])
+		report_not_traced(r, "%llu pinned host regions not tracked (map full, %d entries): "
+				  "copies from them read as pageable",
+				  (unsigned long long)r->counters[PP_CNT_PINNED_FULL],
+				  PP_MAX_PINNED_REGIONS);
+}
+
 int tracer_collect_steps(struct tracer *t, struct report *r)
 {
 	bool torch = false;
@@ -82,6 +134,7 @@ int tracer_collect_steps(struct tracer *t, struct report *r)
 	r->steps_on = t->steps;
 	if (!t->steps)
 		return 0;
+	collect_copies(t, r);
 	r->steps_probed = tracer_probed(t, TRACER_STEP_PROBE);
 	for (int i = 0; i < t->nr_attached && !torch; i++)
 		torch = t->attached[i].result.kind == LIB_TORCH;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Uprobes on the GPU libraries and libtorch: synchronising calls (GPU_WAIT), and for `hist`
- * kernel launches, host/device copies and training steps. */
+ * and the report's steps kernel launches, host/device copies and training steps. */
 #include "pipeprof.bpf.h"
 
 /* GPU API uprobes: the attach cookie is the API's id in userspace's table. */
@@ -92,6 +92,8 @@ int BPF_KRETPROBE(on_gpu_return)
 		hist_add(stats->slots, took / 1000);
 	}
 	hist_time(PP_HK_GPU_SYNC, api, tid, t->tgid, took);
+	if (step_records_on)
+		count_sync(tid, api);
 	return 0;
 }
 
@@ -106,21 +108,36 @@ static __always_inline struct pp_thread *caller_thread(__u64 now)
 	return t && t->phase != PP_PHASE_EXITED ? t : NULL;
 }
 
-/* Kernel launches (hist launch): entry only, the gap since the thread's previous launch. */
+/*
+ * Kernel launches (hist launch, the report's steps): entry only, as a launch-bound loop must
+ * not pay for a return probe too. The count, and the host's gap since the thread's previous
+ * launch where no sync call came between (a gap that holds a wait says nothing of how fast the
+ * host launches).
+ */
 SEC("uprobe")
 int BPF_KPROBE(on_launch)
 {
-	__u32 api = PP_COOKIE_API(bpf_get_attach_cookie(ctx));
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 api = PP_COOKIE_API(cookie);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns(), last;
 	struct pp_thread *t = caller_thread(now);
 
 	if (!t)
 		return 0;
+	if ((cookie & PP_COOKIE_DRIVER) && called_from_runtime(t->tgid, PT_REGS_SP(ctx)))
+		return 0;
 	last = t->last_launch_ns;
 	t->last_launch_ns = now;
-	hist_record(PP_HK_LAUNCH, api, tid, t->tgid, (now - last) / hist_time_div, last != 0,
-		    last ? now - last : 0, 0);
+	t->launches++;
+	if (last && t->launch_sync_mark == t->gpu_calls) {
+		t->launch_gap_ns += now - last;
+		t->launch_gaps++;
+	}
+	t->launch_sync_mark = t->gpu_calls;
+	if (hist_on(PP_HK_LAUNCH))
+		hist_record(PP_HK_LAUNCH, api, tid, t->tgid, (now - last) / hist_time_div, last != 0,
+			    last ? now - last : 0, 0);
 	return 0;
 }
 
@@ -142,6 +159,11 @@ int BPF_KPROBE(on_copy, void *dst, const void *src, __u64 bytes, __u64 kind)
 	if (!t)
 		return 0;
 	dir = dir == PP_COPY_DIR_FROM_ARG ? copy_dir_of_kind(kind) : dir;
+	if (step_records_on)
+		count_copy(tid, t->tgid, dir, bytes, dir == PP_COPY_HTOD ? (__u64)src :
+			   dir == PP_COPY_DTOH ? (__u64)dst : 0);
+	if (!hist_on(PP_HK_COPY_BYTES))
+		return 0;
 	hist_record(PP_HK_COPY_BYTES, dir, tid, t->tgid, bytes, true, bytes, 0);
 	t->copy_enter_ns = now;
 	t->copy_bytes = bytes;
@@ -176,6 +198,7 @@ struct {
 static __always_inline void record_step(__u32 tid, struct pp_thread *t, __u64 now)
 {
 	struct pp_step_record *r = bpf_ringbuf_reserve(&step_records, sizeof(*r), 0);
+	struct pp_thread_gpu *g;
 
 	if (!r) {
 		count(PP_CNT_STEP_RECORDS_LOST);
@@ -188,6 +211,17 @@ static __always_inline void record_step(__u32 tid, struct pp_thread *t, __u64 no
 	r->gpu_depth = t->gpu_depth;
 	r->phase_start_ns = t->phase_start_ns;
 	__builtin_memcpy(r->ns, t->ns, sizeof(r->ns));
+	r->launches = t->launches;
+	r->launch_gap_ns = t->launch_gap_ns;
+	r->launch_gaps = t->launch_gaps;
+	g = bpf_map_lookup_elem(&thread_gpu, &tid);
+	if (g) {
+		__builtin_memcpy(&r->copies, &g->copies, sizeof(r->copies));
+		__builtin_memcpy(r->sync_calls, g->sync_calls, sizeof(r->sync_calls));
+	} else {
+		__builtin_memset(&r->copies, 0, sizeof(r->copies));
+		__builtin_memset(r->sync_calls, 0, sizeof(r->sync_calls));
+	}
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 

@@ -42,5 +42,6 @@ bool irq_from_preempt_count = false;
 __u64 naming_until_ns = 0;
 
 struct pp_hist zero_hist;
+struct pp_thread_gpu zero_thread_gpu;
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

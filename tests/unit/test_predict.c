@@ -230,6 +230,38 @@ static void check_every_rec_has_evidence(const struct analysis *a)
 			  a->recs[i].text);
 }
 
+/* A GPU-bound trainer copying its batches from pageable memory is told to pin them, with the
+ * copies as evidence; from pinned memory, or with no copies, it is not. */
+TEST(test_pin_memory_from_copies)
+{
+	__u64 trainer[PP_NR_STATES] = { [PP_RUNNING] = 300, [PP_GPU_WAIT] = 700 };
+	struct thread_result th[1] = { mk(100, 100, trainer) };
+	struct analysis_input in = input(2, 0.55);
+	const struct recommendation *r;
+	struct analysis a;
+
+	in.gpu_mapped = true;
+	in.gpu_sync_mean_us = 1000;
+	in.h2d_traced = true;
+	in.h2d_bytes = 3000000;
+	analyse(th, 1, &in, &a);
+	r = rec(&a, "pin_memory");
+	CHECK_MSG(r && strstr(r->text, "pin_memory=True") && strstr(r->evidence, "100% of it"),
+		  "%s", r ? r->evidence : "(none)");
+	check_every_rec_has_evidence(&a);
+	in.h2d_pinned_bytes = 3000000;
+	analyse(th, 1, &in, &a);
+	CHECK(!rec(&a, "pin_memory"));
+	in.h2d_bytes = in.h2d_pinned_bytes = 0;
+	analyse(th, 1, &in, &a);
+	CHECK(!rec(&a, "pin_memory"));
+	/* Copies not traced: nothing said from them. */
+	in.h2d_traced = false;
+	in.h2d_bytes = 3000000;
+	analyse(th, 1, &in, &a);
+	CHECK(!rec(&a, "pin_memory"));
+}
+
 TEST(test_rules_data_loading)
 {
 	__u64 trainer[PP_NR_STATES] = { [PP_RUNNING] = 100, [PP_DATA_WAIT] = 900 };
@@ -262,6 +294,26 @@ TEST(test_rules_data_loading)
 	in.gpu_mapped = true;
 	analyse(th, 2, &in, &a);
 	CHECK(rec(&a, "pin_memory") != NULL);
+	/* ...unless the copies to the GPU were traced and none came from pageable memory... */
+	in.h2d_traced = true;
+	in.h2d_bytes = in.h2d_pinned_bytes = 36000000;
+	analyse(th, 2, &in, &a);
+	CHECK(!rec(&a, "pin_memory"));
+	for (int i = 0; i < a.nr_recs; i++)
+		CHECK_MSG(!strstr(a.recs[i].text, "pin_memory"), "%s", a.recs[i].text);
+	in.h2d_bytes = 0;
+	in.h2d_pinned_bytes = 0;
+	analyse(th, 2, &in, &a);
+	CHECK(!rec(&a, "pin_memory"));
+	/* ...and with them mostly pageable it says so. */
+	in.h2d_bytes = 36000000;
+	in.h2d_pinned_bytes = 9000000;
+	analyse(th, 2, &in, &a);
+	r = rec(&a, "pin_memory");
+	CHECK_MSG(r && strstr(r->evidence, "36.0 MB in the window, 75% of it from host memory not "
+			      "seen pinned"), "%s", r ? r->evidence : "(none)");
+	in.h2d_traced = false;
+	in.h2d_bytes = in.h2d_pinned_bytes = 0;
 	in.gpu_mapped = false;
 
 	/* ...and workers re-forked inside the window earn persistent_workers. */
@@ -455,6 +507,7 @@ int main(void)
 	RUN_TEST(test_model_withholds);
 	RUN_TEST(test_model_threads);
 	RUN_TEST(test_rules_data_loading);
+	RUN_TEST(test_pin_memory_from_copies);
 	RUN_TEST(test_rules_cpu_bound);
 	RUN_TEST(test_rules_evidence_everywhere);
 	RUN_TEST(test_threads_against_samples);

@@ -124,8 +124,71 @@ TEST(test_steps_edge_cases)
 	}
 }
 
+/* Three steps of a trainer that launches 400, 400 and 401 kernels (the last with a gap
+ * after a sync, not counted as a launch gap), syncs through cudaStreamSynchronize (api 0) once
+ * a step and cuMemcpyDtoH (api 20) twice in the second, and copies 12 MB a step H2D in three
+ * copies, one of them from pinned memory, and 4 kB D2H. Counters are cumulative since the
+ * window opened: what came before the first boundary (and after the last) is no step's. */
+TEST(test_gpu_calls_per_step)
+{
+	struct pp_step_record r[4];
+	struct step_summary s;
+	uint64_t launches = 1000, gaps = 50, gap_ns = 7 * MS;
+
+	for (int i = 0; i < 4; i++) {
+		r[i] = rec(7, 100 * MS + i * 50 * MS, i * 50 * MS, 0, 100 * MS + i * 50 * MS);
+		r[i].launches = launches;
+		r[i].launch_gaps = gaps;
+		r[i].launch_gap_ns = gap_ns;
+		r[i].sync_calls[0] = 9 + i;
+		r[i].sync_calls[20] = i >= 2 ? 2 : 0;
+		r[i].copies.calls[PP_COPY_HTOD] = 5 + 3 * i;
+		r[i].copies.bytes[PP_COPY_HTOD] = 11 + 12000000ULL * i;
+		r[i].copies.pinned_calls[PP_COPY_HTOD] = i;
+		r[i].copies.pinned_bytes[PP_COPY_HTOD] = 3000000ULL * i;
+		r[i].copies.calls[PP_COPY_DTOH] = i;
+		r[i].copies.bytes[PP_COPY_DTOH] = 4096ULL * i;
+		launches += i < 2 ? 400 : 401;
+		gaps += 399;
+		gap_ns += 399 * 20000;	/* 20 us between launches */
+	}
+	CHECK_EQ_INT(steps_summarize(r, 4, 7, &s), 0);
+	CHECK_EQ_INT(s.count, 3);
+	CHECK_EQ_U64(s.gpu.launches, 1201);
+	CHECK_EQ_U64(s.gpu.launches_min, 400);
+	CHECK_EQ_U64(s.gpu.launches_max, 401);
+	CHECK_MSG(near(steps_per_step(&s, s.gpu.launches), 1201 / 3.0, 1e-9), "%f",
+		  steps_per_step(&s, s.gpu.launches));
+	/* 1201 launches over 150 ms of steps */
+	CHECK_MSG(near(steps_launch_rate(&s), 1201 / 0.150, 1e-6), "%f", steps_launch_rate(&s));
+	CHECK_MSG(near(steps_launch_gap_s(&s), 20e-6, 1e-12), "%g", steps_launch_gap_s(&s));
+	CHECK_EQ_U64(s.gpu.syncs, 5);
+	CHECK_EQ_U64(s.gpu.sync_calls[0], 3);
+	CHECK_EQ_U64(s.gpu.sync_calls[20], 2);
+	CHECK(s.gpu.syncs_min == 1 && s.gpu.syncs_max == 3);
+	CHECK(!steps_many_syncs(&s));
+	CHECK_EQ_U64(s.gpu.copies.calls[PP_COPY_HTOD], 9);
+	CHECK_EQ_U64(s.gpu.copies.bytes[PP_COPY_HTOD], 36000000);
+	CHECK_EQ_U64(s.gpu.copies.pinned_bytes[PP_COPY_HTOD], 9000000);
+	CHECK(near(steps_pageable_share(&s.gpu.copies, PP_COPY_HTOD), 0.75, 1e-12));
+	CHECK_EQ_U64(s.gpu.copies.bytes[PP_COPY_DTOH], 3 * 4096);
+	CHECK(near(steps_pageable_share(&s.gpu.copies, PP_COPY_DTOH), 1.0, 1e-12));
+	CHECK(steps_pageable_share(&s.gpu.copies, PP_COPY_DTOD) == -1);
+	/* Three syncs in every step name the pattern. */
+	for (int i = 0; i < 4; i++)
+		r[i].sync_calls[5] = 3 * i;
+	CHECK_EQ_INT(steps_summarize(r, 4, 7, &s), 0);
+	CHECK(s.gpu.syncs == 14 && steps_many_syncs(&s));
+	/* A thread whose counts start after its first boundary (its thread_gpu entry made then)
+	 * never reads negative. */
+	r[0].copies.bytes[PP_COPY_HTOD] = 1ULL << 60;
+	CHECK_EQ_INT(steps_summarize(r, 4, 7, &s), 0);
+	CHECK_EQ_U64(s.gpu.copies.bytes[PP_COPY_HTOD], 24000000);
+}
+
 int main(void)
 {
+	RUN_TEST(test_gpu_calls_per_step);
 	RUN_TEST(test_steps_of_one_thread);
 	RUN_TEST(test_steps_edge_cases);
 	RUN_TEST(test_slow_steps_together);

@@ -42,6 +42,10 @@
 	X(cudaMemcpy2D_ptds)		\
 	X(cudaLaunchKernel)		\
 	X(cudaLaunchKernel_ptsz)	\
+	X(cudaLaunchKernelExC)		\
+	X(cudaGraphLaunch)		\
+	X(cudaHostRegister)		\
+	X(cudaHostUnregister)		\
 	X(cudaStreamCreate)		\
 	X(cudaStreamCreateWithFlags)	\
 	X(cudaStreamDestroy)		\
@@ -257,6 +261,20 @@ cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 	return api_end(API_cudaHostAlloc, t0, from_cu(cuMemHostAlloc(pHost, size, flags)));
 }
 
+cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+	uint64_t t0 = api_begin();
+
+	return api_end(API_cudaHostRegister, t0, from_cu(cuMemHostRegister_v2(ptr, size, flags)));
+}
+
+cudaError_t cudaHostUnregister(void *ptr)
+{
+	uint64_t t0 = api_begin();
+
+	return api_end(API_cudaHostUnregister, t0, from_cu(cuMemHostUnregister(ptr)));
+}
+
 cudaError_t cudaMemset(void *devPtr, int value, size_t count)
 {
 	uint64_t t0 = api_begin();
@@ -438,6 +456,32 @@ cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
 		       from_cu(cuLaunchKernel_ptsz((CUfunction)func, gridDim.x, gridDim.y,
 						   gridDim.z, blockDim.x, blockDim.y, blockDim.z,
 						   (unsigned int)sharedMem, stream, args, NULL)));
+}
+
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+	uint64_t t0 = api_begin();
+	CUlaunchConfig c;
+
+	if (!config)
+		return api_end(API_cudaLaunchKernelExC, t0, cudaErrorInvalidValue);
+	if (bad_geometry(config->gridDim, config->blockDim))
+		return api_end(API_cudaLaunchKernelExC, t0, cudaErrorInvalidConfiguration);
+	c = (CUlaunchConfig){
+		.gridDimX = config->gridDim.x, .gridDimY = config->gridDim.y,
+		.gridDimZ = config->gridDim.z, .blockDimX = config->blockDim.x,
+		.blockDimY = config->blockDim.y, .blockDimZ = config->blockDim.z,
+		.sharedMemBytes = (unsigned int)config->dynamicSmemBytes, .hStream = config->stream,
+	};
+	return api_end(API_cudaLaunchKernelExC, t0,
+		       from_cu(cuLaunchKernelEx(&c, (CUfunction)func, args, NULL)));
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	uint64_t t0 = api_begin();
+
+	return api_end(API_cudaGraphLaunch, t0, from_cu(cuGraphLaunch(graphExec, stream)));
 }
 
 /* ---- streams ---- */

@@ -31,6 +31,7 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUarray_st *CUarray;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 #define CU_STREAM_LEGACY	((CUstream)0x1)
 #define CU_STREAM_PER_THREAD	((CUstream)0x2)
@@ -138,6 +139,22 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int g
 			     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
 			     void **kernelParams, void **extra);
 
+typedef struct CUlaunchAttribute_st CUlaunchAttribute;	/* not looked at */
+typedef struct CUlaunchConfig_st {
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	CUstream hStream;
+	CUlaunchAttribute *attrs;
+	unsigned int numAttrs;
+} CUlaunchConfig;
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+			  void **extra);
+CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags);
+CUresult cuMemHostUnregister(void *p);
+
 /* ---- runtime API (driver_types.h, vector_types.h, cuda_runtime_api.h) ---- */
 
 /* Same numbers as the driver's where both exist, so results pass through unchanged. */
@@ -174,6 +191,17 @@ typedef struct dim3 dim3;
 /* The runtime's handles are the driver's, as in driver_types.h. */
 typedef struct CUstream_st *cudaStream_t;
 typedef struct CUevent_st *cudaEvent_t;
+
+typedef struct CUgraphExec_st *cudaGraphExec_t;
+typedef struct cudaLaunchAttribute_st cudaLaunchAttribute;	/* not looked at */
+typedef struct cudaLaunchConfig_st {
+	dim3 gridDim;
+	dim3 blockDim;
+	size_t dynamicSmemBytes;
+	cudaStream_t stream;
+	cudaLaunchAttribute *attrs;
+	unsigned int numAttrs;
+} cudaLaunchConfig_t;
 
 #define cudaStreamLegacy	((cudaStream_t)0x1)
 #define cudaStreamPerThread	((cudaStream_t)0x2)

@@ -10,6 +10,19 @@ busy loop (the thread never leaves the CPU; CUDA's default), --sync block a slee
 the library, to check that a library mapped after pipeprof attached is still traced.
 --sync-every N synchronises every N steps only.
 
+GPU API figures per step (for the report's steps, tests/test_gpu_steps.py), each step after
+the torch work, in this order: --launches N kernel launches in all (cudaLaunchKernel; the first
+carries --gpu-ms), of which --ex-launches through cudaLaunchKernelExC, --graph-launches through
+cudaGraphLaunch and --driver-launches through the driver's cuLaunchKernel directly (as Triton
+does); --h2d-copies C cudaMemcpyAsync HostToDevice of --h2d-bytes B each, from pageable memory
+(--host pageable), from a buffer allocated pinned each step (--host hostalloc: cudaHostAlloc,
+cudaMallocHost alternating, freed after; copied from its start and, for the second and later
+copies, from inside it) or registered each step (--host register: cudaHostRegister of pageable
+memory, unregistered after); --d2d-copies cudaMemcpyAsync DeviceToDevice of --d2d-bytes;
+--syncs K cudaStreamSynchronize calls (default 1, the wait above), --device-syncs
+cudaDeviceSynchronize calls and --d2h-copies blocking cudaMemcpy DeviceToHost of --d2h-bytes
+(each a sync). The counts per step go into the truth file's "extra".
+
 Ground truth: the torch work is a 'compute' segment, each cudaStreamSynchronize call a 'gpu'
 segment (its whole wall time is GPU_WAIT, on-CPU or not), the --load-after sleep 'other'
 segments. Expected verdict: GPU-BOUND.
@@ -33,6 +46,14 @@ class dim3(ctypes.Structure):
     _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
 
 
+class LaunchConfig(ctypes.Structure):
+    _fields_ = [("gridDim", dim3), ("blockDim", dim3), ("dynamicSmemBytes", ctypes.c_size_t),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("numAttrs", ctypes.c_uint)]
+
+
+H2D, D2H, D2D = 1, 2, 3  # cudaMemcpyKind
+
+
 class FakeCuda:
     def __init__(self, path, sync_mode):
         if not os.path.exists(path):
@@ -44,7 +65,18 @@ class FakeCuda:
             "cudaSetDeviceFlags": [ctypes.c_uint],
             "cudaSetDevice": [ctypes.c_int],
             "cudaLaunchKernel": [vp, dim3, dim3, ctypes.POINTER(vp), sz, vp],
+            "cudaLaunchKernelExC": [ctypes.POINTER(LaunchConfig), vp, ctypes.POINTER(vp)],
+            "cudaGraphLaunch": [vp, vp],
             "cudaStreamSynchronize": [vp],
+            "cudaDeviceSynchronize": [],
+            "cudaMalloc": [ctypes.POINTER(vp), sz],
+            "cudaHostAlloc": [ctypes.POINTER(vp), sz, ctypes.c_uint],
+            "cudaMallocHost": [ctypes.POINTER(vp), sz],
+            "cudaFreeHost": [vp],
+            "cudaHostRegister": [vp, sz, ctypes.c_uint],
+            "cudaHostUnregister": [vp],
+            "cudaMemcpy": [vp, vp, sz, ctypes.c_int],
+            "cudaMemcpyAsync": [vp, vp, sz, ctypes.c_int, vp],
         }.items():
             fn = getattr(rt, name)
             fn.argtypes = args
@@ -52,6 +84,52 @@ class FakeCuda:
         self.check("cudaSetDevice", rt.cudaSetDevice(0))
         self.check("cudaSetDeviceFlags", rt.cudaSetDeviceFlags(SCHEDULE[sync_mode]))
         self._func = ctypes.c_void_p(id(self))  # not looked at by the fake
+        # The driver the runtime loaded (NEEDED), for launches that bypass the runtime.
+        drv = self.drv = ctypes.CDLL(os.path.join(os.path.dirname(path), "libcuda.so.1"))
+        drv.cuLaunchKernel.argtypes = [vp] + [ctypes.c_uint] * 7 + [vp, ctypes.POINTER(vp), ctypes.POINTER(vp)]
+        drv.cuLaunchKernel.restype = ctypes.c_int
+        self._graph = ctypes.c_void_p(0x6a7e)  # any non-NULL handle is an empty graph
+
+    def malloc(self, n):
+        p = ctypes.c_void_p()
+        self.check("cudaMalloc", self.rt.cudaMalloc(ctypes.byref(p), n))
+        return p
+
+    def host_alloc(self, n, which):
+        p = ctypes.c_void_p()
+        if which:
+            self.check("cudaMallocHost", self.rt.cudaMallocHost(ctypes.byref(p), n))
+        else:
+            self.check("cudaHostAlloc", self.rt.cudaHostAlloc(ctypes.byref(p), n, 0))
+        return p
+
+    def free_host(self, p):
+        self.check("cudaFreeHost", self.rt.cudaFreeHost(p))
+
+    def register(self, p, n):
+        self.check("cudaHostRegister", self.rt.cudaHostRegister(p, n, 0))
+
+    def unregister(self, p):
+        self.check("cudaHostUnregister", self.rt.cudaHostUnregister(p))
+
+    def copy_async(self, dst, src, n, kind):
+        self.check("cudaMemcpyAsync", self.rt.cudaMemcpyAsync(dst, src, n, kind, None))
+
+    def copy(self, dst, src, n, kind):
+        self.check("cudaMemcpy", self.rt.cudaMemcpy(dst, src, n, kind))
+
+    def launch_ex(self):
+        cfg = LaunchConfig(dim3(1, 1, 1), dim3(1, 1, 1), 0, None, None, 0)
+        self.check("cudaLaunchKernelExC", self.rt.cudaLaunchKernelExC(ctypes.byref(cfg), self._func, None))
+
+    def launch_graph(self):
+        self.check("cudaGraphLaunch", self.rt.cudaGraphLaunch(self._graph, None))
+
+    def launch_driver(self):
+        self.check("cuLaunchKernel", self.drv.cuLaunchKernel(self._func, 1, 1, 1, 1, 1, 1, 0, None, None, None))
+
+    def device_sync(self):
+        self.check("cudaDeviceSynchronize", self.rt.cudaDeviceSynchronize())
 
     @staticmethod
     def check(name, err):
@@ -85,14 +163,85 @@ def main(argv=None):
                    help="synchronise every N steps only, as a loop that reads its loss every N "
                    "steps does; the fake queue is unbounded, so with more GPU than CPU time a "
                    "step the GPU falls behind (default %(default)s)")
+    p.add_argument("--launches", type=int, default=1, metavar="N",
+                   help="kernel launches per step in all (default %(default)s)")
+    p.add_argument("--ex-launches", type=int, default=0, metavar="N",
+                   help="of them through cudaLaunchKernelExC")
+    p.add_argument("--graph-launches", type=int, default=0, metavar="N",
+                   help="of them through cudaGraphLaunch")
+    p.add_argument("--driver-launches", type=int, default=0, metavar="N",
+                   help="of them through the driver's cuLaunchKernel directly")
+    p.add_argument("--syncs", type=int, default=1, metavar="K",
+                   help="cudaStreamSynchronize calls per step (default %(default)s)")
+    p.add_argument("--device-syncs", type=int, default=0, metavar="K",
+                   help="cudaDeviceSynchronize calls per step")
+    p.add_argument("--h2d-copies", type=int, default=0, metavar="C")
+    p.add_argument("--h2d-bytes", type=int, default=1 << 20, metavar="B")
+    p.add_argument("--host", choices=("pageable", "hostalloc", "register"), default="pageable",
+                   help="host memory the H2D copies read (default %(default)s)")
+    p.add_argument("--d2h-copies", type=int, default=0, metavar="C",
+                   help="blocking cudaMemcpy DeviceToHost calls per step")
+    p.add_argument("--d2h-bytes", type=int, default=4096, metavar="B")
+    p.add_argument("--d2d-copies", type=int, default=0, metavar="C")
+    p.add_argument("--d2d-bytes", type=int, default=65536, metavar="B")
     args = p.parse_args(argv)
+    others = args.ex_launches + args.graph_launches + args.driver_launches
+    if args.launches < 1 or others > args.launches - 1:
+        p.error("--launches must be at least 1 and leave one cudaLaunchKernel for --gpu-ms")
     rec = groundtruth.Recorder("gpu_" + args.sync, args.truth)
     st = {"cuda": None, "syncs": 0, "launches": 0}
 
     def load():
-        st["cuda"] = FakeCuda(args.lib, args.sync)
+        cuda = st["cuda"] = FakeCuda(args.lib, args.sync)
         st["loaded_ns"] = groundtruth._mono()
         rec.extra["loaded_ns"] = st["loaded_ns"]
+        big = max(args.h2d_bytes * max(1, args.h2d_copies), args.d2h_bytes, args.d2d_bytes, 1)
+        st["dev"], st["dev2"] = cuda.malloc(big), cuda.malloc(big)
+        # Pageable host memory: the interpreter's own heap, as a numpy batch's would be.
+        st["pageable"] = ctypes.create_string_buffer(big)
+        st["d2h"] = ctypes.create_string_buffer(max(args.d2h_bytes, 1))
+        rec.extra["per_step"] = {
+            "launches": args.launches, "syncs": args.syncs + args.device_syncs + args.d2h_copies,
+            "syncs_by_api": {k: v for k, v in (("cudaStreamSynchronize", args.syncs),
+                                                ("cudaDeviceSynchronize", args.device_syncs),
+                                                ("cudaMemcpy", args.d2h_copies)) if v},
+            "h2d_copies": args.h2d_copies, "h2d_bytes": args.h2d_copies * args.h2d_bytes,
+            "h2d_pinned_bytes": 0 if args.host == "pageable" else args.h2d_copies * args.h2d_bytes,
+            "d2h_copies": args.d2h_copies, "d2h_bytes": args.d2h_copies * args.d2h_bytes,
+            "d2d_copies": args.d2d_copies, "d2d_bytes": args.d2d_copies * args.d2d_bytes,
+        }
+
+    def h2d(cuda):
+        n, c = args.h2d_bytes, args.h2d_copies
+        if not c:
+            return
+        total = n * c
+        if args.host == "hostalloc":
+            buf = cuda.host_alloc(total, st["launches"] % 2)
+        else:
+            buf = ctypes.cast(st["pageable"], ctypes.c_void_p)
+            if args.host == "register":
+                cuda.register(buf, total)
+        for i in range(c):
+            # The second and later copies read from inside the region, as a slice would.
+            cuda.copy_async(st["dev"], ctypes.c_void_p(buf.value + i * n), n, H2D)
+        if args.host == "hostalloc":
+            cuda.free_host(buf)
+        elif args.host == "register":
+            cuda.unregister(buf)
+
+    def api_calls(cuda):
+        for _ in range(args.ex_launches):
+            cuda.launch_ex()
+        for _ in range(args.graph_launches):
+            cuda.launch_graph()
+        for _ in range(args.driver_launches):
+            cuda.launch_driver()
+        for _ in range(args.launches - 1 - others):
+            cuda.launch(1)
+        h2d(cuda)
+        for _ in range(args.d2d_copies):
+            cuda.copy_async(st["dev2"], st["dev"], args.d2d_bytes, D2D)
 
     def warmup():
         import torch
@@ -120,11 +269,17 @@ def main(argv=None):
         with rec.seg("compute"):
             st["step"]()
         cuda.launch(args.gpu_ms * 1e6)
+        api_calls(cuda)
         st["launches"] += 1
         if st["launches"] % args.sync_every:
             return
         with rec.seg("gpu"):
-            cuda.sync()
+            for _ in range(args.syncs):
+                cuda.sync()
+            for _ in range(args.device_syncs):
+                cuda.device_sync()
+            for _ in range(args.d2h_copies):
+                cuda.copy(ctypes.cast(st["d2h"], ctypes.c_void_p), st["dev"], args.d2h_bytes, D2H)
         st["syncs"] += 1
 
     def cleanup():

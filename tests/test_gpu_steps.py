@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""The report's per-step GPU API figures, held exactly against a fake-runtime training loop
+(tools/workloads/gpu.py on tools/fakecuda) whose every step makes a known set of calls.
+
+Each step boundary is the start of a backward pass, and the workload makes all its CUDA calls
+after the step's torch work, so every whole step in the window holds exactly one step's calls:
+the counts per step are asserted exactly, in every whole step (min and max), in each of ATTACHES
+attaches. The workload's per-step truth is itself checked against the fake runtime's own call
+counts (FAKECUDA_STATS) over the run.
+
+- A mixed loop: 40 launches a step, 3 of them through cudaLaunchKernelExC, 2 through
+  cudaGraphLaunch and 5 straight through the driver's cuLaunchKernel (as Triton does; the
+  runtime's calls reach the driver too, and must count once); 2 cudaStreamSynchronize, 1
+  cudaDeviceSynchronize and 1 blocking cudaMemcpy DtoH (4 syncs: the `.item()` pattern named);
+  3 H2D copies of 1 MB from pageable memory (all pageable, and pin_memory advised), 1 D2H of
+  4 kB, 2 D2D of 64 kB.
+- The same copies from host memory pinned each step (cudaHostAlloc/cudaMallocHost, or
+  cudaHostRegister), two of the three from inside the region: 0% pageable, no pin_memory.
+"""
+import json
+import os
+
+import pytest
+
+from conftest import attach_repeatedly, finish_workload, save_result, start_workload
+
+ATTACHES = 3
+WINDOW_S = 3
+MB = 1000000
+
+
+def run(procs, tmp_path, args):
+    truth_path = str(tmp_path / "truth.json")
+    stats_path = str(tmp_path / "fakecuda.json")
+    env = dict(os.environ, FAKECUDA_STATS=stats_path)
+    w, pid, _ = start_workload(procs, "gpu.py", ["--gpu-ms", "2"] + args, truth_path,
+                               duration=120, env=env)
+    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S)
+    truth = finish_workload(w, truth_path)
+    with open(stats_path) as f:
+        stats = json.load(f)
+    return runs, truth, stats
+
+
+def check_truth(truth, stats, per_api):
+    """The workload's per-step calls are what the fake runtime saw: calls per API over the run
+    = per step x its steps begun (plus the warm-up's 3 launches and syncs)."""
+    steps = truth["extra"]["launches"]
+    warm = {"cudaLaunchKernel": 3, "cudaStreamSynchronize": 3}
+    for api, n in per_api.items():
+        want = n * steps + warm.get(api, 0)
+        assert stats[api]["calls"] == want, (api, stats[api], n, steps)
+
+
+def per_step_problems(i, rep, want):
+    st = rep["steps"]
+    g = st["gpu"]
+    out = []
+    if st["count"] < 10 or g is None:
+        return ["attach %d: %d steps, gpu %r" % (i, st["count"], g)]
+    for key in ("launches", "syncs"):
+        if not g[key + "_min"] == g[key + "_max"] == want[key]:
+            out.append("attach %d: %s per step %s..%s, want %d" % (
+                i, key, g[key + "_min"], g[key + "_max"], want[key]))
+        if g[key] != want[key] * st["count"]:
+            out.append("attach %d: %s %d over %d steps, want %d" % (
+                i, key, g[key], st["count"], want[key] * st["count"]))
+    if g["syncs_by_api"] != {k: float(v) for k, v in want["syncs_by_api"].items()}:
+        out.append("attach %d: syncs by API %r, want %r" % (i, g["syncs_by_api"],
+                                                            want["syncs_by_api"]))
+    for d, (calls, nbytes) in want["copies"].items():
+        c = g["copies"][d]
+        if c["calls"] != calls * st["count"] or c["bytes"] != nbytes * st["count"]:
+            out.append("attach %d: %s %d calls %d bytes over %d steps, want %d and %d a step" % (
+                i, d, c["calls"], c["bytes"], st["count"], calls, nbytes))
+    h2d = g["copies"]["HtoD"]
+    if h2d["pageable_share"] != want["h2d_pageable"]:
+        out.append("attach %d: H2D pageable %r, want %r" % (i, h2d["pageable_share"],
+                                                             want["h2d_pageable"]))
+    if g["many_syncs"] != (want["syncs"] >= 3):
+        out.append("attach %d: many_syncs %r with %d a step" % (i, g["many_syncs"],
+                                                                 want["syncs"]))
+    return out
+
+
+def check(name, runs, want, pin_advice):
+    problems, lines = [], []
+    for i, r in enumerate(runs, 1):
+        rep = r["report"]
+        if rep is None:
+            problems.append("attach %d failed: %s" % (i, r["error"]))
+            continue
+        st, g = rep["steps"], rep["steps"]["gpu"] or {}
+        h2d = (g.get("copies") or {}).get("HtoD") or {}
+        recs = [x["id"] for x in rep["recommendations"]]
+        lines.append("attach %d: %d steps, launches %s..%s/step (%.0f/s, gap %s s), syncs %s..%s "
+                     "%r, H2D %.0f B/step pageable %r, recs %s" % (
+                         i, st["count"], g.get("launches_min"), g.get("launches_max"),
+                         g.get("launches_per_second") or 0, g.get("launch_gap_s"),
+                         g.get("syncs_min"), g.get("syncs_max"), g.get("syncs_by_api"),
+                         h2d.get("bytes_per_step") or 0, h2d.get("pageable_share"), recs))
+        problems += per_step_problems(i, rep, want)
+        if ("pin_memory" in recs) != pin_advice:
+            problems.append("attach %d: pin_memory advice %s, want %s" % (
+                i, "pin_memory" in recs, pin_advice))
+        window_h2d = rep["gpu"]["copies"]["HtoD"]
+        if window_h2d["bytes"] < h2d.get("bytes", 0):
+            problems.append("attach %d: the window's H2D bytes %d under the steps' %d" % (
+                i, window_h2d["bytes"], h2d.get("bytes", 0)))
+    save_result("gpu_steps_" + name, {"lines": lines, "problems": problems})
+    print("\n" + name + ":\n  " + "\n  ".join(lines))
+    assert not problems, "\n".join(problems + lines)
+
+
+def test_gpu_calls_per_step(procs, tmp_path, fakecuda):
+    runs, truth, stats = run(procs, tmp_path, [
+        "--launches", "40", "--ex-launches", "3", "--graph-launches", "2",
+        "--driver-launches", "5", "--syncs", "2", "--device-syncs", "1", "--d2h-copies", "1",
+        "--d2h-bytes", "4096", "--h2d-copies", "3", "--h2d-bytes", str(MB), "--host",
+        "pageable", "--d2d-copies", "2", "--d2d-bytes", "65536"])
+    check_truth(truth, stats, {"cudaLaunchKernel": 30, "cudaLaunchKernelExC": 3,
+                               "cudaGraphLaunch": 2, "cudaStreamSynchronize": 2,
+                               "cudaDeviceSynchronize": 1, "cudaMemcpy": 1,
+                               "cudaMemcpyAsync": 5})
+    check("mixed", runs, {
+        "launches": 40, "syncs": 4,
+        "syncs_by_api": {"cudaStreamSynchronize": 2, "cudaDeviceSynchronize": 1,
+                         "cudaMemcpy": 1},
+        "copies": {"HtoD": (3, 3 * MB), "DtoH": (1, 4096), "DtoD": (2, 2 * 65536),
+                   "HtoH": (0, 0)},
+        "h2d_pageable": 1.0}, pin_advice=True)
+
+
+@pytest.mark.parametrize("host", ["hostalloc", "register"])
+def test_pinned_copies(procs, tmp_path, fakecuda, host):
+    runs, truth, stats = run(procs, tmp_path, ["--h2d-copies", "3", "--h2d-bytes", str(MB),
+                                               "--host", host])
+    steps = truth["extra"]["launches"]
+    if host == "hostalloc":
+        allocs = stats["cudaHostAlloc"]["calls"] + stats["cudaMallocHost"]["calls"]
+        assert allocs == steps == stats["cudaFreeHost"]["calls"], stats
+    else:
+        assert stats["cudaHostRegister"]["calls"] == steps == stats["cudaHostUnregister"]["calls"]
+    check("pinned_" + host, runs, {
+        "launches": 1, "syncs": 1, "syncs_by_api": {"cudaStreamSynchronize": 1},
+        "copies": {"HtoD": (3, 3 * MB)}, "h2d_pageable": 0.0}, pin_advice=False)
