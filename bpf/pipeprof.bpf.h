@@ -55,12 +55,15 @@ extern const volatile __u64 hist_time_div;
 extern const volatile __u32 wait_stack_tid;
 extern const volatile __u32 wait_stack_scope;
 extern const volatile bool step_records_on;
+extern const volatile __u32 step_wait_tid;
 /* pystack.bpf.c: the trainer's wait stacks, and who ended each wait. */
 int py_wait_begins(__u32 tid, __u32 tgid);
 int py_wait_woken(__u32 wakee_tid);
 int py_wait_ends(__u32 tid, __u32 cause, __u64 wait_ns);
 /* sched.bpf.c */
 int switch_in(struct pp_thread *t, __u32 tid, __u64 now);
+/* gpu.bpf.c */
+int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 source);
 /* Record who ended each wait (the wakers map), for the report's "waited on". */
 extern const volatile bool record_wakers;
 /* Where this CPU's preempt count lies relative to its run queue (core_fixes.bpf.h); 0 when

@@ -444,6 +444,12 @@ struct pp_text_range {
 
 /* A training step boundary (the start of an outermost autograd backward pass), with the
  * thread's state time so far: userspace takes each step's breakdown from two of them. */
+/* What marked a step boundary (pp_step_record.source). */
+enum pp_step_source {
+	PP_STEP_FROM_PROBE = 0,		/* the autograd engine's backward pass, or --step-symbol */
+	PP_STEP_FROM_DATA_WAIT,		/* the end of a wait of the trainer's for its next batch */
+};
+
 struct pp_step_record {
 	__u32 tid, tgid;
 	__u64 ts;
@@ -455,6 +461,8 @@ struct pp_step_record {
 	__u64 launches, launch_gap_ns, launch_gaps;
 	struct pp_copy_counts copies;
 	__u32 sync_calls[PP_MAX_SYNC_APIS];
+	__u32 source;			/* enum pp_step_source */
+	__u32 unused;
 };
 
 #endif /* PIPEPROF_H */

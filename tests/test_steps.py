@@ -38,7 +38,7 @@ def attached(runs, truth, problems):
         yield i, rep, truth_steps(truth, w["start_ns"], w["end_ns"])
 
 
-def check(name, runs, truth, main_state):
+def check(name, runs, truth, main_state, source="autograd_engine"):
     problems, lines = [], []
     for i, rep, ends in attached(runs, truth, problems):
         st = rep["steps"]
@@ -53,7 +53,7 @@ def check(name, runs, truth, main_state):
         first = st["every_step"] and truth_shares_span(truth, ends)
         line = "attach %d: %d steps (truth %d), %.2f/s (truth %.2f), p50 %.1f ms (truth %.1f)" % (
             i, st["count"], len(gaps), st["per_second"], rate, 1e3 * st["p50_s"], 1e3 * p50)
-        if st["source"] != "autograd_engine":
+        if st["source"] != source:
             problems.append("attach %d: steps not found: %s" % (i, st["why_not"]))
             continue
         if abs(st["count"] - len(gaps)) > 2:
@@ -99,6 +99,43 @@ def test_steps_of_a_cpu_bound_job(procs, tmp_path):
         st = run["report"]["steps"]
         for s in st["slowest"]:
             assert s["ratio_to_median"] >= 1.5 and s["seconds"] <= st["max_s"] + 1e-9, st
+
+
+def test_steps_of_an_evaluation_loop(procs, tmp_path):
+    """No backward pass: the steps come from the trainer's waits for batches, each batch's
+    burst of wakeups (the batch, then each tensor's handle) taken as one boundary."""
+    truth_path = str(tmp_path / "truth.json")
+    w, pid, _ = start_workload(procs, "data_bound.py", ["--eval"], truth_path, duration=120)
+    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S)
+    truth = finish_workload(w, truth_path)
+    check("data_bound_eval", runs, truth, "DATA_WAIT", source="data_waits")
+
+
+def test_steps_of_a_symbol(procs, tmp_path, fakecuda):
+    """--step-symbol FILE:SYMBOL: each outermost call starts a step. The fake runtime's loop
+    calls cudaDeviceSynchronize once a step (gpu.py --device-syncs 1), its only call of it."""
+    truth_path = str(tmp_path / "truth.json")
+    w, pid, _ = start_workload(procs, "gpu.py", ["--device-syncs", "1"], truth_path,
+                               duration=120)
+    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S,
+                             extra=["--step-symbol", "libcudart.so:cudaDeviceSynchronize"])
+    truth = finish_workload(w, truth_path)
+    check("gpu_symbol", runs, truth, "GPU_WAIT", source="symbol")
+    for run in runs:
+        assert run["report"]["steps"]["symbol"] == "libcudart.so:cudaDeviceSynchronize"
+
+
+def test_step_symbol_that_is_not_there(procs):
+    job = procs([PYTHON, os.path.join(WORKLOADS, "py_cost.py"), "--duration", "60"],
+                name="py_cost")
+    m = job.wait_line(r"^READY pid=(\d+)", 60)
+    assert m, job.output()
+    rep, why = attempt_pipeprof(int(m.group(1)), 1, ["--step-symbol", "libnothere.so:step"])
+    job.signal(signal.SIGTERM)
+    assert rep is not None, why
+    st = rep["steps"]
+    assert st["source"] is None and st["count"] == 0, st
+    assert "libnothere.so:step" in st["why_not"] and "no file of that name" in st["why_not"], st
 
 
 def test_slow_steps_and_their_cause(procs, tmp_path):

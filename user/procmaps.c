@@ -200,7 +200,22 @@ static bool strip_deleted(char *path)
 	return true;
 }
 
+bool lib_name_matches(const char *path, const char *name)
+{
+	const char *base = strrchr(path, '/');
+	size_t len = strlen(name);
+
+	base = base ? base + 1 : path;
+	return len && !strncmp(base, name, len) && (base[len] == '\0' || base[len] == '.');
+}
+
 int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib *libs, int max)
+{
+	return procmaps_find_libs_in_named(maps, kind_mask, NULL, libs, max);
+}
+
+int procmaps_find_libs_in_named(FILE *maps, unsigned int kind_mask, const char *other_name,
+				struct mapped_lib *libs, int max)
 {
 	struct maps_entry *e;
 	char *line = NULL;
@@ -231,6 +246,8 @@ int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib 
 		deleted = strip_deleted(e->path);
 		kind = lib_kind_of_path(e->path);
 		if (!(kind_mask & (1u << kind)))
+			continue;
+		if (kind == LIB_NONE && other_name && !lib_name_matches(e->path, other_name))
 			continue;
 		/* A library is mapped several times (text, rodata, data): count the file once. */
 		for (i = 0; i < nr; i++)
@@ -269,6 +286,12 @@ int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib 
 
 int procmaps_find_libs(pid_t pid, unsigned int kind_mask, struct mapped_lib *libs, int max)
 {
+	return procmaps_find_libs_named(pid, kind_mask, NULL, libs, max);
+}
+
+int procmaps_find_libs_named(pid_t pid, unsigned int kind_mask, const char *other_name,
+			     struct mapped_lib *libs, int max)
+{
 	char path[64];
 	FILE *f;
 	int ret;
@@ -280,7 +303,7 @@ int procmaps_find_libs(pid_t pid, unsigned int kind_mask, struct mapped_lib *lib
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
 	/* A process that exits after the open reads as an empty file: 0 libraries, not an error. */
-	ret = procmaps_find_libs_in(f, kind_mask, libs, max);
+	ret = procmaps_find_libs_in_named(f, kind_mask, other_name, libs, max);
 	fclose(f);
 	return ret;
 }

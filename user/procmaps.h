@@ -66,5 +66,14 @@ int procmaps_find_libs(pid_t pid, unsigned int kind_mask, struct mapped_lib *lib
 
 /* The same on an already-open stream (unit tests feed fixture files). */
 int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib *libs, int max);
+/* The same, with files of no kind (LIB_NONE in kind_mask) kept only where their name is
+ * other_name (lib_name_matches); other_name NULL keeps them all. */
+int procmaps_find_libs_named(pid_t pid, unsigned int kind_mask, const char *other_name,
+			     struct mapped_lib *libs, int max);
+int procmaps_find_libs_in_named(FILE *maps, unsigned int kind_mask, const char *other_name,
+				struct mapped_lib *libs, int max);
+/* Whether path's file is name, or name with a version after a dot ("libfoo.so" names
+ * "libfoo.so.1.2"; "libtorch_cpu" names "libtorch_cpu.so"). */
+bool lib_name_matches(const char *path, const char *name);
 
 #endif

@@ -111,7 +111,8 @@ struct report {
 	/* Training steps: the trainer's backward passes (steps.c, steps_report.c). */
 	bool steps_on;			/* asked for (the report; the daemon keeps a histogram) */
 	bool steps_probed;		/* libtorch's autograd engine is probed */
-	char steps_why_not[160];
+	char steps_why_not[STEP_FILE_MAX + STEP_SYMBOL_MAX + 128];
+	char step_symbol[STEP_FILE_MAX + STEP_SYMBOL_MAX];	/* --step-symbol; "" for autograd */
 	struct pp_step_record *step_recs;
 	int nr_step_recs;
 	uint64_t step_recs_lost;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <argp.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -67,6 +68,7 @@ static const char report_doc[] =
 	"  sudo pipeprof -p 4242 -d 10 -j  # JSON report (pipeprof.report/v1)\n"
 	"  sudo pipeprof -d 10 -- /usr/bin/python3 train.py  # launch and follow\n"
 	"  sudo pipeprof -p 4242 -d 10 --folded out.folded  # and a flame graph's input\n"
+	"  sudo pipeprof -p 4242 -d 10 --step-symbol libmodel.so:train_step  # steps\n"
 	"\n"
 	"A launched command is sent SIGTERM if it still runs when tracing ends.\n"
 	"Exit status: 0 report printed, 1 tracing failed, 2 bad arguments or no\n"
@@ -82,9 +84,27 @@ static const struct argp_option report_options[] = {
 	  "(default 49; 0 turns sampling off)", 0 },
 	{ "folded", 'f', "FILE", 0, "Write the CPU samples as folded stacks (flamegraph.pl, "
 	  "speedscope): role;Python frames, outermost first;[native leaf] count", 0 },
+	{ "step-symbol", 'S', "FILE:SYMBOL", 0, "Steps start at each outermost call of SYMBOL in "
+	  "the mapped file FILE (default: libtorch's autograd backward pass, else each batch the "
+	  "trainer waits for)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose: libbpf logs and every probe attached", 0 },
 	{},
 };
+
+/* FILE:SYMBOL: a file name as the process maps it (any version suffix), and a symbol of its
+ * ELF tables (mangled, as C++ exports it). */
+static bool valid_step_symbol(const char *arg)
+{
+	const char *colon = strchr(arg, ':');
+
+	if (!colon || colon == arg || !colon[1] || strchr(arg, '/') ||
+	    colon - arg >= STEP_FILE_MAX || strlen(colon + 1) >= STEP_SYMBOL_MAX)
+		return false;
+	for (const char *c = colon + 1; *c; c++)
+		if (!isalnum((unsigned char)*c) && !strchr("_.$@", *c))
+			return false;
+	return true;
+}
 
 int cli_parse_long(const char *arg, long min, long max, long *out)
 {
@@ -166,6 +186,14 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		o->folded = arg;
+		break;
+	case 'S':
+		if (!valid_step_symbol(arg)) {
+			argp_error(state, "invalid --step-symbol (FILE:SYMBOL, a file name without a "
+				   "directory and a mangled symbol name): %s", arg);
+			return EINVAL;
+		}
+		o->step_symbol = arg;
 		break;
 	case 'v':
 		o->verbose = true;
@@ -486,6 +514,7 @@ int report_cmd_run(const struct report_opts *o)
 							   .python_gc = true,
 							   .sample_hz = o->sample_hz, .steps = true,
 							   .memory = true,
+							   .step_symbol = o->step_symbol,
 							   .wait_stack_scope = wait_stack_scope(o) });
 	if (err) {
 		status = err == -ESRCH ? 2 : 1;

@@ -19,6 +19,7 @@ struct report_opts {
 	bool folded_offcpu;	/* the trainer's waits instead of CPU samples */
 	bool folded_svg;	/* a flame graph (SVG) of them instead of their text */
 	bool profile;		/* `pipeprof profile`: folded stacks only, no report */
+	const char *step_symbol;	/* --step-symbol FILE:SYMBOL; NULL: the autograd engine */
 };
 
 /*

@@ -125,6 +125,73 @@ static void breakdown(const struct pp_step_record *a, const struct pp_step_recor
 		out->share[s] = whole ? (double)d[s] / whole : 0;
 }
 
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A DataLoader hands one batch over in several wakeups (the pickled batch, then each tensor's
+ * shared-memory handle through the worker's resource sharer), so the ends of the trainer's
+ * data waits come in bursts, one burst a batch: a short wait and a short unpickling between
+ * the ends of a burst; the step's compute, and the wait for the worker to make the batch,
+ * before a burst's first end. The time since the end before, less any on a run queue (gap),
+ * tells them apart: the longest gaps, those that hold BURST_STEP_SHARE of the time, are
+ * steps, and so is any gap within BURST_RATIO of the shortest of them; shorter ones are the
+ * inside of a burst. A loop with one wait a batch (behind a pin-memory thread) keeps every end,
+ * slow steps and all, as long as its steps are within that ratio of each other. Keeps the
+ * boundaries in mine[] (sorted by time) at the front and returns how many.
+ */
+#define BURST_STEP_SHARE 0.75
+#define BURST_RATIO 4.0
+
+int steps_batch_bursts(const struct pp_step_record **mine, int nr)
+{
+	double *gap, *sorted, total = 0, sum = 0, split = 0;
+	int m = nr - 1, kept = 0;
+
+	if (nr < 3)
+		return nr;
+	gap = malloc(2 * m * sizeof(*gap));
+	if (!gap)
+		return nr;
+	sorted = gap + m;
+	for (int i = 1; i < nr; i++) {
+		uint64_t a[PP_NR_STATES], b[PP_NR_STATES], span = 0;
+
+		/* Time on a run queue is the machine's, not the loop's: a busy machine stretches
+		 * a burst's short gaps with it. */
+		state_time(mine[i - 1], a);
+		state_time(mine[i], b);
+		for (int st = 0; st < PP_NR_STATES; st++)
+			if (st != PP_RUNQ && b[st] > a[st])
+				span += b[st] - a[st];
+		gap[i - 1] = sorted[i - 1] = (double)span;
+		total += gap[i - 1];
+	}
+	qsort(sorted, m, sizeof(*sorted), by_value);
+	for (int k = m - 1; k >= 0; k--) {
+		sum += sorted[k];
+		if (sum >= BURST_STEP_SHARE * total) {
+			split = sorted[k] / BURST_RATIO;
+			break;
+		}
+	}
+	/* No burst: every end starts a step. Else the first end's gap is not known, and the
+	 * first kept boundary is the first to follow a long gap. */
+	if (sorted[0] >= split) {
+		free(gap);
+		return nr;
+	}
+	for (int i = 1; i < nr; i++)
+		if (gap[i - 1] >= split)
+			mine[kept++] = mine[i];
+	free(gap);
+	return kept;
+}
+
 int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
 		    struct step_summary *out)
 {
@@ -132,14 +199,24 @@ int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
 	struct step_breakdown *steps = NULL, *sorted = NULL;
 	uint64_t sums[PP_NR_STATES] = {}, whole = 0;
 	uint32_t others[16];
-	int nr = 0, nr_others = 0, count;
+	int nr = 0, nr_others = 0, count, probed = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (!mine)
 		return -ENOMEM;
+	/* The probe's boundaries where it marked two, else the trainer's waits for batches. */
+	for (int i = 0; i < n; i++)
+		probed += recs[i].tid == tid && recs[i].source == PP_STEP_FROM_PROBE;
+	out->source = probed >= 2 ? PP_STEP_FROM_PROBE : PP_STEP_FROM_DATA_WAIT;
 	for (int i = 0; i < n; i++) {
+		if (recs[i].source == PP_STEP_FROM_DATA_WAIT) {
+			if (recs[i].tid == tid && out->source == PP_STEP_FROM_DATA_WAIT)
+				mine[nr++] = &recs[i];
+			continue;
+		}
 		if (recs[i].tid == tid) {
-			mine[nr++] = &recs[i];
+			if (out->source == PP_STEP_FROM_PROBE)
+				mine[nr++] = &recs[i];
 			continue;
 		}
 		/* Other threads' passes (a second trainer, torch.autograd.grad in a helper). */
@@ -151,12 +228,14 @@ int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
 			others[nr_others++] = recs[i].tid;
 	}
 	out->other_threads = nr_others;
+	qsort(mine, nr, sizeof(*mine), by_ts);
+	if (out->source == PP_STEP_FROM_DATA_WAIT)
+		nr = steps_batch_bursts(mine, nr);
 	count = nr > 1 ? nr - 1 : 0;
 	if (!count) {
 		free(mine);
 		return 0;
 	}
-	qsort(mine, nr, sizeof(*mine), by_ts);
 	steps = calloc(count, sizeof(*steps));
 	sorted = calloc(count, sizeof(*sorted));
 	if (!steps || !sorted) {

@@ -12,6 +12,10 @@
 #include <stdio.h>
 #include "pipeprof.h"
 
+/* --step-symbol FILE:SYMBOL's parts, with their NULs. */
+#define STEP_FILE_MAX 128
+#define STEP_SYMBOL_MAX 256
+
 #define STEPS_SLOWEST 3
 /* A step this many times the median is one of "the slowest" worth naming. */
 #define STEPS_SLOW_RATIO 1.5
@@ -39,6 +43,7 @@ struct step_gpu {
 };
 
 struct step_summary {
+	unsigned int source;		/* enum pp_step_source of the boundaries used */
 	int count;			/* whole steps: between two boundaries inside the window */
 	double per_second;		/* over those steps' span */
 	double p50_s, p90_s, max_s, mean_s;
@@ -52,10 +57,15 @@ struct step_summary {
 	struct step_gpu gpu;		/* over every whole step */
 };
 
-/* The steps of thread tid from recs[] (any order, any threads). Returns 0, or -ENOMEM. */
+/* The steps of thread tid from recs[] (any order, any threads): between its probe's
+ * boundaries where there are two, else between the ends of its waits for batches. Returns 0,
+ * or -ENOMEM. */
 int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
 		    struct step_summary *out);
 
+/* The records of mine[0..nr) (one thread's data-wait ends, by time) that start a batch's burst
+ * of waits, kept at the front; returns how many. */
+int steps_batch_bursts(const struct pp_step_record **mine, int nr);
 /* Per step, over s's whole steps: total / count, 0 without steps. */
 double steps_per_step(const struct step_summary *s, uint64_t total);
 /* The trainer's launches per second of its steps, and its mean gap between launches with no

@@ -5,6 +5,7 @@
 #include <json-c/json.h>
 #include "gpu_apis.h"
 #include "report.h"
+#include "sanitize.h"
 
 static const char *const dir_label[PP_NR_COPY_DIRS] = { "H2H", "H2D", "D2H", "D2D", "default" };
 
@@ -119,20 +120,44 @@ int steps_finish(struct report *r)
 	return steps_summarize(r->step_recs, r->nr_step_recs, r->steps_tid, &r->steps);
 }
 
+/* Where the boundaries came from (JSON steps.source): null where no step was found. */
+static const char *source_name(const struct report *r)
+{
+	if (!r->steps_on)
+		return NULL;
+	if (r->steps.count && r->steps.source == PP_STEP_FROM_DATA_WAIT)
+		return "data_waits";
+	if (!r->steps_probed)
+		return NULL;
+	return r->step_symbol[0] ? "symbol" : "autograd_engine";
+}
+
 void steps_print_text(FILE *out, const struct report *r)
 {
 	const struct step_summary *s = &r->steps;
+	const char *source = source_name(r);
+	char shown[sizeof(r->step_symbol) * 4];
 
 	if (!r->steps_on)
 		return;
-	fprintf(out, "\nSteps (the trainer's backward passes, from libtorch's autograd engine):\n");
-	if (!r->steps_probed) {
-		fprintf(out, "  none found: %s\n", r->steps_why_not);
+	san_text(shown, sizeof(shown), r->step_symbol, sizeof(r->step_symbol));
+	if (source && !strcmp(source, "data_waits"))
+		fprintf(out, "\nSteps (one a batch: the ends of the trainer's waits for data; %s):\n",
+			r->steps_probed ? "the step probe marked fewer than two" :
+			r->step_symbol[0] ? "--step-symbol was not probed" : "no backward pass to probe");
+	else if (r->step_symbol[0])
+		fprintf(out, "\nSteps (the trainer's outermost calls of --step-symbol %s):\n", shown);
+	else
+		fprintf(out, "\nSteps (the trainer's backward passes, from libtorch's autograd engine):\n");
+	if (!source) {
+		san_text(shown, sizeof(shown), r->steps_why_not, sizeof(r->steps_why_not));
+		fprintf(out, "  none found: %s, and the trainer waited for no batch\n", shown);
 		return;
 	}
 	if (!s->count) {
-		fprintf(out, "  no whole step in the window: fewer than two backward passes of the "
-			"trainer%s\n", s->other_threads ? " (other threads ran some)" : "");
+		fprintf(out, "  no whole step in the window: fewer than two %s of the trainer%s\n",
+			r->step_symbol[0] ? "calls" : "backward passes",
+			s->other_threads ? " (other threads made some)" : "");
 		return;
 	}
 	fprintf(out, "  %d steps, %.2f steps/s; step time p50 %.1f ms, p90 %.1f ms, max %.1f ms\n",
@@ -184,8 +209,10 @@ json_object *steps_json(const struct report *r)
 	const struct step_summary *s = &r->steps;
 	json_object *o = json_object_new_object(), *arr;
 
-	json_object_object_add(o, "source", r->steps_on && r->steps_probed ?
-			       json_object_new_string("autograd_engine") : NULL);
+	json_object_object_add(o, "source", source_name(r) ?
+			       json_object_new_string(source_name(r)) : NULL);
+	json_object_object_add(o, "symbol", r->step_symbol[0] ?
+			       json_object_new_string(r->step_symbol) : NULL);
 	json_object_object_add(o, "why_not", r->steps_on && !r->steps_probed ?
 			       json_object_new_string(r->steps_why_not) : NULL);
 	json_object_object_add(o, "tid", json_object_new_int64(r->steps_tid));

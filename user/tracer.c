@@ -389,6 +389,13 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	t->wait_stack_scope = o->sample_hz ? o->wait_stack_scope : PP_WAIT_STACKS_TID;
 	t->steps = o->steps;
 	t->memory = o->memory;
+	if (o->step_symbol) {
+		const char *colon = strchr(o->step_symbol, ':');
+
+		snprintf(t->step_file, sizeof(t->step_file), "%.*s", (int)(colon - o->step_symbol),
+			 o->step_symbol);
+		snprintf(t->step_func, sizeof(t->step_func), "%s", colon + 1);
+	}
 	libbpf_set_print(o->verbose ? libbpf_print_fn : libbpf_quiet_fn);
 
 	if (stat("/sys/kernel/btf/vmlinux", &st)) {
@@ -423,6 +430,10 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	if (o->sample_hz)
 		t->skel->rodata->wait_stack_tid = o->trainer_tid ? (__u32)o->trainer_tid : (__u32)root;
 	t->skel->rodata->wait_stack_scope = t->wait_stack_scope;
+	/* Steps from the trainer's waits for batches where no probe marks them: --tid's thread,
+	 * else the main thread, as for the wait stacks. */
+	if (o->steps)
+		t->skel->rodata->step_wait_tid = o->trainer_tid ? (__u32)o->trainer_tid : (__u32)root;
 	t->skel->rodata->record_wakers = o->record_wakers;
 	if (!o->record_wakers)
 		bpf_map__set_max_entries(t->skel->maps.wakers, 1);

@@ -43,6 +43,7 @@ struct tracer_opts {
 	unsigned int wait_stack_scope;
 	bool steps;		/* the report's steps: a record per backward pass */
 	bool memory;		/* the report's host memory: /proc readings through the window */
+	const char *step_symbol;	/* FILE:SYMBOL whose calls start steps; NULL: autograd */
 };
 
 /* The probes on one library file in one process. */
@@ -127,6 +128,8 @@ struct tracer {
 	struct pp_step_record *step_recs;
 	int nr_step_recs, cap_step_recs;
 	__u64 step_recs_over_cap;
+	/* --step-symbol, split: steps start at calls of step_func in the file named step_file. */
+	char step_file[STEP_FILE_MAX], step_func[STEP_SYMBOL_MAX];
 	/* The report's host memory (tracer_memory.c). */
 	bool memory;
 	__u64 last_mem_ns;
@@ -245,6 +248,8 @@ char tracer_close_state_of(const struct tracer *t, __u32 tid);
  * kernel.bpf_stats_enabled on, their run time and count. */
 void tracer_prog_stats(struct tracer *t, uint64_t *recursion_misses, uint64_t *run_ns, uint64_t *run_count);
 
+/* The step probe's api name: --step-symbol's symbol, else TRACER_STEP_PROBE. */
+const char *tracer_step_api(const struct tracer *t);
 /* Whether a probe on api (a GPU API name or TRACER_STEP_PROBE; NULL: any) is attached. */
 #define TRACER_STEP_PROBE "torch::autograd::Engine::execute"
 bool tracer_probed(struct tracer *t, const char *api);

@@ -200,9 +200,11 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 		funcs[n].name = gpu_apis[i].name;
 		api_of[n++] = i;
 	}
-	if (lib->kind == LIB_TORCH && is_libtorch_cpu(lib->path)) {
+	if (t->step_file[0] ? lib_name_matches(lib->path, t->step_file) :
+	    (t->steps || t->hist_kinds & 1u << PP_HK_STEP) && lib->kind == LIB_TORCH &&
+	    is_libtorch_cpu(lib->path)) {
 		memset(&funcs[n], 0, sizeof(funcs[n]));
-		funcs[n].name = STEP_PROBE_SYMBOL;
+		funcs[n].name = t->step_file[0] ? t->step_func : STEP_PROBE_SYMBOL;
 		api_of[n++] = STEP_PROBE_ID;
 	}
 	if (!n)
@@ -226,7 +228,7 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 			continue;
 		probe_programs(t, api_of[i], &enter_prog, &ret_prog, &cookie);
 		p = &a->result.probes[a->result.nr_probes];
-		p->api = api_of[i] == STEP_PROBE_ID ? TRACER_STEP_PROBE : funcs[i].name;
+		p->api = api_of[i] == STEP_PROBE_ID ? tracer_step_api(t) : funcs[i].name;
 		p->value = funcs[i].value;
 		p->offset = funcs[i].offset;
 		/* endbr64 is single-stepped (~5 us a hit); the instruction after it is usually an
@@ -275,7 +277,10 @@ int tracer_refresh_pid(struct tracer *t, pid_t pid)
 	bool runtime_mapped = false;
 	int n, err;
 
-	n = procmaps_find_libs(pid, mask, libs, 16);
+	/* --step-symbol's file, whatever its kind: files of no kind only by that name. */
+	if (t->step_file[0])
+		mask |= 1u << lib_kind_of_path(t->step_file);
+	n = procmaps_find_libs_named(pid, mask, t->step_file[0] ? t->step_file : NULL, libs, 16);
 	for (int i = 0; i < n; i++) {
 		struct pp_text_range rt = { libs[i].span_start, libs[i].span_end };
 
@@ -289,15 +294,19 @@ int tracer_refresh_pid(struct tracer *t, pid_t pid)
 					    BPF_NOEXIST);
 	}
 	for (int i = 0; i < n; i++) {
+		bool step_file = t->step_file[0] && lib_name_matches(libs[i].path, t->step_file);
+
 		if (libs[i].kind == LIB_LOADER) {
 			tracer_attach_loader(t, pid, &libs[i]);
-			continue;
+			if (!step_file)
+				continue;
 		}
 		if (libs[i].kind == LIB_PYTHON) {
 			if (t->python_gc)
 				tracer_attach_python(t, pid, &libs[i]);
 			tracer_sampler_add_process(t, pid, &libs[i]);
-			continue;
+			if (!step_file)
+				continue;
 		}
 		if (find_attached(t, pid, &libs[i]))
 			continue;
@@ -374,6 +383,11 @@ const char *tracer_gpu_why_not(struct tracer *t, char *buf, size_t size)
 		snprintf(buf, size, "no libcudart or libcuda is mapped by the traced processes (a "
 			 "CPU-only job, or CUDA not loaded yet)");
 	return buf;
+}
+
+const char *tracer_step_api(const struct tracer *t)
+{
+	return t->step_file[0] ? t->step_func : TRACER_STEP_PROBE;
 }
 
 bool tracer_probed(struct tracer *t, const char *api)

@@ -135,10 +135,17 @@ int tracer_collect_steps(struct tracer *t, struct report *r)
 	if (!t->steps)
 		return 0;
 	collect_copies(t, r);
-	r->steps_probed = tracer_probed(t, TRACER_STEP_PROBE);
+	r->steps_probed = tracer_probed(t, tracer_step_api(t));
+	if (t->step_file[0])
+		snprintf(r->step_symbol, sizeof(r->step_symbol), "%s:%s", t->step_file, t->step_func);
 	for (int i = 0; i < t->nr_attached && !torch; i++)
-		torch = t->attached[i].result.kind == LIB_TORCH;
-	if (!r->steps_probed)
+		torch = t->step_file[0] ? lib_name_matches(t->attached[i].result.path, t->step_file) :
+			t->attached[i].result.kind == LIB_TORCH;
+	if (!r->steps_probed && t->step_file[0])
+		snprintf(r->steps_why_not, sizeof(r->steps_why_not), "--step-symbol %s: %s",
+			 r->step_symbol, torch ? "the file is mapped, but has no such symbol or it "
+			 "could not be probed" : "no file of that name is mapped by the traced processes");
+	else if (!r->steps_probed)
 		snprintf(r->steps_why_not, sizeof(r->steps_why_not), "%s", torch ?
 			 "libtorch_cpu is mapped but its autograd engine "
 			 "(" TRACER_STEP_PROBE ") could not be probed" :

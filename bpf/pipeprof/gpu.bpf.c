@@ -195,15 +195,21 @@ struct {
 	__uint(max_entries, 4096);	/* sized by userspace */
 } step_records SEC(".maps");
 
-static __always_inline void record_step(__u32 tid, struct pp_thread *t, __u64 now)
+/* A step boundary of tid at now, with its state time and GPU counts so far. Global: the
+ * scheduler's programs send the data-wait boundaries (sched.bpf.c). */
+__noinline int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 source)
 {
-	struct pp_step_record *r = bpf_ringbuf_reserve(&step_records, sizeof(*r), 0);
+	struct pp_step_record *r;
 	struct pp_thread_gpu *g;
 
+	if (!t)
+		return 0;
+	r = bpf_ringbuf_reserve(&step_records, sizeof(*r), 0);
 	if (!r) {
 		count(PP_CNT_STEP_RECORDS_LOST);
-		return;
+		return 0;
 	}
+	r->source = source;
 	r->tid = tid;
 	r->tgid = t->tgid;
 	r->ts = now;
@@ -223,6 +229,7 @@ static __always_inline void record_step(__u32 tid, struct pp_thread *t, __u64 no
 		__builtin_memset(r->sync_calls, 0, sizeof(r->sync_calls));
 	}
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	return 1;
 }
 
 /* Training steps (hist step, the report's steps): one autograd backward pass per step; the
@@ -249,7 +256,7 @@ int BPF_KPROBE(on_step)
 		hist_time(PP_HK_STEP, 0, tid, t->tgid, now - last);
 	if (step_records_on) {
 		seen_on_cpu(t, tid, now);
-		record_step(tid, t, now);
+		record_step(t, tid, now, PP_STEP_FROM_PROBE);
 	}
 	return 0;
 }

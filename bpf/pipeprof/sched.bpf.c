@@ -123,6 +123,10 @@ __noinline int switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 	t->phase = PP_PHASE_ONCPU;
 	t->phase_start_ns = now;
 	t->oncpu_since_ns = now;
+	/* A batch arrived: one step each, where no backward pass marks them (userspace picks). */
+	if (step_wait_tid && tid == step_wait_tid && t->last_wait_end_ns == now &&
+	    t->last_wait == PP_DATA_WAIT)
+		record_step(t, tid, now, PP_STEP_FROM_DATA_WAIT);
 	return 1;
 }
 

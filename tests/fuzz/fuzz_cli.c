@@ -8,6 +8,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
 #include "classify.h"
 #include "daemon_cmd.h"
 #include "flamegraph_cmd.h"
@@ -15,6 +16,7 @@
 #include "hist_cmd.h"
 #include "pipeprof.h"
 #include "report_cmd.h"
+#include "steps.h"
 
 #define MAX_ARGS 24
 
@@ -29,6 +31,13 @@ static void check_report(const struct report_opts *o)
 	FUZZ_CHECK(o->threshold >= 0.01 && o->threshold <= 1);
 	FUZZ_CHECK(o->sample_hz <= 1000 && (!o->folded || o->sample_hz));
 	FUZZ_CHECK(o->folded_role >= -1 && o->folded_role < NR_ROLES);
+	/* FILE:SYMBOL, both parts there, no directory, sized for the tracer's buffers. */
+	if (o->step_symbol) {
+		const char *colon = strchr(o->step_symbol, ':');
+
+		FUZZ_CHECK(colon && colon > o->step_symbol && colon[1] && !strchr(o->step_symbol, '/'));
+		FUZZ_CHECK(colon - o->step_symbol < STEP_FILE_MAX && strlen(colon + 1) < STEP_SYMBOL_MAX);
+	}
 }
 
 static void check_profile(const struct report_opts *o)
@@ -36,7 +45,6 @@ static void check_profile(const struct report_opts *o)
 	FUZZ_CHECK(o->profile && o->pid > 0 && !o->argv && o->folded && *o->folded);
 	FUZZ_CHECK(o->sample_hz >= 1 && o->sample_hz <= 1000);
 	FUZZ_CHECK(o->folded_role >= -1 && o->folded_role < NR_ROLES);
-	FUZZ_CHECK(!o->folded_offcpu || o->folded_role < 0 || o->folded_role == ROLE_TRAINER);
 }
 
 static void check_hist(const struct hist_opts *o)

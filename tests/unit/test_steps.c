@@ -186,6 +186,64 @@ TEST(test_gpu_calls_per_step)
 	CHECK_EQ_U64(s.gpu.copies.bytes[PP_COPY_HTOD], 24000000);
 }
 
+/* A data-wait end of thread 7 at ts, its DATA_WAIT and RUNNING so far, on-CPU since ts. */
+static struct pp_step_record wait_end(uint64_t ts, uint64_t data, uint64_t running)
+{
+	struct pp_step_record r = rec(7, ts, running, data, ts);
+
+	r.source = PP_STEP_FROM_DATA_WAIT;
+	return r;
+}
+
+/* Batches handed over in bursts: a 40 ms wait for the worker, a 1 ms step, then three
+ * handshakes of 0.1 ms wait and 0.1 ms unpickling. Ten batches make eight whole steps of
+ * 41.6 ms: the first end's gap is unknown, so the first burst starts none. */
+TEST(test_steps_from_bursts_of_data_waits)
+{
+	struct pp_step_record r[64];
+	uint64_t ts = 100 * MS, data = 0, running = 0;
+	struct step_summary s;
+	int n = 0;
+
+	for (int b = 0; b < 10; b++) {
+		ts += MS, running += MS;			/* the step */
+		ts += 40 * MS, data += 40 * MS;			/* the worker makes the batch */
+		r[n++] = wait_end(ts, data, running);
+		for (int h = 0; h < 3; h++) {
+			ts += MS / 10, running += MS / 10;
+			ts += MS / 10, data += MS / 10;
+			r[n++] = wait_end(ts, data, running);
+		}
+	}
+	CHECK_EQ_INT(steps_summarize(r, n, 7, &s), 0);
+	CHECK_EQ_INT(s.source, PP_STEP_FROM_DATA_WAIT);
+	CHECK_EQ_INT(s.count, 8);
+	CHECK_MSG(near(s.p50_s, 0.0416, 1e-9), "%f", s.p50_s);
+	/* Each step: 40 ms of DATA_WAIT and 0.3 of handshakes, 1.3 ms on-CPU. */
+	CHECK_MSG(near(s.all.share[PP_DATA_WAIT], 40.3 / 41.6, 1e-9), "%f", s.all.share[PP_DATA_WAIT]);
+
+	/* One wait a batch, with a slow batch of 4 times the rest: every end is a step. */
+	n = 0, ts = 100 * MS;
+	for (int b = 0; b < 12; b++) {
+		ts += (b == 6 ? 40 : 10) * MS;
+		r[n++] = wait_end(ts, ts - 100 * MS, 0);
+	}
+	CHECK_EQ_INT(steps_summarize(r, n, 7, &s), 0);
+	CHECK_EQ_INT(s.count, 11);
+	CHECK(near(s.max_s, 0.040, 1e-9));
+
+	/* Two backward passes of the trainer outrank its data waits; one does not. */
+	r[n++] = rec(7, 300 * MS, 0, 0, 300 * MS);
+	CHECK_EQ_INT(steps_summarize(r, n, 7, &s), 0);
+	CHECK_EQ_INT(s.source, PP_STEP_FROM_DATA_WAIT);
+	CHECK_EQ_INT(s.count, 11);
+	r[n++] = rec(7, 350 * MS, 0, 0, 350 * MS);
+	CHECK_EQ_INT(steps_summarize(r, n, 7, &s), 0);
+	CHECK_EQ_INT(s.source, PP_STEP_FROM_PROBE);
+	CHECK_EQ_INT(s.count, 1);
+	CHECK(near(s.p50_s, 0.050, 1e-9));
+}
+
 int main(void)
 {
 	RUN_TEST(test_gpu_calls_per_step);
@@ -193,5 +251,6 @@ int main(void)
 	RUN_TEST(test_steps_edge_cases);
 	RUN_TEST(test_slow_steps_together);
 	RUN_TEST(test_first_step_after_attach);
+	RUN_TEST(test_steps_from_bursts_of_data_waits);
 	return unit_summary();
 }

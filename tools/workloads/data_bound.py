@@ -9,6 +9,7 @@ Both sides' CPU costs are budgets of thread CPU time (worker: --item-ms per samp
 each other down. With 2+ CPUs the trainer is pinned to CPU 0 and the workers to the others
 (--no-pin to let them float), so a woken trainer never queues behind a busy worker.
 
+--eval runs the model forward only (an evaluation loop): no backward pass marks its steps.
 --leak-kb K makes every __getitem__ keep K KiB more for good (a list that only grows, filled so
 its pages are resident), as a Dataset that caches what it loads: the workers' resident memory
 grows batch x K KiB per step, a leak of known rate (extra info: leak_bytes_per_step).
@@ -55,7 +56,7 @@ def busy_dataset(torch, item_cpu_ms, length=10**9, features=FEATURES, leak_kb=0)
     return BusyDataset()
 
 
-def make_trainer(torch, width, batch):
+def make_trainer(torch, width, batch, evaluate=False):
     """The trainer's step on a loaded batch: forward/backward/update of a small MLP.
 
     train(x, y, cpu_ms): one pass, then more passes while the thread's CPU time in this call is
@@ -68,6 +69,10 @@ def make_trainer(torch, width, batch):
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def one(x, y):
+        if evaluate:
+            with torch.no_grad():
+                model(x)
+            return
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)
         loss.backward()
@@ -99,6 +104,9 @@ def loader_main(name, argv, doc, item_ms, step_ms, workers=1, batch=8, width=256
     p.add_argument("--step-ms", type=float, default=step_ms,
                    help="trainer CPU ms per step, at least one pass (default %(default)s)")
     p.add_argument("--width", type=int, default=width, help="trainer MLP width (default %(default)s)")
+    p.add_argument("--eval", action="store_true",
+                   help="forward passes only, under torch.no_grad(): no backward pass to mark "
+                   "the steps")
     p.add_argument("--leak-kb", type=int, default=0,
                    help="KiB each sample keeps for good in the worker (default: none)")
     p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=os.cpu_count() >= 2,
@@ -114,7 +122,7 @@ def loader_main(name, argv, doc, item_ms, step_ms, workers=1, batch=8, width=256
         torch.set_num_interop_threads(1)
         if args.pin:
             os.sched_setaffinity(0, {0})
-        train = make_trainer(torch, args.width, args.batch)
+        train = make_trainer(torch, args.width, args.batch, args.eval)
         loader = torch.utils.data.DataLoader(busy_dataset(torch, args.item_ms, leak_kb=args.leak_kb),
                                              batch_size=args.batch, num_workers=args.workers,
                                              shuffle=False,
