@@ -128,6 +128,7 @@ struct tracer {
 	struct pp_step_record *step_recs;
 	int nr_step_recs, cap_step_recs;
 	__u64 step_recs_over_cap;
+	char *verifier_logs;	/* -v: each program's verifier statistics (tracer_verifier.c) */
 	/* --step-symbol, split: steps start at calls of step_func in the file named step_file. */
 	char step_file[STEP_FILE_MAX], step_func[STEP_SYMBOL_MAX];
 	/* The report's host memory (tracer_memory.c). */
@@ -248,6 +249,9 @@ char tracer_close_state_of(const struct tracer *t, __u32 tid);
  * kernel.bpf_stats_enabled on, their run time and count. */
 void tracer_prog_stats(struct tracer *t, uint64_t *recursion_misses, uint64_t *run_ns, uint64_t *run_count);
 
+/* tracer_verifier.c, with -v: each program's verification time and instructions. */
+void tracer_verifier_stats_arm(struct tracer *t);
+void tracer_verifier_stats_print(struct tracer *t);
 /* The step probe's api name: --step-symbol's symbol, else TRACER_STEP_PROBE. */
 const char *tracer_step_api(const struct tracer *t);
 /* Whether a probe on api (a GPU API name or TRACER_STEP_PROBE; NULL: any) is attached. */
