@@ -167,6 +167,33 @@ def test_lost_samples_are_counted_and_reported(procs):
     assert r.returncode != 0 and "bad entry 'samples=5000'" in r.stderr, r.stderr
 
 
+def test_workers_gone_before_the_close_keep_their_names(procs):
+    """Workers that exit inside the window (short_workers.py forks one every 0.5 s that burns
+    0.3 s in child_burn and exits, as DataLoader workers do at an epoch's end): their frames
+    are named as they come, not when the window closes, by when no worker is left to read."""
+    job = procs([PYTHON, os.path.join(WORKLOADS, "short_workers.py"), "--duration", "120"],
+                name="short_workers")
+    m = job.wait_line(r"^READY pid=(\d+)", 60)
+    assert m, job.output()
+    lines, problems = [], []
+    for i in range(ATTACHES):
+        rep, why = attempt_pipeprof(int(m.group(1)), 3, ["-F", str(HZ)])
+        assert rep is not None, why
+        w = rep["where"]["roles"]["WORKER"]
+        top = w["python"][0] if w["python"] else {"function": None, "share": 0}
+        lines.append("attach %d: %d worker samples, %d processes seen; top %s %.0f%%, native %s" % (
+            i + 1, w["samples"], len(rep["processes"]), top["function"], 100 * top["share"],
+            [e["function"] for e in w["native"][:2]]))
+        if w["samples"] < 200 or not re.match(r"child_burn \(short_workers\.py:\d+\)$",
+                                                top["function"] or "") or top["share"] < 0.9:
+            problems.append(lines[-1])
+        if not w["native"]:
+            problems.append("attach %d: no native leaf named" % (i + 1))
+    job.signal(signal.SIGTERM)
+    print("\n" + "\n".join(lines))
+    assert not problems, "\n".join(problems + lines)
+
+
 def pyenv_python(minor):
     exe = "/root/.pyenv/versions/3.%d.*/bin/python3" % minor
     found = sorted(glob.glob(exe))

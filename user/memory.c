@@ -76,9 +76,12 @@ int mem_summarize(const struct mem_reading *in, int n, struct mem_summary *out)
 
 		for (; j < n && r[j].ts_ns == r[i].ts_ns; j++)
 			sum[r[j].root ? MEM_TRAINER : MEM_WORKERS] += r[j].rss_bytes;
-		for (int g = 0; g < NR_MEM_GROUPS; g++)
+		for (int g = 0; g < NR_MEM_GROUPS; g++) {
 			if (sum[g] > out->group[g].peak_bytes)
 				out->group[g].peak_bytes = sum[g];
+			/* The last round's: processes that exited before it are no longer there. */
+			out->group[g].rss_bytes = sum[g];
+		}
 		rounds++;
 		i = j;
 	}
@@ -95,7 +98,6 @@ int mem_summarize(const struct mem_reading *in, int n, struct mem_summary *out)
 		while (j < n && r[j].pid == r[i].pid)
 			j++;
 		g->processes++;
-		g->rss_bytes += r[j - 1].rss_bytes;
 		if (r[j - 1].major_faults > r[i].major_faults)
 			g->major_faults += r[j - 1].major_faults - r[i].major_faults;
 		fit(&r[i], j - i, &slope, &r2);

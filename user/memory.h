@@ -28,8 +28,8 @@ enum mem_group { MEM_TRAINER, MEM_WORKERS, NR_MEM_GROUPS };
 #define MEM_LEAK_MIN_BYTES (4ull << 20)
 
 struct mem_group_summary {
-	int processes;			/* with readings in the window */
-	uint64_t rss_bytes;		/* at the last reading, summed */
+	int processes;			/* with readings in the window, exited ones too */
+	uint64_t rss_bytes;		/* summed over the last round of readings */
 	uint64_t peak_bytes;		/* the largest sum over one round of readings */
 	double growth_bytes_per_s;	/* summed slopes of the processes whose growth counts */
 	int growing;			/* processes whose growth counts */

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/uio.h>
 #include "callsite.h"
@@ -28,12 +29,25 @@ struct sym_map {
 	char *path;
 };
 
-/* A process's mappings as they were when first asked about, in address order. */
+/* A process's mappings as they were when last read, in address order. */
 struct sym_proc {
 	pid_t pid;
 	struct sym_map *maps;
 	int nr_maps;
+	uint64_t loaded_ns;
 };
+
+/* A miss re-reads the maps (a library loaded since), at most this often: each read takes the
+ * process's mmap_lock, and an address in no mapping stays a miss. */
+#define RELOAD_NS (1000ull * 1000 * 1000)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
 
 static void proc_free(struct sym_proc *p)
 {
@@ -49,7 +63,7 @@ static int proc_load(struct sym_proc *p, pid_t pid)
 	int cap = 0, err = 0;
 	FILE *f;
 
-	*p = (struct sym_proc){ .pid = pid };
+	*p = (struct sym_proc){ .pid = pid, .loaded_ns = now_ns() };
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -80,10 +94,27 @@ static int proc_load(struct sym_proc *p, pid_t pid)
 	return err;
 }
 
+static const struct sym_map *find_map(const struct sym_proc *p, uint64_t addr)
+{
+	int lo = 0, hi = p->nr_maps - 1;
+
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (addr < p->maps[mid].start)
+			hi = mid - 1;
+		else if (addr >= p->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &p->maps[mid];
+	}
+	return NULL;
+}
+
 static const struct sym_map *map_of(struct symbolizer *z, pid_t pid, uint64_t addr)
 {
-	struct sym_proc *p = NULL;
-	int lo = 0, hi;
+	struct sym_proc *p = NULL, fresh;
+	const struct sym_map *m;
 
 	for (int i = 0; i < z->nr_procs && !p; i++)
 		if (z->procs[i].pid == pid)
@@ -101,18 +132,20 @@ static const struct sym_map *map_of(struct symbolizer *z, pid_t pid, uint64_t ad
 		}
 		z->nr_procs++;
 	}
-	hi = p->nr_maps - 1;
-	while (lo <= hi) {
-		int mid = lo + (hi - lo) / 2;
-
-		if (addr < p->maps[mid].start)
-			hi = mid - 1;
-		else if (addr >= p->maps[mid].end)
-			lo = mid + 1;
-		else
-			return &p->maps[mid];
+	m = find_map(p, addr);
+	/* Named while the job runs: a library mapped after the last read. A process gone since
+	 * reads as empty, and keeps what it had. */
+	if (!m && now_ns() - p->loaded_ns >= RELOAD_NS) {
+		if (proc_load(&fresh, pid) || !fresh.nr_maps) {
+			proc_free(&fresh);
+			p->loaded_ns = now_ns();
+			return NULL;
+		}
+		proc_free(p);
+		*p = fresh;
+		m = find_map(p, addr);
 	}
-	return NULL;
+	return m;
 }
 
 static const char *demangled(struct symbolizer *z, const char *name, char **owned)

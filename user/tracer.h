@@ -128,6 +128,7 @@ struct tracer {
 	struct pp_step_record *step_recs;
 	int nr_step_recs, cap_step_recs;
 	__u64 step_recs_over_cap;
+	struct tracer_naming *naming;	/* names of what was sampled, kept from tick to tick */
 	char *verifier_logs;	/* -v: each program's verifier statistics (tracer_verifier.c) */
 	/* --step-symbol, split: steps start at calls of step_func in the file named step_file. */
 	char step_file[STEP_FILE_MAX], step_func[STEP_SYMBOL_MAX];

@@ -264,11 +264,14 @@ void tracer_size_sample_buffers(struct tracer *t)
 				 t->wait_stack_scope == PP_WAIT_STACKS_TID ? 1 : MAX_WAIT_STACK_THREADS);
 }
 
+static void name_new(struct tracer *t);
+
 void tracer_sampler_poll(struct tracer *t)
 {
 	if (!t->samples_rb)
 		return;
 	ring_buffer__consume(t->samples_rb);
+	name_new(t);
 	for (int cpu = 0; cpu < t->sample_ncpus; cpu++) {
 		uint64_t period = dithered_period(t);
 
@@ -566,7 +569,8 @@ static int resolve_callers(struct symbolizer *z, struct addr_cache *rets,
 	return 0;
 }
 
-static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *codes)
+static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *codes,
+			 struct where_names *names)
 {
 	r->waits = calloc(t->nr_waits ? t->nr_waits : 1, sizeof(*r->waits));
 	if (!r->waits)
@@ -581,14 +585,14 @@ static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *
 					  .ns = rec->wait_ns, .tid = rec->tid, .role = -1,
 					  .waker_tid = rec->waker_tid, .waker_role = -1 };
 		w->py = resolve_stack(codes, pyproc_of(t, rec->tgid), rec->tgid,
-				      (const uint64_t *)rec->code, depth, &r->where_names);
+				      (const uint64_t *)rec->code, depth, names);
 		if (!w->py)
 			return -ENOMEM;
 		w->depth = depth;
 		if (!rec->waker_tid)
 			continue;
 		w->waker_py = resolve_stack(codes, pyproc_of(t, rec->waker_tgid), rec->waker_tgid,
-					    (const uint64_t *)rec->waker_code, wdepth, &r->where_names);
+					    (const uint64_t *)rec->waker_code, wdepth, names);
 		if (!w->waker_py)
 			return -ENOMEM;
 		w->waker_depth = wdepth;
@@ -596,17 +600,103 @@ static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *
 	return 0;
 }
 
+/* Names kept through the window: a frame is named while its process runs, so the samples of
+ * a worker that exits before the close (an epoch's end) keep their names. */
+struct tracer_naming {
+	struct addr_cache codes, ips, rets;
+	struct symbolizer z;
+	struct where_names names;
+	int samples, waits;		/* named up to */
+};
+
+/* Sample s's native leaf, callers and Python frames into w, through the caches. */
+static int name_sample(struct tracer *t, struct tracer_naming *n, const struct tracer_sample *s,
+		       struct where_sample *w)
+{
+	char name[PATH_MAX + NAME_MAX_BYTES * 4];
+	struct addr_slot *slot;
+	bool fresh;
+	int err;
+
+	*w = (struct where_sample){ .tid = s->tid, .tgid = s->tgid, .role = -1,
+				    .kernel = s->kernel, .native = -1,
+				    .py_depth = s->py == PP_SAMPLE_PY_OK ? s->depth : -1 };
+	if (s->ustack_depth && s->ustack[0] &&
+	    (slot = cache_slot(&n->ips, s->tgid, s->ustack[0], &fresh))) {
+		if (fresh) {
+			if (!symbolizer_name(&n->z, s->tgid, s->ustack[0], name, sizeof(name)))
+				slot->id = where_name_id(&n->names, name);
+			slot->serial = symbolizer_serial_code(&n->z, s->tgid, s->ustack[0]);
+		}
+		w->native = slot->id;
+		w->serial = slot->serial;
+	}
+	if (s->ustack_depth > 1) {
+		err = resolve_callers(&n->z, &n->rets, s, w, &n->names);
+		if (err)
+			return err;
+	}
+	if (w->py_depth <= 0)
+		return 0;
+	w->py = resolve_stack(&n->codes, pyproc_of(t, s->tgid), s->tgid, s->code, w->py_depth,
+			      &n->names);
+	return w->py ? 0 : -ENOMEM;
+}
+
+/* At each tick: names what the samples and waits that came since hold. */
+static void name_new(struct tracer *t)
+{
+	struct tracer_naming *n = t->naming;
+
+	if (!n && !(n = t->naming = calloc(1, sizeof(*n))))
+		return;
+	for (; n->samples < t->nr_samples; n->samples++) {
+		struct where_sample w;
+
+		name_sample(t, n, &t->samples[n->samples], &w);
+		free(w.py);
+		free(w.callers);
+	}
+	for (; n->waits < t->nr_waits; n->waits++) {
+		const struct pp_wait_stack *rec = t->waits[n->waits].rec;
+		int depth = rec->depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : (int)rec->depth;
+		int wdepth = rec->waker_depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : (int)rec->waker_depth;
+
+		free(resolve_stack(&n->codes, pyproc_of(t, rec->tgid), rec->tgid,
+				   (const uint64_t *)rec->code, depth, &n->names));
+		if (rec->waker_tid)
+			free(resolve_stack(&n->codes, pyproc_of(t, rec->waker_tgid), rec->waker_tgid,
+					   (const uint64_t *)rec->waker_code, wdepth, &n->names));
+	}
+}
+
+static void naming_free(struct tracer *t)
+{
+	struct tracer_naming *n = t->naming;
+
+	if (!n)
+		return;
+	free(n->codes.slots);
+	free(n->ips.slots);
+	free(n->rets.slots);
+	symbolizer_free(&n->z);
+	where_names_free(&n->names);
+	free(n);
+	t->naming = NULL;
+}
+
 int tracer_collect_samples(struct tracer *t, struct report *r)
 {
-	struct addr_cache codes = {}, ips = {}, rets = {};
-	struct symbolizer z = {};
-	char name[PATH_MAX + NAME_MAX_BYTES * 4];
+	struct tracer_naming *n;
 	int err = 0;
 
 	r->sample_hz = t->sample_hz;
 	if (!t->sample_hz)
 		return 0;
 	tracer_sampler_poll(t);
+	n = t->naming;
+	if (!n)
+		return -ENOMEM;
 	snprintf(r->sample_err, sizeof(r->sample_err), "%s", t->sample_err);
 	r->samples_lost = tracer_counter(t, PP_CNT_SAMPLES_LOST) + t->samples_over_cap;
 	r->samples_truncated = t->samples_truncated;
@@ -620,51 +710,21 @@ int tracer_collect_samples(struct tracer *t, struct report *r)
 	r->where_samples = calloc(t->nr_samples ? t->nr_samples : 1, sizeof(*r->where_samples));
 	if (!r->where_samples)
 		return -ENOMEM;
-	for (int i = 0; i < t->nr_samples; i++) {
-		const struct tracer_sample *s = &t->samples[i];
-		const struct tracer_pyproc *p = pyproc_of(t, s->tgid);
-		struct where_sample *w = &r->where_samples[r->nr_where_samples++];
-		struct addr_slot *slot;
-		bool fresh;
-
-		*w = (struct where_sample){ .tid = s->tid, .tgid = s->tgid, .role = -1,
-					    .kernel = s->kernel, .native = -1,
-					    .py_depth = s->py == PP_SAMPLE_PY_OK ? s->depth : -1 };
-		if (s->ustack_depth && s->ustack[0] &&
-		    (slot = cache_slot(&ips, s->tgid, s->ustack[0], &fresh))) {
-			if (fresh) {
-				if (!symbolizer_name(&z, s->tgid, s->ustack[0], name, sizeof(name)))
-					slot->id = where_name_id(&r->where_names, name);
-				slot->serial = symbolizer_serial_code(&z, s->tgid, s->ustack[0]);
-			}
-			w->native = slot->id;
-			w->serial = slot->serial;
-		}
-		if (s->ustack_depth > 1) {
-			err = resolve_callers(&z, &rets, s, w, &r->where_names);
-			if (err)
-				break;
-		}
-		if (w->py_depth <= 0)
-			continue;
-		w->py = resolve_stack(&codes, p, s->tgid, s->code, w->py_depth, &r->where_names);
-		if (!w->py) {
-			err = -ENOMEM;
-			break;
-		}
-	}
+	/* Every frame was looked up at a tick: this pass finds each in the caches. */
+	for (int i = 0; i < t->nr_samples && !err; i++)
+		err = name_sample(t, n, &t->samples[i], &r->where_samples[r->nr_where_samples++]);
 	if (!err)
-		err = collect_waits(t, r, &codes);
+		err = collect_waits(t, r, &n->codes, &n->names);
 	r->wait_records_lost = tracer_counter(t, PP_CNT_WAIT_STACKS_LOST) + t->waits_over_cap;
-	free(codes.slots);
-	free(ips.slots);
-	free(rets.slots);
-	symbolizer_free(&z);
+	/* The report takes the names; the caches' ids index them. */
+	r->where_names = n->names;
+	memset(&n->names, 0, sizeof(n->names));
 	return err;
 }
 
 void tracer_sampler_close(struct tracer *t)
 {
+	naming_free(t);
 	for (int i = 0; i < t->sample_ncpus; i++) {
 		if (t->sample_links)
 			bpf_link__destroy(t->sample_links[i]);

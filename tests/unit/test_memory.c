@@ -82,6 +82,8 @@ TEST(test_processes_that_come_and_go)
 	CHECK_EQ_INT(m.group[MEM_WORKERS].processes, 3);
 	CHECK(!m.group[MEM_WORKERS].leak);
 	CHECK_EQ_U64(m.group[MEM_WORKERS].peak_bytes, 610 * MB);
+	/* Now: the processes of the last round, not the one that exited. */
+	CHECK_EQ_U64(m.group[MEM_WORKERS].rss_bytes, 610 * MB);
 	CHECK_EQ_INT(m.group[MEM_TRAINER].processes, 0);
 
 	CHECK_EQ_INT(mem_summarize(readings, 0, &m), 0);
