@@ -199,6 +199,7 @@ static __always_inline void record_step(__u32 tid, struct pp_thread *t, __u64 no
 {
 	struct pp_step_record *r = bpf_ringbuf_reserve(&step_records, sizeof(*r), 0);
 	struct pp_thread_gpu *g;
+	struct pp_dev_mem *m;
 
 	if (!r) {
 		count(PP_CNT_STEP_RECORDS_LOST);
@@ -218,10 +219,14 @@ static __always_inline void record_step(__u32 tid, struct pp_thread *t, __u64 no
 	if (g) {
 		__builtin_memcpy(&r->copies, &g->copies, sizeof(r->copies));
 		__builtin_memcpy(r->sync_calls, g->sync_calls, sizeof(r->sync_calls));
+		__builtin_memcpy(&r->dev, &g->dev, sizeof(r->dev));
 	} else {
 		__builtin_memset(&r->copies, 0, sizeof(r->copies));
 		__builtin_memset(r->sync_calls, 0, sizeof(r->sync_calls));
+		__builtin_memset(&r->dev, 0, sizeof(r->dev));
 	}
+	m = bpf_map_lookup_elem(&dev_mem, &t->tgid);
+	r->dev_outstanding = m ? m->outstanding : 0;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
