@@ -31,7 +31,7 @@ PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hi
 	user/btf_percpu.c user/cgroup.c user/target.c user/caps.c user/sanitize.c user/ere_cost.c \
 	user/cache.c user/kfeatures_entry.c user/symcache.c user/mhd_lazy.c user/predict.c \
 	user/recommend.c user/pystack.c user/where.c user/callsite.c user/flamegraph.c user/steps.c \
-	user/steps_report.c user/memory.c user/memory_report.c
+	user/steps_report.c user/memory.c user/memory_report.c user/gpumem.c user/gpumem_report.c
 PLUMBING_SRCS := $(filter-out $(PURE_SRCS),$(wildcard user/*.c))
 PURE_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PURE_SRCS))
 PLUMBING_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PLUMBING_SRCS))
@@ -115,17 +115,18 @@ $(SAN_OUTPUT)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(SAN_PURE_OBJS) | $(SAN_
 $(SAN_OUTPUT)/fuzz/fuzz_cli: $(SAN_CLI_OBJS)
 
 # GPU fixtures: a fake driver and a runtime named, versioned and exported like CUDA's.
-$(OUTPUT)/fakecuda/libcuda.so.1: tools/fakecuda/fakecuda.c tools/fakecuda/fakegpu.h \
-		tools/fakecuda/libcuda.map | $(OUTPUT)/fakecuda
+$(OUTPUT)/fakecuda/libcuda.so.1: tools/fakecuda/fakecuda.c tools/fakecuda/fakecuda_mem.c \
+		tools/fakecuda/fakegpu.h tools/fakecuda/libcuda.map | $(OUTPUT)/fakecuda
 	$(CC) -O2 -g -fPIC -shared -Wall -fcf-protection=none -Wl,-soname,libcuda.so.1 \
-		-Wl,--version-script=tools/fakecuda/libcuda.map $< -o $@ -lpthread
+		-Wl,--version-script=tools/fakecuda/libcuda.map $(filter %.c,$^) -o $@ -lpthread
 	ln -sf libcuda.so.1 $(OUTPUT)/fakecuda/libcuda.so
 
-$(OUTPUT)/fakecuda/libcudart.so.13: tools/fakecuda/fakecudart.c tools/fakecuda/fakegpu.h \
-		tools/fakecuda/libcudart.map $(OUTPUT)/fakecuda/libcuda.so.1
+$(OUTPUT)/fakecuda/libcudart.so.13: tools/fakecuda/fakecudart.c tools/fakecuda/fakecudart_mem.c \
+		tools/fakecuda/fakecudart.h tools/fakecuda/fakegpu.h tools/fakecuda/libcudart.map \
+		$(OUTPUT)/fakecuda/libcuda.so.1
 	$(CC) -O2 -g -fPIC -shared -Wall -fcf-protection=none -Wl,-soname,libcudart.so.13 \
 		-Wl,--version-script=tools/fakecuda/libcudart.map -Wl,-rpath,'$$ORIGIN' \
-		$< -o $@ -L$(OUTPUT)/fakecuda -lcuda -lpthread
+		$(filter %.c,$^) -o $@ -L$(OUTPUT)/fakecuda -lcuda -lpthread
 	ln -sf libcudart.so.13 $(OUTPUT)/fakecuda/libcudart.so
 
 $(OUTPUT)/workloads/%: tools/workloads/%.c | $(OUTPUT)/workloads

@@ -212,11 +212,30 @@ PP_STATE struct {
 	__type(value, struct pp_text_range);
 } runtime_text SEC(".maps");
 
+/* Device memory the job allocated while traced: (tgid, pointer) -> bytes (devmem.bpf.c);
+ * sized by userspace, one entry when steps are off. */
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_MAX_DEV_ALLOCS);
+	__type(key, struct pp_dev_alloc_key);
+	__type(value, __u64);
+} dev_allocs SEC(".maps");
+
+/* Each process's outstanding device memory (struct pp_dev_mem), read by on_step too. */
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct pp_dev_mem);
+} dev_mem SEC(".maps");
+
 /* One zeroed histogram to insert from: too large for the stack. */
 extern struct pp_hist zero_hist;
 extern struct pp_thread_gpu zero_thread_gpu;
+extern struct pp_dev_mem zero_dev_mem;
 
 /* gpumem.bpf.c: global, so each is verified once whichever probes call it. */
+int in_runtime(__u32 tgid, __u64 addr);
 int called_from_runtime(__u32 tgid, __u64 sp);
 int count_copy(__u32 tid, __u32 tgid, __u32 dir, __u64 bytes, __u64 host);
 int count_sync(__u32 tid, __u32 api);
@@ -504,6 +523,12 @@ static __always_inline void account_oncpu(struct pp_thread *t, __u64 now)
 static __always_inline bool nested_call(__u64 outer_sp, __u64 sp)
 {
 	return sp < outer_sp;
+}
+
+/* A thread's per-step GPU API counts, inserted as zero on its first counted call. */
+static __always_inline struct pp_thread_gpu *thread_gpu_of(__u32 tid)
+{
+	return map_lookup_or_init(&thread_gpu, &tid, &zero_thread_gpu, PP_CNT_THREAD_GPU_FULL);
 }
 
 #endif

@@ -239,6 +239,7 @@ enum pp_counter {
 	PP_CNT_SWITCH_IN_UNPLACED,	/* a missed switch-in its CPU clock could not place: time lost */
 	PP_CNT_PINNED_FULL,		/* pinned host regions not tracked: map full */
 	PP_CNT_THREAD_GPU_FULL,		/* threads whose syncs and copies went uncounted: map full */
+	PP_CNT_DEV_ALLOCS_FULL,		/* device allocations not tracked: map full */
 	PP_NR_COUNTERS,
 };
 
@@ -421,12 +422,49 @@ struct pp_copy_counts {
 	__u64 pinned_bytes[PP_NR_COPY_DIRS];
 };
 
-/* thread_gpu value: what a thread's sync and copy probes counted. */
+/* A thread's device allocations and frees (devmem.bpf.c), since the attach. Frees count
+ * those of memory seen allocated; free_bytes is their size. */
+struct pp_dev_counts {
+	__u64 allocs, frees;
+	__u64 alloc_bytes, free_bytes;
+};
+
+/* thread_gpu value: what a thread's sync, copy and allocation probes counted. */
 struct pp_thread_gpu {
 	struct pp_copy_counts copies;
 	__u32 sync_calls[PP_MAX_SYNC_APIS];
 	__u64 alloc_out;	/* host allocation in progress: where it will store the pointer */
 	__u64 alloc_bytes;
+	struct pp_dev_counts dev;
+	/* Device allocation in progress: where it will store the pointer, and its size, or for
+	 * a pitched one where it will store the pitch and the rows (the size is their product). */
+	__u64 dev_out;
+	__u64 dev_bytes;
+	__u64 dev_pitch_out;
+};
+
+/*
+ * Device memory (devmem.bpf.c): every allocation seen since the attach, (tgid, device pointer)
+ * -> bytes, until its free; and per process what is outstanding, so growth across steps can be
+ * read from the step records. Memory allocated before the attach is not seen: its frees count
+ * apart (frees_unseen), and outstanding is relative to the attach, so it can go below zero.
+ */
+struct pp_dev_alloc_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ptr;
+};
+#define PP_MAX_DEV_ALLOCS	16384
+
+/* dev_mem value, per process. */
+struct pp_dev_mem {
+	__s64 outstanding;	/* allocated since the attach, less what of it was freed */
+	__s64 window_start;	/* outstanding as the window opened (set at its first event) */
+	__s64 window_peak;	/* the most outstanding at any time in the window */
+	__u32 window_seen;	/* window_start is set */
+	__u32 pad;
+	struct pp_dev_counts window;	/* allocations and frees in the window */
+	__u64 frees_unseen;	/* frees in the window of memory not seen allocated */
 };
 
 /* pinned_regions key: a range of host memory a process pinned; the value is its end. */
@@ -461,6 +499,8 @@ struct pp_step_record {
 	__u64 launches, launch_gap_ns, launch_gaps;
 	struct pp_copy_counts copies;
 	__u32 sync_calls[PP_MAX_SYNC_APIS];
+	struct pp_dev_counts dev;	/* the thread's device allocations and frees */
+	__s64 dev_outstanding;		/* its process's outstanding device bytes */
 	__u32 source;			/* enum pp_step_source */
 	__u32 unused;
 };

@@ -101,7 +101,24 @@ FORBIDDEN = [
      {"trainer_memory_leak"}),
     ("no H2D copy from pageable memory: no pin_memory", no_pageable_h2d,
      r"pin_memory|pin the buffers|pinned memory", {"pin_memory"}),
+    ("no launches measured: no CUDA graphs", lambda r: not launches_measured(r),
+     r"CUDA graphs|CUDAGraph|reduce-overhead", {"launch_bound"}),
+    ("the steps were not launch-bound: no launch-bound advice", lambda r: not launch_bound(r),
+     r"[Ll]aunch-bound", {"launch_bound"}),
+    ("device memory did not grow: no device-memory leak advice",
+     lambda r: not ((r.get("gpu_memory") or {}).get("leak")),
+     r"[Dd]evice memory grows", {"device_memory_leak"}),
 ]
+
+
+def launches_measured(report):
+    """The trainer's kernel launches were counted over its steps (steps.gpu), and it made some."""
+    g = ((report.get("steps") or {}).get("gpu")) or {}
+    return (g.get("launches") or 0) > 0
+
+
+def launch_bound(report):
+    return bool((((report.get("steps") or {}).get("gpu")) or {}).get("launch_bound"))
 
 
 def memory_leak(report, group):

@@ -16,6 +16,11 @@ counts (FAKECUDA_STATS) over the run.
   4 kB, 2 D2D of 64 kB.
 - The same copies from host memory pinned each step (cudaHostAlloc/cudaMallocHost, or
   cudaHostRegister), two of the three from inside the region: 0% pageable, no pin_memory.
+- Device memory: allocations and frees a step exactly, through runtime and driver APIs (the
+  runtime's nested driver calls once), a leak of 256 kB a step flagged within 20%, and none on
+  a loop that frees what it allocates, nor on the loops above.
+- Launch-bound: 300 tiny launches a step on a CPU-BOUND trainer is named and advised CUDA
+  graphs; the GPU-bound loop is not.
 """
 import json
 import os
@@ -103,6 +108,9 @@ def check(name, runs, want, pin_advice):
         if ("pin_memory" in recs) != pin_advice:
             problems.append("attach %d: pin_memory advice %s, want %s" % (
                 i, "pin_memory" in recs, pin_advice))
+        if g.get("launch_bound") or rep["gpu_memory"]["leak"]:
+            problems.append("attach %d: launch-bound %r, device leak %r on a GPU-bound loop" % (
+                i, g.get("launch_bound"), rep["gpu_memory"]["leak"]))
         window_h2d = rep["gpu"]["copies"]["HtoD"]
         if window_h2d["bytes"] < h2d.get("bytes", 0):
             problems.append("attach %d: the window's H2D bytes %d under the steps' %d" % (
@@ -144,3 +152,141 @@ def test_pinned_copies(procs, tmp_path, fakecuda, host):
     check("pinned_" + host, runs, {
         "launches": 1, "syncs": 1, "syncs_by_api": {"cudaStreamSynchronize": 1},
         "copies": {"HtoD": (3, 3 * MB)}, "h2d_pageable": 0.0}, pin_advice=False)
+
+
+# Device memory: a loop that allocates N buffers of B bytes a step through several APIs in
+# turn (runtime and driver, whose nesting must count once) and frees all but K of them.
+ALLOC_B = 262144
+
+
+def device_memory_problems(i, rep, allocs, frees, leak_bytes):
+    st, g = rep["steps"], (rep["steps"]["gpu"] or {})
+    d, gm = g.get("device_memory") or {}, rep["gpu_memory"]
+    n = st["count"]
+    out = []
+    if n < 10 or not d:
+        return ["attach %d: %d steps, device_memory %r" % (i, n, d)]
+    if not d["allocations_min"] == d["allocations_max"] == allocs:
+        out.append("attach %d: allocations a step %s..%s, want %d" % (
+            i, d["allocations_min"], d["allocations_max"], allocs))
+    if not d["frees_min"] == d["frees_max"] == frees:
+        out.append("attach %d: frees a step %s..%s, want %d" % (
+            i, d["frees_min"], d["frees_max"], frees))
+    if d["allocated_bytes"] != allocs * ALLOC_B * n or d["freed_bytes"] != frees * ALLOC_B * n:
+        out.append("attach %d: %d bytes allocated, %d freed over %d steps, want %d and %d a step"
+                   % (i, d["allocated_bytes"], d["freed_bytes"], n, allocs * ALLOC_B,
+                      frees * ALLOC_B))
+    if not gm["traced"]:
+        out.append("attach %d: gpu_memory not traced" % i)
+    if gm["leak"] != bool(leak_bytes) or d["leak"] != bool(leak_bytes):
+        out.append("attach %d: leak %r (steps %r), want %r" % (i, gm["leak"], d["leak"],
+                                                                bool(leak_bytes)))
+    rate = gm["growth_bytes_per_step"] or 0
+    if leak_bytes and abs(rate - leak_bytes) > 0.2 * leak_bytes:
+        out.append("attach %d: grows %.0f B/step, want %d within 20%%" % (i, rate, leak_bytes))
+    if not leak_bytes and abs(rate) > 0.05 * ALLOC_B:
+        out.append("attach %d: grows %.0f B/step, want none" % (i, rate))
+    # The window's own figures: what the steps leaked shows between its start and end; a
+    # window edge inside a step may hold that step's buffers not yet freed.
+    grew = gm["end_bytes"] - gm["start_bytes"]
+    want = leak_bytes * n
+    if abs(grew - want) > leak_bytes * 2 + allocs * ALLOC_B + 0.05 * want:
+        out.append("attach %d: outstanding %d -> %d (%+d), want about %+d" % (
+            i, gm["start_bytes"], gm["end_bytes"], grew, want))
+    if gm["peak_bytes"] < max(gm["start_bytes"], gm["end_bytes"]):
+        out.append("attach %d: peak %d under start %d or end %d" % (
+            i, gm["peak_bytes"], gm["start_bytes"], gm["end_bytes"]))
+    recs = [x["id"] for x in rep["recommendations"]]
+    if ("device_memory_leak" in recs) != bool(leak_bytes):
+        out.append("attach %d: device_memory_leak advice %r" % (i, recs))
+    if gm["lost"]:
+        out.append("attach %d: %d allocations lost" % (i, gm["lost"]))
+    return out
+
+
+def check_device_memory(name, runs, allocs, frees, leak_bytes):
+    problems, lines = [], []
+    for i, r in enumerate(runs, 1):
+        rep = r["report"]
+        if rep is None:
+            problems.append("attach %d failed: %s" % (i, r["error"]))
+            continue
+        d, gm = (rep["steps"]["gpu"] or {}).get("device_memory") or {}, rep["gpu_memory"]
+        lines.append("attach %d: %d steps, allocations %s..%s, frees %s..%s a step, grows %.0f "
+                     "B/step (R^2 %s), outstanding %d -> %d peak %d, leak %r" % (
+                         i, rep["steps"]["count"], d.get("allocations_min"),
+                         d.get("allocations_max"), d.get("frees_min"), d.get("frees_max"),
+                         gm.get("growth_bytes_per_step") or 0, gm.get("growth_r2"),
+                         gm.get("start_bytes") or 0, gm.get("end_bytes") or 0,
+                         gm.get("peak_bytes") or 0, gm.get("leak")))
+        problems += device_memory_problems(i, rep, allocs, frees, leak_bytes)
+    save_result("gpu_steps_" + name, {"lines": lines, "problems": problems})
+    print("\n" + name + ":\n  " + "\n  ".join(lines))
+    assert not problems, "\n".join(problems + lines)
+
+
+def test_device_memory_leak(procs, tmp_path, fakecuda):
+    """4 allocations a step (cudaMalloc, cudaMallocPitch, the driver's cuMemAllocAsync straight,
+    cudaMallocFromPoolAsync), the cudaMalloc one kept: a leak of 256 kB a step."""
+    runs, truth, stats = run(procs, tmp_path, [
+        "--allocs-per-step", "4", "--leak-allocs-per-step", "1", "--alloc-bytes", str(ALLOC_B),
+        "--alloc-apis", "cudaMalloc,cudaMallocPitch,cuMemAllocAsync,cudaMallocFromPoolAsync"])
+    steps = truth["extra"]["launches"]
+    # The loop's 2 buffers at load, then one of each a step; the runtime's two freed in turn.
+    assert stats["cudaMalloc"]["calls"] == steps + 2, stats["cudaMalloc"]
+    assert stats["cudaMallocPitch"]["calls"] == stats["cudaMallocFromPoolAsync"]["calls"] == steps
+    assert stats["cudaFree"]["calls"] + stats["cudaFreeAsync"]["calls"] == 2 * steps
+    assert truth["extra"]["per_step"]["dev_leak_bytes"] == ALLOC_B
+    check_device_memory("device_leak", runs, 4, 3, ALLOC_B)
+
+
+def test_device_memory_steady(procs, tmp_path, fakecuda):
+    """All ten allocation APIs a step, runtime and driver, every buffer freed in its step."""
+    runs, truth, stats = run(procs, tmp_path, [
+        "--allocs-per-step", "10", "--alloc-bytes", str(ALLOC_B), "--alloc-apis", "all"])
+    steps = truth["extra"]["launches"]
+    for api in ("cudaMallocAsync", "cudaMallocManaged", "cudaMallocPitch",
+                "cudaMallocFromPoolAsync"):
+        assert stats[api]["calls"] == steps, (api, stats[api], steps)
+    check_device_memory("device_steady", runs, 10, 10, 0)
+
+
+def launch_problems(runs, want):
+    problems, lines = [], []
+    for i, r in enumerate(runs, 1):
+        rep = r["report"]
+        if rep is None:
+            problems.append("attach %d failed: %s" % (i, r["error"]))
+            continue
+        g = rep["steps"]["gpu"] or {}
+        recs = [x["id"] for x in rep["recommendations"]]
+        graphs = [x["id"] for x in rep["recommendations"] if "CUDA graphs" in x["text"]]
+        lines.append("attach %d: %s, %d steps, %s launches a step, gap %s s, launch share %.2f, "
+                     "launch-bound %r, recs %s" % (
+                         i, rep["verdict"]["name"], rep["steps"]["count"],
+                         g.get("launches_per_step"), g.get("launch_gap_s"),
+                         g.get("launch_share") or 0, g.get("launch_bound"), recs))
+        if g.get("launch_bound") != want or ("launch_bound" in recs) != want:
+            problems.append("attach %d: launch-bound %r, advice %r; want %r" % (
+                i, g.get("launch_bound"), recs, want))
+        if want and not (g.get("launch_bound_text") or "").startswith("launch-bound (CPU-side)"):
+            problems.append("attach %d: launch_bound_text %r" % (i, g.get("launch_bound_text")))
+        if not want and graphs:
+            problems.append("attach %d: CUDA graphs advised by %s" % (i, graphs))
+    return problems, lines
+
+
+@pytest.mark.parametrize("loop", ["launch_heavy", "gpu_bound"])
+def test_launch_bound(procs, tmp_path, fakecuda, loop):
+    """300 tiny kernels a step after a little torch work: the trainer spends its step issuing
+    launches (CPU-BOUND, launch-bound). The GPU-bound loop (one 20 ms kernel a step, synced)
+    is not."""
+    args = ["--gpu-ms", "0.05", "--launches", "300"] if loop == "launch_heavy" else ["--gpu-ms", "20"]
+    truth_path = str(tmp_path / "truth.json")
+    w, pid, _ = start_workload(procs, "gpu.py", args, truth_path, duration=120)
+    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S)
+    finish_workload(w, truth_path)
+    problems, lines = launch_problems(runs, loop == "launch_heavy")
+    save_result("gpu_steps_launch_" + loop, {"lines": lines, "problems": problems})
+    print("\n" + loop + ":\n  " + "\n  ".join(lines))
+    assert not problems, "\n".join(problems + lines)

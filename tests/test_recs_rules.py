@@ -101,6 +101,23 @@ PLANTED = {
             add_rec(r, "intra_op_threads", "Try torch.set_num_threads(2) (or OMP_NUM_THREADS=2) "
                     "so tensor ops use the idle CPUs.")),
         "single-threaded code"),
+    "CUDA graphs on a GPU job whose launches were not counted": (
+        lambda r: (r.update(gpu={"traced": True, "libraries": [{"path": "/x/libcudart.so.13"}]},
+                            steps={"count": 0, "gpu": None}),
+                   add_rec(r, "less_work_per_step", "Use torch.compile, and launch overhead "
+                           "with CUDA graphs.")),
+        "no launches measured"),
+    "launch-bound advice on steps that are not": (
+        lambda r: (r.update(gpu={"traced": True, "libraries": [{"path": "/x/libcudart.so.13"}]},
+                            steps={"count": 90, "gpu": {"launches": 90, "launch_bound": False}}),
+                   add_rec(r, "launch_bound", "Launch-bound (CPU-side): capture the step in "
+                           "CUDA graphs.")),
+        "not launch-bound"),
+    "device-memory leak advice with no growth": (
+        lambda r: (r.update(gpu={"traced": True, "libraries": [{"path": "/x/libcudart.so.13"}]},
+                            gpu_memory={"traced": True, "leak": False}),
+                   add_rec(r, "device_memory_leak", "Device memory grows 0.26 MB a step.")),
+        "no device-memory leak advice"),
     "workers advice with no workers": (
         lambda r: r["roles"]["WORKER"].update(processes=0), "no DataLoader workers"),
 }
@@ -149,6 +166,17 @@ def test_gpu_job_may_get_gpu_advice():
     # An unreadable library is still a mapped one.
     r["gpu"] = {"traced": False, "libraries": [],
                 "why_not": "a GPU library is mapped but cannot be read, so it is not probed"}
+    assert recs_rules.violations(r) == []
+
+
+def test_launch_bound_job_may_get_cuda_graphs():
+    r = good_report()
+    r["gpu"] = {"traced": True, "libraries": [{"path": "/x/libcudart.so.13"}]}
+    r["steps"] = {"count": 90, "gpu": {"launches": 27000, "launch_bound": True}}
+    r["gpu_memory"] = {"traced": True, "leak": True}
+    add_rec(r, "launch_bound", "Launch-bound (CPU-side): capture the step in CUDA graphs "
+            "(torch.compile(mode=\"reduce-overhead\")).")
+    add_rec(r, "device_memory_leak", "Device memory grows 0.26 MB a step.")
     assert recs_rules.violations(r) == []
 
 

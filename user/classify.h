@@ -189,6 +189,10 @@ void pipeline_inputs_of(const struct analysis *a, const struct thread_result *th
 struct mem_summary;
 /* A probable memory leak's advice, per group that grew steadily all window (memory.c). */
 void recommend_memory(struct analysis *a, const struct mem_summary *m, double step_s);
+struct step_summary;
+/* From the trainer's steps' GPU figures: launch-bound advice where launch_bound (steps.c
+ * decided it), and a probable device-memory leak's where its outstanding bytes grew. */
+void recommend_gpu_steps(struct analysis *a, const struct step_summary *s, bool launch_bound);
 void recommend(struct analysis *a, const struct analysis_input *in, const struct thread_result *tr,
 	       const struct thread_result *threads, int n);
 

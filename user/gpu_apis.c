@@ -92,6 +92,29 @@ const struct gpu_api gpu_apis[] = {
 	{ "cuMemHostRegister", LIB_CUDA, GPU_HOST_REGISTER },
 	{ "cuMemFreeHost", LIB_CUDA, GPU_HOST_FREE },
 	{ "cuMemHostUnregister", LIB_CUDA, GPU_HOST_FREE },
+
+	/* Device memory (the report's steps), in both libraries: a driver call the runtime makes
+	 * is the runtime's (devmem.bpf.c), and Triton or CuPy may allocate through the driver. */
+	{ "cudaMalloc", LIB_CUDART, GPU_DEV_ALLOC },
+	{ "cudaMallocAsync", LIB_CUDART, GPU_DEV_ALLOC },
+	{ "cudaMallocAsync_ptsz", LIB_CUDART, GPU_DEV_ALLOC },
+	{ "cudaMallocFromPoolAsync", LIB_CUDART, GPU_DEV_ALLOC },
+	{ "cudaMallocFromPoolAsync_ptsz", LIB_CUDART, GPU_DEV_ALLOC },
+	{ "cudaMallocManaged", LIB_CUDART, GPU_DEV_ALLOC },
+	{ "cudaMallocPitch", LIB_CUDART, GPU_DEV_ALLOC_PITCH },
+	{ "cudaFree", LIB_CUDART, GPU_DEV_FREE },
+	{ "cudaFreeAsync", LIB_CUDART, GPU_DEV_FREE },
+	{ "cudaFreeAsync_ptsz", LIB_CUDART, GPU_DEV_FREE },
+	{ "cuMemAlloc_v2", LIB_CUDA, GPU_DEV_ALLOC },
+	{ "cuMemAllocAsync", LIB_CUDA, GPU_DEV_ALLOC },
+	{ "cuMemAllocAsync_ptsz", LIB_CUDA, GPU_DEV_ALLOC },
+	{ "cuMemAllocFromPoolAsync", LIB_CUDA, GPU_DEV_ALLOC },
+	{ "cuMemAllocFromPoolAsync_ptsz", LIB_CUDA, GPU_DEV_ALLOC },
+	{ "cuMemAllocManaged", LIB_CUDA, GPU_DEV_ALLOC },
+	{ "cuMemAllocPitch_v2", LIB_CUDA, GPU_DEV_ALLOC_PITCH },
+	{ "cuMemFree_v2", LIB_CUDA, GPU_DEV_FREE },
+	{ "cuMemFreeAsync", LIB_CUDA, GPU_DEV_FREE },
+	{ "cuMemFreeAsync_ptsz", LIB_CUDA, GPU_DEV_FREE },
 };
 
 const int gpu_api_count = sizeof(gpu_apis) / sizeof(gpu_apis[0]);

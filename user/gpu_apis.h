@@ -16,6 +16,10 @@ enum gpu_probe_class {
 	GPU_HOST_ALLOC,		/* (void **out, size_t bytes, ...): entry and return */
 	GPU_HOST_REGISTER,	/* (void *ptr, size_t bytes, ...): entry */
 	GPU_HOST_FREE,		/* (void *ptr): entry */
+	/* The report's steps: device memory, allocated and freed (devmem.bpf.c). */
+	GPU_DEV_ALLOC,		/* (void **out, size_t bytes, ...): entry and return */
+	GPU_DEV_ALLOC_PITCH,	/* (void **out, size_t *pitch, size_t width, size_t rows, ...) */
+	GPU_DEV_FREE,		/* (void *ptr, ...): entry */
 };
 
 struct gpu_api {

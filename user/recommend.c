@@ -388,9 +388,10 @@ static void recommend_cpu(struct analysis *a, double f)
 		because(r, "no DataLoader worker process was seen");
 		because_cpus(r, m);
 	}
+	/* CUDA graphs only where launches were counted and found to be the cost: the steps'
+	 * launch-bound advice (recommend_gpu_steps()) says so with its figures. */
 	r = add_rec(a, "less_work_per_step", 0);
-	say(r, "Cut the Python and operator overhead of each step with torch.compile%s.",
-	    in->gpu_mapped ? ", and launch overhead with CUDA graphs" : "");
+	say(r, "Cut the Python and operator overhead of each step with torch.compile.");
 	because(r, "the trainer thread is on-CPU %.0f%% of the window%s", f * 100,
 		in->gpu_mapped ? " and the job maps a GPU library" : "");
 }
@@ -614,4 +615,47 @@ void recommend_memory(struct analysis *a, const struct mem_summary *m, double st
 			s->growing, s->processes, s->processes == 1 ? "" : "es",
 			s->growth_bytes_per_s / 1e6, MEM_LEAK_MIN_R2);
 	}
+}
+
+/* A step spent issuing kernel launches (steps.c, steps_launch_bound()). */
+static void recommend_launch_bound(struct analysis *a, const struct step_summary *s)
+{
+	struct recommendation *r = add_rec(a, "launch_bound", 0);
+
+	say(r, "Launch-bound (CPU-side): the trainer spends its step issuing kernel launches, so "
+	    "the GPU waits for work the host has not launched yet. Launch fewer, larger kernels: "
+	    "capture the step in CUDA graphs (torch.cuda.CUDAGraph, or torch.compile(mode="
+	    "\"reduce-overhead\")), let torch.compile fuse small ops, or batch more work per op "
+	    "(a larger batch, fused optimizers such as foreach=True/fused=True).");
+	because(r, "%.0f launches a step, one every %.1f us, %.0f%% of the steps' time between "
+		"launches; the trainer is on-CPU %.0f%% of its steps",
+		steps_per_step(s, s->gpu.launches), steps_launch_gap_s(s) * 1e6,
+		100 * steps_launch_share(s), 100 * s->all.share[PP_RUNNING]);
+}
+
+/* Outstanding device memory that grew step after step and did not level off. */
+static void recommend_device_leak(struct analysis *a, const struct step_summary *s)
+{
+	const struct gpumem_fit *f = &s->gpu.dev_growth;
+	struct recommendation *r = add_rec(a, "device_memory_leak", 0);
+
+	say(r, "Device memory grows %.2f MB a step (%.1f GB an hour at %.1f steps/s): a probable "
+	    "leak. Look for GPU tensors kept across steps: losses or outputs appended to a list "
+	    "without .item() or .detach() (which keeps their graphs too), a cache of tensors "
+	    "without a bound. PyTorch's caching allocator keeps freed blocks for reuse, so its "
+	    "cudaMalloc total levels off once warm; growth that never levels off is memory still "
+	    "referenced (torch.cuda.memory_snapshot() names what holds it).",
+	    f->bytes_per_step / 1e6, f->bytes_per_step * s->per_second * 3600 / 1e9, s->per_second);
+	because(r, "the trainer's process's outstanding device memory (cudaMalloc*/cuMemAlloc* "
+		"less frees, since the attach) rose %.1f MB over %d steps, along a straight line "
+		"(R^2 %.2f), the later half at %.2f MB a step",
+		f->growth_bytes / 1e6, f->points - 1, f->r2, f->late_bytes_per_step / 1e6);
+}
+
+void recommend_gpu_steps(struct analysis *a, const struct step_summary *s, bool launch_bound)
+{
+	if (launch_bound)
+		recommend_launch_bound(a, s);
+	if (s->count && s->gpu.dev_growth.leak)
+		recommend_device_leak(a, s);
 }

@@ -268,6 +268,7 @@ void report_print_text(FILE *out, const struct report *r)
 	print_waited_on(out, r);
 	print_evidence(out, r);
 	steps_print_text(out, r);
+	gpumem_print_text(out, r);
 	memory_print_text(out, r);
 	where_print_text(out, r);
 
@@ -529,6 +530,7 @@ static const char *const counter_names[PP_NR_COUNTERS] = {
 	[PP_CNT_SWITCH_IN_UNPLACED] = "switch_ins_unplaced",
 	[PP_CNT_PINNED_FULL] = "pinned_regions_lost_map_full",
 	[PP_CNT_THREAD_GPU_FULL] = "gpu_counts_lost_map_full",
+	[PP_CNT_DEV_ALLOCS_FULL] = "device_allocations_lost_map_full",
 };
 
 int report_print_json(FILE *out, const struct report *r)
@@ -659,6 +661,8 @@ int report_print_json(FILE *out, const struct report *r)
 	json_object_object_add(root, "steps", steps_json(r));
 	/* Always there too: readings 0 where memory was not read (the daemon). */
 	json_object_object_add(root, "memory", memory_json(r));
+	/* Always there too: traced false where allocations were not probed. */
+	json_object_object_add(root, "gpu_memory", gpumem_json(r));
 
 	o = json_object_new_object();
 	json_object_object_add(o, "requests", json_object_new_int64(r->io.count));

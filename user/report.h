@@ -17,7 +17,8 @@
 
 #define REPORT_SCHEMA "pipeprof.report/v1"
 #define MAX_NOT_TRACED 24
-#define MAX_LIB_PROBES 48
+#define MAX_LIB_PROBES 64
+#define MAX_GPUMEM_PROCS 64
 
 struct probe_result {
 	const char *api;
@@ -122,6 +123,14 @@ struct report {
 	 * pinned: from or to host memory seen pinned since the attach). */
 	bool copies_traced;
 	struct pp_copy_counts copies;
+	/* Launch-bound (CPU-side), from the steps and the verdict (steps_finish()). */
+	bool launch_bound;
+	/* Device memory each process allocated and freed in the window (devmem.bpf.c,
+	 * tracer_gpumem.c): the root process first. */
+	bool devmem_traced;		/* an allocation probe is attached */
+	int nr_devmem;
+	struct gpumem_proc devmem[MAX_GPUMEM_PROCS];
+	uint64_t devmem_lost;		/* allocations not followed: map full */
 
 	/* Host memory over the window (memory.c, memory_report.c). */
 	bool memory_on;
@@ -151,6 +160,10 @@ void steps_print_text(FILE *out, const struct report *r);
 struct json_object *steps_json(const struct report *r);
 /* The job's copies over the window (report JSON gpu.copies), or null when not traced. */
 struct json_object *gpu_copies_json(const struct report *r);
+
+/* The report's "GPU memory" section, text and JSON key gpu_memory (gpumem_report.c). */
+void gpumem_print_text(FILE *out, const struct report *r);
+struct json_object *gpumem_json(const struct report *r);
 
 /* The report's "Memory" section, text and JSON (memory_report.c). */
 void memory_print_text(FILE *out, const struct report *r);

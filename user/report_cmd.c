@@ -608,6 +608,8 @@ int report_cmd_run(const struct report_opts *o)
 		goto cleanup;
 	}
 	recommend_memory(&report.analysis, &report.mem, report.steps.count ? report.steps.mean_s : 0);
+	if (report.gpu_traced)
+		recommend_gpu_steps(&report.analysis, &report.steps, report.launch_bound);
 	if (tid && report.analysis.trainer_index < 0)
 		report_not_traced(&report, "--tid %d: no such thread in the traced processes", tid);
 

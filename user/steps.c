@@ -53,6 +53,22 @@ static void gpu_between(const struct pp_step_record *a, const struct pp_step_rec
 		g->copies.pinned_calls[d] += diff(b->copies.pinned_calls[d], a->copies.pinned_calls[d]);
 		g->copies.pinned_bytes[d] += diff(b->copies.pinned_bytes[d], a->copies.pinned_bytes[d]);
 	}
+	{
+		uint64_t allocs = diff(b->dev.allocs, a->dev.allocs), frees = diff(b->dev.frees, a->dev.frees);
+
+		g->dev.allocs += allocs;
+		g->dev.frees += frees;
+		g->dev.alloc_bytes += diff(b->dev.alloc_bytes, a->dev.alloc_bytes);
+		g->dev.free_bytes += diff(b->dev.free_bytes, a->dev.free_bytes);
+		if (first || allocs < g->dev_allocs_min)
+			g->dev_allocs_min = allocs;
+		if (allocs > g->dev_allocs_max)
+			g->dev_allocs_max = allocs;
+		if (first || frees < g->dev_frees_min)
+			g->dev_frees_min = frees;
+		if (frees > g->dev_frees_max)
+			g->dev_frees_max = frees;
+	}
 	if (first || launches < g->launches_min)
 		g->launches_min = launches;
 	if (launches > g->launches_max)
@@ -88,6 +104,34 @@ double steps_pageable_share(const struct pp_copy_counts *c, unsigned int dir)
 bool steps_many_syncs(const struct step_summary *s)
 {
 	return s->count && steps_per_step(s, s->gpu.syncs) >= STEPS_MANY_SYNCS;
+}
+
+double steps_launch_share(const struct step_summary *s)
+{
+	return s->all.seconds > 0 ? s->gpu.launch_gap_ns / 1e9 / s->all.seconds : 0;
+}
+
+bool steps_launch_bound(const struct step_summary *s, bool mostly_running)
+{
+	return mostly_running && s->count &&
+	       s->all.share[PP_RUNNING] >= STEPS_LAUNCH_BOUND_MIN_RUNNING &&
+	       steps_per_step(s, s->gpu.launches) >= STEPS_LAUNCH_BOUND_MIN_LAUNCHES &&
+	       s->gpu.launch_gaps && steps_launch_gap_s(s) <= STEPS_LAUNCH_BOUND_MAX_GAP_S &&
+	       steps_launch_share(s) >= STEPS_LAUNCH_BOUND_MIN_SHARE;
+}
+
+/* The trainer's process's outstanding device bytes at each of its step boundaries, fitted. */
+static int fit_dev_growth(const struct pp_step_record *const *mine, int nr, struct gpumem_fit *out)
+{
+	double *y = malloc((nr ? nr : 1) * sizeof(*y));
+
+	if (!y)
+		return -ENOMEM;
+	for (int i = 0; i < nr; i++)
+		y[i] = (double)mine[i]->dev_outstanding;
+	gpumem_fit_steps(y, nr, out);
+	free(y);
+	return 0;
 }
 
 static int by_ts(const void *a, const void *b)
@@ -247,6 +291,12 @@ int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
 	for (int i = 0; i < count; i++) {
 		breakdown(mine[i], mine[i + 1], i + 1, &steps[i], sums);
 		gpu_between(mine[i], mine[i + 1], &out->gpu, i == 0);
+	}
+	if (fit_dev_growth(mine, nr, &out->gpu.dev_growth)) {
+		free(mine);
+		free(steps);
+		free(sorted);
+		return -ENOMEM;
 	}
 	memcpy(sorted, steps, count * sizeof(*steps));
 	qsort(sorted, count, sizeof(*sorted), by_seconds);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "gpumem.h"
 #include "pipeprof.h"
 
 /* --step-symbol FILE:SYMBOL's parts, with their NULs. */
@@ -40,7 +41,22 @@ struct step_gpu {
 	uint64_t syncs, syncs_min, syncs_max;
 	uint64_t sync_calls[PP_MAX_SYNC_APIS];	/* by api id (gpu_apis.c) */
 	struct pp_copy_counts copies;		/* by enum pp_copy_dir */
+	/* Device memory: the trainer's allocations and frees, and its process's outstanding
+	 * bytes at each boundary fitted across the steps. */
+	struct pp_dev_counts dev;
+	uint64_t dev_allocs_min, dev_allocs_max, dev_frees_min, dev_frees_max;
+	struct gpumem_fit dev_growth;
 };
+
+/*
+ * Launch-bound (CPU-side): a trainer mostly on-CPU that spends much of its step issuing many
+ * kernel launches in quick succession. Its GPU waits for work the host has not launched yet;
+ * fewer, larger launches (CUDA graphs, fused kernels) are the fix, not a faster GPU.
+ */
+#define STEPS_LAUNCH_BOUND_MIN_LAUNCHES	50	/* a step */
+#define STEPS_LAUNCH_BOUND_MAX_GAP_S	100e-6	/* between launches */
+#define STEPS_LAUNCH_BOUND_MIN_SHARE	0.3	/* of the steps' time between launches */
+#define STEPS_LAUNCH_BOUND_MIN_RUNNING	0.5	/* the trainer's on-CPU share of its steps */
 
 struct step_summary {
 	unsigned int source;		/* enum pp_step_source of the boundaries used */
@@ -76,5 +92,10 @@ double steps_launch_gap_s(const struct step_summary *s);
 double steps_pageable_share(const struct pp_copy_counts *c, unsigned int dir);
 /* Whether the steps sync often enough to name the `.item()` pattern. */
 bool steps_many_syncs(const struct step_summary *s);
+/* The share of the steps' time spent between one launch and the next (no sync between). */
+double steps_launch_share(const struct step_summary *s);
+/* Whether the steps are launch-bound, given that the verdict found no stall (CPU-BOUND or
+ * NO DOMINANT STALL): mostly_running. */
+bool steps_launch_bound(const struct step_summary *s, bool mostly_running);
 
 #endif

@@ -58,7 +58,7 @@ static void print_gpu(FILE *out, const struct report *r)
 {
 	const struct step_summary *s = &r->steps;
 	const struct step_gpu *g = &s->gpu;
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], d[32];
 	bool used[PP_MAX_SYNC_APIS] = {}, pageable = false;
 
 	fprintf(out, "  GPU per step: %s launch%s", fmt_count(a, sizeof(a), steps_per_step(s, g->launches)),
@@ -103,6 +103,24 @@ static void print_gpu(FILE *out, const struct report *r)
 	if (pageable)
 		fprintf(out, "  (pageable: host memory not seen pinned by cudaHostAlloc, cudaMallocHost "
 			"or cudaHostRegister since the attach)\n");
+	if (r->launch_bound)
+		fprintf(out, "  launch-bound (CPU-side): %.0f launches a step, one every %.1f us, %.0f%% "
+			"of the steps' time between launches: the host spends its step issuing "
+			"launches, and the GPU waits for them\n", steps_per_step(s, g->launches),
+			steps_launch_gap_s(s) * 1e6, 100 * steps_launch_share(s));
+	if (r->devmem_traced && (g->dev.allocs || g->dev.frees || g->dev_growth.leak)) {
+		fprintf(out, "  device memory: %s allocation%s (%s) and %s free%s (%s) a step",
+			fmt_count(a, sizeof(a), steps_per_step(s, g->dev.allocs)),
+			steps_per_step(s, g->dev.allocs) == 1 ? "" : "s",
+			fmt_bytes(b, sizeof(b), steps_per_step(s, g->dev.alloc_bytes)),
+			fmt_count(c, sizeof(c), steps_per_step(s, g->dev.frees)),
+			steps_per_step(s, g->dev.frees) == 1 ? "" : "s",
+			fmt_bytes(d, sizeof(d), steps_per_step(s, g->dev.free_bytes)));
+		if (g->dev_growth.leak)
+			fprintf(out, "; outstanding grows %s/step, steadily: a probable device-memory "
+				"leak", fmt_bytes(b, sizeof(b), g->dev_growth.bytes_per_step));
+		fputc('\n', out);
+	}
 	if (steps_many_syncs(s))
 		fprintf(out, "  %s syncs a step: each makes the host wait until the GPU has caught up. "
 			"A `.item()`, `.cpu()`, `.tolist()` or `print()` of a GPU tensor in the loop, or "
@@ -113,11 +131,19 @@ static void print_gpu(FILE *out, const struct report *r)
 int steps_finish(struct report *r)
 {
 	const struct analysis *a = &r->analysis;
+	int err;
 
 	if (!r->steps_on || a->trainer_index < 0)
 		return 0;
 	r->steps_tid = r->threads[a->trainer_index].tid;
-	return steps_summarize(r->step_recs, r->nr_step_recs, r->steps_tid, &r->steps);
+	err = steps_summarize(r->step_recs, r->nr_step_recs, r->steps_tid, &r->steps);
+	if (err)
+		return err;
+	/* Only where the verdict found no stall: a trainer that waits is bound by what it
+	 * waits for, however many launches it makes. */
+	r->launch_bound = r->gpu_traced && steps_launch_bound(&r->steps, a->verdict == VERDICT_CPU ||
+							   a->verdict == VERDICT_UNDETERMINED);
+	return 0;
 }
 
 /* Where the boundaries came from (JSON steps.source): null where no step was found. */
@@ -187,7 +213,7 @@ void steps_print_text(FILE *out, const struct report *r)
 			(unsigned long long)r->step_recs_lost);
 }
 
-static json_object *gpu_json(const struct step_summary *s);
+static json_object *gpu_json(const struct step_summary *s, bool launch_bound);
 
 static json_object *breakdown_json(const struct step_breakdown *b, double median_s)
 {
@@ -232,7 +258,7 @@ json_object *steps_json(const struct report *r)
 	json_object_object_add(o, "slow_steps", s->slow_count ? breakdown_json(&s->slow, 0) : NULL);
 	json_object_object_add(o, "other_threads", json_object_new_int(s->other_threads));
 	json_object_object_add(o, "lost", json_object_new_int64(r->step_recs_lost));
-	json_object_object_add(o, "gpu", r->gpu_traced && s->count ? gpu_json(s) : NULL);
+	json_object_object_add(o, "gpu", r->gpu_traced && s->count ? gpu_json(s, r->launch_bound) : NULL);
 	return o;
 }
 
@@ -266,11 +292,49 @@ static json_object *copies_json(const struct pp_copy_counts *c, const struct ste
 	return o;
 }
 
+/* steps.gpu.device_memory: the trainer's allocations and frees a step, and its process's
+ * outstanding device bytes across the steps. */
+static json_object *dev_json(const struct step_summary *s)
+{
+	const struct step_gpu *g = &s->gpu;
+	const struct gpumem_fit *f = &g->dev_growth;
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "allocations", json_object_new_int64(g->dev.allocs));
+	json_object_object_add(o, "frees", json_object_new_int64(g->dev.frees));
+	json_object_object_add(o, "allocated_bytes", json_object_new_int64(g->dev.alloc_bytes));
+	json_object_object_add(o, "freed_bytes", json_object_new_int64(g->dev.free_bytes));
+	json_object_object_add(o, "allocations_per_step",
+			       json_object_new_double(steps_per_step(s, g->dev.allocs)));
+	json_object_object_add(o, "frees_per_step", json_object_new_double(steps_per_step(s, g->dev.frees)));
+	json_object_object_add(o, "allocated_bytes_per_step",
+			       json_object_new_double(steps_per_step(s, g->dev.alloc_bytes)));
+	json_object_object_add(o, "freed_bytes_per_step",
+			       json_object_new_double(steps_per_step(s, g->dev.free_bytes)));
+	json_object_object_add(o, "allocations_min", json_object_new_int64(g->dev_allocs_min));
+	json_object_object_add(o, "allocations_max", json_object_new_int64(g->dev_allocs_max));
+	json_object_object_add(o, "frees_min", json_object_new_int64(g->dev_frees_min));
+	json_object_object_add(o, "frees_max", json_object_new_int64(g->dev_frees_max));
+	json_object_object_add(o, "growth_bytes_per_step", json_object_new_double(f->bytes_per_step));
+	json_object_object_add(o, "growth_bytes_per_s",
+			       json_object_new_double(f->bytes_per_step * s->per_second));
+	json_object_object_add(o, "growth_r2", json_object_new_double(f->r2));
+	json_object_object_add(o, "late_growth_bytes_per_step",
+			       json_object_new_double(f->late_bytes_per_step));
+	json_object_object_add(o, "leak", json_object_new_boolean(f->leak));
+	return o;
+}
+
 /* steps.gpu: the trainer's GPU API calls over its whole steps, totals and per step. */
-static json_object *gpu_json(const struct step_summary *s)
+static json_object *gpu_json(const struct step_summary *s, bool launch_bound)
 {
 	const struct step_gpu *g = &s->gpu;
 	json_object *o = json_object_new_object(), *by_api = json_object_new_object();
+	char lb[160];
+
+	snprintf(lb, sizeof(lb), "launch-bound (CPU-side): %.0f launches a step, one every %.1f us, "
+		 "%.0f%% of the steps' time between launches", steps_per_step(s, g->launches),
+		 steps_launch_gap_s(s) * 1e6, 100 * steps_launch_share(s));
 
 	json_object_object_add(o, "launches", json_object_new_int64(g->launches));
 	json_object_object_add(o, "launches_per_step",
@@ -291,6 +355,10 @@ static json_object *gpu_json(const struct step_summary *s)
 	json_object_object_add(o, "syncs_by_api", by_api);
 	json_object_object_add(o, "many_syncs", json_object_new_boolean(steps_many_syncs(s)));
 	json_object_object_add(o, "copies", copies_json(&g->copies, s));
+	json_object_object_add(o, "launch_share", json_object_new_double(steps_launch_share(s)));
+	json_object_object_add(o, "launch_bound", json_object_new_boolean(launch_bound));
+	json_object_object_add(o, "launch_bound_text", launch_bound ? json_object_new_string(lb) : NULL);
+	json_object_object_add(o, "device_memory", dev_json(s));
 	return o;
 }
 

@@ -194,6 +194,11 @@ int tracer_steps_start(struct tracer *t);
 void tracer_steps_poll(struct tracer *t);
 int tracer_collect_steps(struct tracer *t, struct report *r);
 void tracer_steps_close(struct tracer *t);
+/* tracer_gpumem.c: device memory, for the steps only: size the maps and leave the programs
+ * unloaded without them (before load); each process's figures into r. */
+void tracer_gpumem_size(struct tracer *t);
+void tracer_gpumem_skip_probes(struct tracer *t);
+void tracer_collect_gpumem(struct tracer *t, struct report *r);
 /* tracer_memory.c: the job's resident memory and major faults, read from /proc every 250 ms
  * while tracing (now_or_never: at once), summed up into r, freed. */
 void tracer_memory_poll(struct tracer *t, bool now_or_never);

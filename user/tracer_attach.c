@@ -53,6 +53,9 @@ static bool want_probe(struct tracer *t, const struct gpu_api *api, enum lib_kin
 	case GPU_HOST_ALLOC:
 	case GPU_HOST_REGISTER:
 	case GPU_HOST_FREE:
+	case GPU_DEV_ALLOC:
+	case GPU_DEV_ALLOC_PITCH:
+	case GPU_DEV_FREE:
 		return t->steps;
 	}
 	return false;
@@ -102,7 +105,21 @@ static void probe_programs(struct tracer *t, int api, struct bpf_program **enter
 	case GPU_HOST_FREE:
 		*enter = skel->progs.on_host_free;
 		break;
+	case GPU_DEV_ALLOC:
+	case GPU_DEV_ALLOC_PITCH:
+		*enter = gpu_apis[api].class == GPU_DEV_ALLOC ? skel->progs.on_dev_alloc :
+			 skel->progs.on_dev_alloc_pitch;
+		*ret = skel->progs.on_dev_alloc_return;
+		break;
+	case GPU_DEV_FREE:
+		*enter = skel->progs.on_dev_free;
+		break;
 	}
+	/* The driver's device-memory probes leave the runtime's nested calls to the runtime's. */
+	if (gpu_apis[api].lib == LIB_CUDA &&
+	    (gpu_apis[api].class == GPU_DEV_ALLOC || gpu_apis[api].class == GPU_DEV_ALLOC_PITCH ||
+	     gpu_apis[api].class == GPU_DEV_FREE))
+		*cookie |= PP_COOKIE_DRIVER;
 }
 
 static struct bpf_link *attach_one(struct bpf_program *prog, pid_t pid, const char *path,

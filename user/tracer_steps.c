@@ -36,9 +36,10 @@ void tracer_size_step_buffer(struct tracer *t)
 	}
 	if (!t->steps && !(t->hist_kinds & 1u << PP_HK_LAUNCH))
 		bpf_map__set_max_entries(t->skel->maps.runtime_text, 1);
+	tracer_gpumem_size(t);
 }
 
-/* Pinned host memory serves only the steps' copy figures. */
+/* Pinned host memory serves only the steps' copy figures, device memory only the steps'. */
 void tracer_steps_skip_probes(struct tracer *t)
 {
 	if (t->steps)
@@ -47,6 +48,7 @@ void tracer_steps_skip_probes(struct tracer *t)
 	bpf_program__set_autoload(t->skel->progs.on_host_alloc_return, false);
 	bpf_program__set_autoload(t->skel->progs.on_host_register, false);
 	bpf_program__set_autoload(t->skel->progs.on_host_free, false);
+	tracer_gpumem_skip_probes(t);
 }
 
 static int on_step_record(void *ctx, void *data, size_t size)
@@ -135,6 +137,7 @@ int tracer_collect_steps(struct tracer *t, struct report *r)
 	if (!t->steps)
 		return 0;
 	collect_copies(t, r);
+	tracer_collect_gpumem(t, r);
 	r->steps_probed = tracer_probed(t, tracer_step_api(t));
 	if (t->step_file[0])
 		snprintf(r->step_symbol, sizeof(r->step_symbol), "%s:%s", t->step_file, t->step_func);

@@ -201,6 +201,7 @@ __noinline int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 sour
 {
 	struct pp_step_record *r;
 	struct pp_thread_gpu *g;
+	struct pp_dev_mem *m;
 
 	if (!t)
 		return 0;
@@ -224,10 +225,14 @@ __noinline int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 sour
 	if (g) {
 		__builtin_memcpy(&r->copies, &g->copies, sizeof(r->copies));
 		__builtin_memcpy(r->sync_calls, g->sync_calls, sizeof(r->sync_calls));
+		__builtin_memcpy(&r->dev, &g->dev, sizeof(r->dev));
 	} else {
 		__builtin_memset(&r->copies, 0, sizeof(r->copies));
 		__builtin_memset(r->sync_calls, 0, sizeof(r->sync_calls));
+		__builtin_memset(&r->dev, 0, sizeof(r->dev));
 	}
+	m = bpf_map_lookup_elem(&dev_mem, &t->tgid);
+	r->dev_outstanding = m ? m->outstanding : 0;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return 1;
 }

@@ -6,11 +6,6 @@
  */
 #include "pipeprof.bpf.h"
 
-static __always_inline struct pp_thread_gpu *thread_gpu_of(__u32 tid)
-{
-	return map_lookup_or_init(&thread_gpu, &tid, &zero_thread_gpu, PP_CNT_THREAD_GPU_FULL);
-}
-
 /*
  * Whether a driver call entered with stack pointer sp was made by the process's CUDA runtime:
  * the return address on top of the stack (the probe sits at the entry, or just after an
@@ -19,12 +14,20 @@ static __always_inline struct pp_thread_gpu *thread_gpu_of(__u32 tid)
  */
 __noinline int called_from_runtime(__u32 tgid, __u64 sp)
 {
-	struct pp_text_range *rt = bpf_map_lookup_elem(&runtime_text, &tgid);
 	__u64 ret;
 
-	if (!rt || bpf_probe_read_user(&ret, sizeof(ret), (void *)sp))
+	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)sp))
 		return 0;
-	return ret >= rt->start && ret < rt->end;
+	return in_runtime(tgid, ret);
+}
+
+/* Whether addr lies in the process's CUDA runtime. A driver call's return probe sees its
+ * return address as the instruction pointer: from the runtime, the call was the runtime's. */
+__noinline int in_runtime(__u32 tgid, __u64 addr)
+{
+	struct pp_text_range *rt = bpf_map_lookup_elem(&runtime_text, &tgid);
+
+	return rt && addr >= rt->start && addr < rt->end;
 }
 
 struct pinned_find {

@@ -45,5 +45,6 @@ __u64 naming_until_ns = 0;
 
 struct pp_hist zero_hist;
 struct pp_thread_gpu zero_thread_gpu;
+struct pp_dev_mem zero_dev_mem;
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

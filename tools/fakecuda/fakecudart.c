@@ -17,61 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "fakegpu.h"
-
-#define RT_APIS(X)			\
-	X(cudaGetDeviceCount)		\
-	X(cudaSetDevice)		\
-	X(cudaGetDevice)		\
-	X(cudaSetDeviceFlags)		\
-	X(cudaGetDeviceFlags)		\
-	X(cudaDeviceSynchronize)	\
-	X(cudaDeviceReset)		\
-	X(cudaMalloc)			\
-	X(cudaFree)			\
-	X(cudaMallocHost)		\
-	X(cudaFreeHost)			\
-	X(cudaHostAlloc)		\
-	X(cudaMemset)			\
-	X(cudaMemsetAsync)		\
-	X(cudaMemcpy)			\
-	X(cudaMemcpy_ptds)		\
-	X(cudaMemcpyAsync)		\
-	X(cudaMemcpyAsync_ptsz)		\
-	X(cudaMemcpy2D)			\
-	X(cudaMemcpy2D_ptds)		\
-	X(cudaLaunchKernel)		\
-	X(cudaLaunchKernel_ptsz)	\
-	X(cudaLaunchKernelExC)		\
-	X(cudaGraphLaunch)		\
-	X(cudaHostRegister)		\
-	X(cudaHostUnregister)		\
-	X(cudaStreamCreate)		\
-	X(cudaStreamCreateWithFlags)	\
-	X(cudaStreamDestroy)		\
-	X(cudaStreamSynchronize)	\
-	X(cudaStreamSynchronize_ptsz)	\
-	X(cudaStreamQuery)		\
-	X(cudaEventCreate)		\
-	X(cudaEventCreateWithFlags)	\
-	X(cudaEventRecord)		\
-	X(cudaEventSynchronize)		\
-	X(cudaEventQuery)		\
-	X(cudaEventElapsedTime)		\
-	X(cudaEventDestroy)		\
-	X(cudaGetLastError)		\
-	X(cudaPeekAtLastError)		\
-	X(cudaGetErrorString)		\
-	X(cudaGetErrorName)		\
-	X(cudaRuntimeGetVersion)	\
-	X(cudaDriverGetVersion)
-
-enum api_id {
-#define X(name) API_##name,
-	RT_APIS(X)
-#undef X
-	API_COUNT,
-};
+#include "fakecudart.h"
 
 static const char *const api_names[API_COUNT] = {
 #define X(name) [API_##name] = #name,
@@ -104,7 +50,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-static uint64_t api_begin(void)
+uint64_t api_begin(void)
 {
 	pthread_once(&init_once, rt_init);
 	return now_ns();
@@ -121,7 +67,7 @@ static void api_count(enum api_id id, uint64_t t0)
  * Doing work after the driver call also keeps the compiler from turning it into a tail
  * jump: the runtime frame must stay live under the driver's, as in the real library.
  */
-static cudaError_t api_end(enum api_id id, uint64_t t0, cudaError_t err)
+cudaError_t api_end(enum api_id id, uint64_t t0, cudaError_t err)
 {
 	api_count(id, t0);
 	if (err != cudaSuccess && err != cudaErrorNotReady)
@@ -129,13 +75,6 @@ static cudaError_t api_end(enum api_id id, uint64_t t0, cudaError_t err)
 	return err;
 }
 
-/* The driver's codes are the runtime's for every error the fakes produce. */
-static cudaError_t from_cu(CUresult r)
-{
-	return (cudaError_t)r;
-}
-
-#define DPTR(p) ((CUdeviceptr)(uintptr_t)(p))
 
 /* ---- device management ---- */
 

@@ -155,6 +155,17 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
 CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags);
 CUresult cuMemHostUnregister(void *p);
 
+/* Stream-ordered, pooled, managed and pitched allocations (fakecuda_mem.c). */
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+#define CU_MEM_ATTACH_GLOBAL	0x1
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+				 CUstream hStream);
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+			    unsigned int ElementSizeBytes);
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
+
 /* ---- runtime API (driver_types.h, vector_types.h, cuda_runtime_api.h) ---- */
 
 /* Same numbers as the driver's where both exist, so results pass through unchanged. */
@@ -193,6 +204,8 @@ typedef struct CUstream_st *cudaStream_t;
 typedef struct CUevent_st *cudaEvent_t;
 
 typedef struct CUgraphExec_st *cudaGraphExec_t;
+typedef struct CUmemPoolHandle_st *cudaMemPool_t;
+#define cudaMemAttachGlobal	0x01
 typedef struct cudaLaunchAttribute_st cudaLaunchAttribute;	/* not looked at */
 typedef struct cudaLaunchConfig_st {
 	dim3 gridDim;

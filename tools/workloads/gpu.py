@@ -23,6 +23,13 @@ memory, unregistered after); --d2d-copies cudaMemcpyAsync DeviceToDevice of --d2
 cudaDeviceSynchronize calls and --d2h-copies blocking cudaMemcpy DeviceToHost of --d2h-bytes
 (each a sync). The counts per step go into the truth file's "extra".
 
+Device memory per step (after the copies): --allocs-per-step N allocations of --alloc-bytes B
+each, through the APIs of --alloc-apis in turn (runtime and driver, "all" for every one the
+fake has; a pitched one as B/4 bytes wide and 4 rows, so B must be a multiple of 2048), then
+frees of all but --leak-allocs-per-step K of them (cudaFree and cudaFreeAsync in turn for the
+runtime's, cuMemFree_v2 and cuMemFreeAsync for the driver's); the K are kept for good, a leak of
+K x B bytes a step.
+
 Ground truth: the torch work is a 'compute' segment, each cudaStreamSynchronize call a 'gpu'
 segment (its whole wall time is GPU_WAIT, on-CPU or not), the --load-after sleep 'other'
 segments. Expected verdict: GPU-BOUND.
@@ -52,6 +59,9 @@ class LaunchConfig(ctypes.Structure):
 
 
 H2D, D2H, D2D = 1, 2, 3  # cudaMemcpyKind
+ALLOC_APIS = ("cudaMalloc", "cudaMallocAsync", "cudaMallocFromPoolAsync", "cudaMallocManaged",
+              "cudaMallocPitch", "cuMemAlloc_v2", "cuMemAllocAsync", "cuMemAllocFromPoolAsync",
+              "cuMemAllocManaged", "cuMemAllocPitch_v2")
 
 
 class FakeCuda:
@@ -89,6 +99,45 @@ class FakeCuda:
         drv.cuLaunchKernel.argtypes = [vp] + [ctypes.c_uint] * 7 + [vp, ctypes.POINTER(vp), ctypes.POINTER(vp)]
         drv.cuLaunchKernel.restype = ctypes.c_int
         self._graph = ctypes.c_void_p(0x6a7e)  # any non-NULL handle is an empty graph
+        self._pool = ctypes.c_void_p(0x9001)  # a memory pool handle: not looked at
+        self._frees = 0
+
+    def dev_alloc(self, api, n):
+        """n bytes of device memory through api; returns (pointer, whose free to use)."""
+        lib = self.rt if api.startswith("cuda") else self.drv
+        fn = getattr(lib, api)
+        fn.restype = ctypes.c_int
+        p, pitch = ctypes.c_void_p(), ctypes.c_size_t()
+        out = ctypes.byref(p)
+        if api.endswith("Pitch") or api.endswith("Pitch_v2"):
+            extra = (ctypes.byref(pitch), ctypes.c_size_t(n // 4), ctypes.c_size_t(4))
+            if lib is self.drv:
+                extra += (ctypes.c_uint(4),)
+            err = fn(out, *extra)
+            if pitch.value * 4 != n:
+                raise RuntimeError("%s: pitch %d for %d bytes" % (api, pitch.value, n))
+        elif "FromPool" in api:
+            err = fn(out, ctypes.c_size_t(n), self._pool, None)
+        elif "Managed" in api:
+            err = fn(out, ctypes.c_size_t(n), ctypes.c_uint(1))
+        elif "Async" in api:
+            err = fn(out, ctypes.c_size_t(n), None)
+        else:
+            err = fn(out, ctypes.c_size_t(n))
+        self.check(api, err)
+        return p, lib is self.rt
+
+    def dev_free(self, p, runtime):
+        """Frees p with the synchronous and the stream-ordered free in turn."""
+        self._frees += 1
+        if runtime:
+            name = "cudaFree" if self._frees % 2 else "cudaFreeAsync"
+            fn = getattr(self.rt, name)
+        else:
+            name = "cuMemFree_v2" if self._frees % 2 else "cuMemFreeAsync"
+            fn = getattr(self.drv, name)
+        fn.restype = ctypes.c_int
+        self.check(name, fn(p, None) if "Async" in name else fn(p))
 
     def malloc(self, n):
         p = ctypes.c_void_p()
@@ -184,7 +233,20 @@ def main(argv=None):
     p.add_argument("--d2h-bytes", type=int, default=4096, metavar="B")
     p.add_argument("--d2d-copies", type=int, default=0, metavar="C")
     p.add_argument("--d2d-bytes", type=int, default=65536, metavar="B")
+    p.add_argument("--allocs-per-step", type=int, default=0, metavar="N")
+    p.add_argument("--leak-allocs-per-step", type=int, default=0, metavar="K")
+    p.add_argument("--alloc-bytes", type=int, default=1 << 18, metavar="B")
+    p.add_argument("--alloc-apis", default="cudaMalloc",
+                   help="comma-separated allocation APIs used in turn, or 'all' (default "
+                   "%(default)s)")
     args = p.parse_args(argv)
+    apis = ALLOC_APIS if args.alloc_apis == "all" else tuple(args.alloc_apis.split(","))
+    if any(a not in ALLOC_APIS for a in apis):
+        p.error("--alloc-apis: known are " + ",".join(ALLOC_APIS))
+    if args.leak_allocs_per_step > args.allocs_per_step:
+        p.error("--leak-allocs-per-step cannot exceed --allocs-per-step")
+    if any("Pitch" in a for a in apis) and args.alloc_bytes % 2048:
+        p.error("--alloc-bytes must be a multiple of 2048 for the pitched APIs")
     others = args.ex_launches + args.graph_launches + args.driver_launches
     if args.launches < 1 or others > args.launches - 1:
         p.error("--launches must be at least 1 and leave one cudaLaunchKernel for --gpu-ms")
@@ -209,7 +271,14 @@ def main(argv=None):
             "h2d_pinned_bytes": 0 if args.host == "pageable" else args.h2d_copies * args.h2d_bytes,
             "d2h_copies": args.d2h_copies, "d2h_bytes": args.d2h_copies * args.d2h_bytes,
             "d2d_copies": args.d2d_copies, "d2d_bytes": args.d2d_copies * args.d2d_bytes,
+            "dev_allocs": args.allocs_per_step,
+            "dev_frees": args.allocs_per_step - args.leak_allocs_per_step,
+            "dev_alloc_bytes": args.allocs_per_step * args.alloc_bytes,
+            "dev_free_bytes": (args.allocs_per_step - args.leak_allocs_per_step) * args.alloc_bytes,
+            "dev_leak_bytes": args.leak_allocs_per_step * args.alloc_bytes,
         }
+        st["kept"] = []
+        st["alloc_calls"] = 0
 
     def h2d(cuda):
         n, c = args.h2d_bytes, args.h2d_copies
@@ -242,6 +311,14 @@ def main(argv=None):
         h2d(cuda)
         for _ in range(args.d2d_copies):
             cuda.copy_async(st["dev2"], st["dev"], args.d2d_bytes, D2D)
+        bufs = []
+        for _ in range(args.allocs_per_step):
+            bufs.append(cuda.dev_alloc(apis[st["alloc_calls"] % len(apis)], args.alloc_bytes))
+            st["alloc_calls"] += 1
+        # The leaked ones are the first of each step's: kept, never freed.
+        st["kept"] += bufs[:args.leak_allocs_per_step]
+        for p_, runtime in bufs[args.leak_allocs_per_step:]:
+            cuda.dev_free(p_, runtime)
 
     def warmup():
         import torch
