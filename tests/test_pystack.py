@@ -351,35 +351,34 @@ def test_profile_offcpu_of_a_role(procs, tmp_path):
     trainer is the bottleneck (0.5 ms items) keeps its worker waiting for indices in
     _worker_loop; the producer thread of a thread-fed loop waits on its full queue, and the
     trainer's own waits (next_batch) are not the helper's."""
-    job = procs([PYTHON, os.path.join(WORKLOADS, "data_bound.py"), "--duration", "60",
-                 "--item-ms", "0.5"], name="data_bound")
-    m = job.wait_line(r"^READY pid=(\d+)", 120)
-    assert m, job.output()
-    out = tmp_path / "worker.folded"
-    r = subprocess.run([PIPEPROF, "profile", "-p", m.group(1), "-d", "2", "--offcpu", "--role",
-                        "worker", "-o", str(out)], capture_output=True, text=True, timeout=120)
-    job.signal(signal.SIGTERM)
-    assert r.returncode == 0, r.stderr
-    assert re.search(r"pipeprof: [1-9]\d* waits of WORKER written to ", r.stderr), r.stderr
-    lines, us = folded_waits(out, "WORKER")
+    lines, us, err = offcpu_of_role(procs, tmp_path, "data_bound.py", ["--item-ms", "0.5"],
+                                    "worker")
+    assert re.search(r"pipeprof: [1-9]\d* waits of WORKER written to ", err), err
     # A worker waits most of the two seconds: its main thread for indices, its feeder thread
     # for batches to send.
     assert sum(us.values()) > 1e6, us
     assert any(";_worker_loop (worker.py:" in l and ";Queue.get (queues.py:" in l
                for l in lines), lines[:5]
 
-    job = procs([PYTHON, os.path.join(WORKLOADS, "thread_loader.py"), "--duration", "60"],
-                name="thread_loader")
-    m = job.wait_line(r"^READY pid=(\d+)", 120)
-    assert m, job.output()
-    out = tmp_path / "helper.folded"
-    r = subprocess.run([PIPEPROF, "profile", "-p", m.group(1), "-d", "2", "--offcpu", "--role",
-                        "helper", "-o", str(out)], capture_output=True, text=True, timeout=120)
-    job.signal(signal.SIGTERM)
-    assert r.returncode == 0, r.stderr
-    lines, us = folded_waits(out, "HELPER")
+    lines, us, err = offcpu_of_role(procs, tmp_path, "thread_loader.py", [], "helper")
     assert any(";producer (thread_loader.py:" in l for l in lines), lines[:5]
     assert not any("next_batch" in l for l in lines), [l for l in lines if "next_batch" in l]
+
+
+def offcpu_of_role(procs, tmp_path, script, args, role):
+    """`profile --offcpu --role ROLE -d 2` on a running SCRIPT: (folded lines, {state: us},
+    stderr)."""
+    job = procs([PYTHON, os.path.join(WORKLOADS, script), "--duration", "60"] + args,
+                name=script)
+    m = job.wait_line(r"^READY pid=(\d+)", 120)
+    assert m, job.output()
+    out = tmp_path / (role + ".folded")
+    r = subprocess.run([PIPEPROF, "profile", "-p", m.group(1), "-d", "2", "--offcpu", "--role",
+                        role, "-o", str(out)], capture_output=True, text=True, timeout=120)
+    job.signal(signal.SIGTERM)
+    assert r.returncode == 0, r.stderr
+    lines, us = folded_waits(out, role.upper())
+    return lines, us, r.stderr
 
 
 FP_CHAIN = ["fp_outer", "fp_middle", "fp_inner_spin"]

@@ -76,23 +76,25 @@ def check(name, runs, truth, main_state, source="autograd_engine"):
     assert not problems, "\n".join(problems + lines)
 
 
+def attach_to(procs, tmp_path, script, args, extra=()):
+    """Attaches ATTACHES times to one running SCRIPT ARGS: (runs, the workload's truth)."""
+    truth_path = str(tmp_path / "truth.json")
+    w, pid, _ = start_workload(procs, script, args, truth_path, duration=120)
+    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S, extra=extra)
+    return runs, finish_workload(w, truth_path)
+
+
 def truth_shares_span(truth, ends):
     return groundtruth.shares(truth, ends[0], ends[-1])
 
 
 def test_steps_of_a_data_loading_job(procs, tmp_path):
-    truth_path = str(tmp_path / "truth.json")
-    w, pid, _ = start_workload(procs, "data_bound.py", [], truth_path, duration=120)
-    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S)
-    truth = finish_workload(w, truth_path)
+    runs, truth = attach_to(procs, tmp_path, "data_bound.py", [])
     check("data_bound", runs, truth, "DATA_WAIT")
 
 
 def test_steps_of_a_cpu_bound_job(procs, tmp_path):
-    truth_path = str(tmp_path / "truth.json")
-    w, pid, _ = start_workload(procs, "cpu_bound.py", [], truth_path, duration=120)
-    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S)
-    truth = finish_workload(w, truth_path)
+    runs, truth = attach_to(procs, tmp_path, "cpu_bound.py", [])
     check("cpu_bound", runs, truth, "RUNNING")
     # The slowest steps named are slower than the median by what they say.
     for run in runs:
@@ -104,22 +106,15 @@ def test_steps_of_a_cpu_bound_job(procs, tmp_path):
 def test_steps_of_an_evaluation_loop(procs, tmp_path):
     """No backward pass: the steps come from the trainer's waits for batches, each batch's
     burst of wakeups (the batch, then each tensor's handle) taken as one boundary."""
-    truth_path = str(tmp_path / "truth.json")
-    w, pid, _ = start_workload(procs, "data_bound.py", ["--eval"], truth_path, duration=120)
-    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S)
-    truth = finish_workload(w, truth_path)
+    runs, truth = attach_to(procs, tmp_path, "data_bound.py", ["--eval"])
     check("data_bound_eval", runs, truth, "DATA_WAIT", source="data_waits")
 
 
 def test_steps_of_a_symbol(procs, tmp_path, fakecuda):
     """--step-symbol FILE:SYMBOL: each outermost call starts a step. The fake runtime's loop
     calls cudaDeviceSynchronize once a step (gpu.py --device-syncs 1), its only call of it."""
-    truth_path = str(tmp_path / "truth.json")
-    w, pid, _ = start_workload(procs, "gpu.py", ["--device-syncs", "1"], truth_path,
-                               duration=120)
-    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S,
-                             extra=["--step-symbol", "libcudart.so:cudaDeviceSynchronize"])
-    truth = finish_workload(w, truth_path)
+    runs, truth = attach_to(procs, tmp_path, "gpu.py", ["--device-syncs", "1"],
+                            extra=["--step-symbol", "libcudart.so:cudaDeviceSynchronize"])
     check("gpu_symbol", runs, truth, "GPU_WAIT", source="symbol")
     for run in runs:
         assert run["report"]["steps"]["symbol"] == "libcudart.so:cudaDeviceSynchronize"
@@ -145,12 +140,9 @@ def test_slow_steps_and_their_cause(procs, tmp_path):
     many slow steps as it slept (within 2), the slow steps' OTHER time equal to its sleeping
     time (within 10%, and one sleep for the steps cut at the window's ends), the median step
     RUNNING, and each of the three slowest named mostly OTHER."""
-    truth_path = str(tmp_path / "truth.json")
     slow_ms = 60
-    w, pid, _ = start_workload(procs, "cpu_bound.py", ["--slow-every", "10", "--slow-ms",
-                                                       str(slow_ms)], truth_path, duration=120)
-    runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S)
-    truth = finish_workload(w, truth_path)
+    runs, truth = attach_to(procs, tmp_path, "cpu_bound.py",
+                            ["--slow-every", "10", "--slow-ms", str(slow_ms)])
     problems, lines = [], []
     for i, rep, ends in attached(runs, truth, problems):
         st = rep["steps"]

@@ -174,7 +174,8 @@ void steps_print_text(FILE *out, const struct report *r)
 	else if (r->step_symbol[0])
 		fprintf(out, "\nSteps (the trainer's outermost calls of --step-symbol %s):\n", shown);
 	else
-		fprintf(out, "\nSteps (the trainer's backward passes, from libtorch's autograd engine):\n");
+		fprintf(out, "\nSteps (the trainer's backward passes, from libtorch's autograd engine; "
+			"with gradient accumulation, micro-steps):\n");
 	if (!source) {
 		san_text(shown, sizeof(shown), r->steps_why_not, sizeof(r->steps_why_not));
 		fprintf(out, "  none found: %s, and the trainer waited for no batch\n", shown);
