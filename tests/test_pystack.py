@@ -187,8 +187,9 @@ def test_workers_gone_before_the_close_keep_their_names(procs):
         if w["samples"] < 200 or not re.match(r"child_burn \(short_workers\.py:\d+\)$",
                                                 top["function"] or "") or top["share"] < 0.9:
             problems.append(lines[-1])
-        if not w["native"]:
-            problems.append("attach %d: no native leaf named" % (i + 1))
+        # A symbol of the interpreter, read from its file after the worker is gone.
+        if not any(re.match(r"\S+ \(python3[.\d]*\)$", e["function"]) for e in w["native"]):
+            problems.append("attach %d: no native leaf named by its symbol" % (i + 1))
     job.signal(signal.SIGTERM)
     print("\n" + "\n".join(lines))
     assert not problems, "\n".join(problems + lines)
@@ -313,7 +314,7 @@ def test_profile_command(procs, tmp_path):
     # Usage errors: exit 2 with the reason.
     for argv, why in ((["-p", str(pid)], "give -o FILE"),
                       (["-p", str(pid), "-o", "x", "--role", "boss"], "unknown role"),
-                      (["-p", str(pid), "-o", "x", "--offcpu", "--role", "worker"], "--offcpu"),
+                      (["-p", str(pid), "-o", "x", "-F", "0"], "invalid sampling frequency"),
                       (["-o", "x"], "nothing to sample")):
         r = subprocess.run([PIPEPROF, "profile"] + argv, capture_output=True, text=True, timeout=30)
         assert r.returncode == 2 and why in r.stderr, (argv, r.returncode, r.stderr)

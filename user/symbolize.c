@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 #include "callsite.h"
 #include "elfsym.h"
 #include "procmaps.h"
@@ -148,6 +150,11 @@ static const struct sym_map *map_of(struct symbolizer *z, pid_t pid, uint64_t ad
 	return m;
 }
 
+void symbolizer_snapshot(struct symbolizer *z, pid_t pid)
+{
+	map_of(z, pid, 0);
+}
+
 static const char *demangled(struct symbolizer *z, const char *name, char **owned)
 {
 	int status = 0;
@@ -164,6 +171,23 @@ static const char *demangled(struct symbolizer *z, const char *name, char **owne
 	if (z->demangle)
 		*owned = z->demangle(name, NULL, NULL, &status);
 	return *owned && !status ? *owned : name;
+}
+
+/*
+ * Where to open the file of mapping m: through map_files, the file the process maps whatever
+ * its path now names; for a process gone since its maps were read, the path, while it still
+ * names that file (its inode: on an overlay the device the maps show is the lower one's, not
+ * stat's).
+ */
+static const char *map_path(pid_t pid, const struct sym_map *m, char *buf, size_t size)
+{
+	struct stat st;
+
+	snprintf(buf, size, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	if (!access(buf, F_OK) || m->path[0] != '/' || stat(m->path, &st) || st.st_ino != m->inode)
+		return buf;
+	return m->path;
 }
 
 static struct sym_file *file_of(struct symbolizer *z, pid_t pid, const struct sym_map *m)
@@ -183,10 +207,7 @@ static struct sym_file *file_of(struct symbolizer *z, pid_t pid, const struct sy
 	sf = &z->files[z->nr_files++];
 	*sf = (struct sym_file){ .inode = m->inode, .dev_major = m->dev_major,
 				 .dev_minor = m->dev_minor, .threads = -2 };
-	/* Through map_files: the file the process maps, whatever its path now names. */
-	snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	sf->err = elf_syms_load(file, &sf->syms);
+	sf->err = elf_syms_load(map_path(pid, m, file, sizeof(file)), &sf->syms);
 	return sf;
 }
 
@@ -215,9 +236,9 @@ int symbolizer_name(struct symbolizer *z, pid_t pid, uint64_t ip, char *out, siz
 	sf = file_of(z, pid, m);
 	base = strrchr(m->path, '/');
 	base = base ? base + 1 : m->path;
-	snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	if (!sf || sf->err || elf_offset_to_vaddr(file, ip - m->start + m->pgoff, &vaddr, &relocatable) ||
+	if (!sf || sf->err ||
+	    elf_offset_to_vaddr(map_path(pid, m, file, sizeof(file)), ip - m->start + m->pgoff, &vaddr,
+				&relocatable) ||
 	    !(sym = elf_syms_find(&sf->syms, vaddr))) {
 		snprintf(out, size, "%s+0x%llx", base, (unsigned long long)(ip - m->start + m->pgoff));
 		return 0;
@@ -280,9 +301,7 @@ int symbolizer_serial_code(struct symbolizer *z, pid_t pid, uint64_t ip)
 	if (!is_blas || !(sf = file_of(z, pid, m)))
 		return CODE_NOT_SERIAL;
 	if (sf->threads == -2) {
-		snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
-			 (unsigned long long)m->start, (unsigned long long)m->end);
-		sf->threads = elf_imports_threads(file);
+		sf->threads = elf_imports_threads(map_path(pid, m, file, sizeof(file)));
 	}
 	/* A BLAS that cannot be read is not known to be serial. */
 	return sf->threads == 0 ? CODE_SERIAL_LIBRARY : CODE_NOT_SERIAL;

@@ -23,6 +23,9 @@ struct symbolizer {
 	void *libstdcxx;
 };
 
+/* Reads pid's maps now if they were not (a process may be gone by when its addresses are
+ * named). */
+void symbolizer_snapshot(struct symbolizer *z, pid_t pid);
 /* "function (file)", C++ demangled; "file+0xOFFSET" where no symbol covers ip; the mapping's
  * own name for the vDSO and anonymous (JIT) code. -ENOENT where nothing is mapped at ip. */
 int symbolizer_name(struct symbolizer *z, pid_t pid, uint64_t ip, char *out, size_t size);

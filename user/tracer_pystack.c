@@ -600,8 +600,9 @@ static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *
 	return 0;
 }
 
-/* Names kept through the window: a frame is named while its process runs, so the samples of
- * a worker that exits before the close (an epoch's end) keep their names. */
+/* Names kept through the window: a Python frame is named while its process runs, and its
+ * maps are kept, so the samples of a worker that exits before the close (an epoch's end) keep
+ * their names. */
 struct tracer_naming {
 	struct addr_cache codes, ips, rets;
 	struct symbolizer z;
@@ -650,12 +651,17 @@ static void name_new(struct tracer *t)
 
 	if (!n && !(n = t->naming = calloc(1, sizeof(*n))))
 		return;
+	/* Python frames are named now (a read of the process's memory each, once); native ones
+	 * at the close, from the maps read now: a library's symbol tables take tens of ms of CPU
+	 * to load, which a job whose processes hold every CPU would lose in the window. */
 	for (; n->samples < t->nr_samples; n->samples++) {
-		struct where_sample w;
+		const struct tracer_sample *ts = &t->samples[n->samples];
 
-		name_sample(t, n, &t->samples[n->samples], &w);
-		free(w.py);
-		free(w.callers);
+		if (ts->py == PP_SAMPLE_PY_OK && ts->depth > 0)
+			free(resolve_stack(&n->codes, pyproc_of(t, ts->tgid), ts->tgid, ts->code,
+					   ts->depth, &n->names));
+		if (ts->ustack_depth)
+			symbolizer_snapshot(&n->z, ts->tgid);
 	}
 	for (; n->waits < t->nr_waits; n->waits++) {
 		const struct pp_wait_stack *rec = t->waits[n->waits].rec;
