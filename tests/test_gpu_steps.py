@@ -88,13 +88,18 @@ def per_step_problems(i, rep, want):
     return out
 
 
+def reported(runs, problems):
+    """(attach number, report) of each attach that reported; a failed one is a problem."""
+    for i, r in enumerate(runs, 1):
+        if r["report"] is None:
+            problems.append("attach %d failed: %s" % (i, r["error"]))
+        else:
+            yield i, r["report"]
+
+
 def check(name, runs, want, pin_advice):
     problems, lines = [], []
-    for i, r in enumerate(runs, 1):
-        rep = r["report"]
-        if rep is None:
-            problems.append("attach %d failed: %s" % (i, r["error"]))
-            continue
+    for i, rep in reported(runs, problems):
         st, g = rep["steps"], rep["steps"]["gpu"] or {}
         h2d = (g.get("copies") or {}).get("HtoD") or {}
         recs = [x["id"] for x in rep["recommendations"]]
@@ -206,11 +211,7 @@ def device_memory_problems(i, rep, allocs, frees, leak_bytes):
 
 def check_device_memory(name, runs, allocs, frees, leak_bytes):
     problems, lines = [], []
-    for i, r in enumerate(runs, 1):
-        rep = r["report"]
-        if rep is None:
-            problems.append("attach %d failed: %s" % (i, r["error"]))
-            continue
+    for i, rep in reported(runs, problems):
         d, gm = (rep["steps"]["gpu"] or {}).get("device_memory") or {}, rep["gpu_memory"]
         lines.append("attach %d: %d steps, allocations %s..%s, frees %s..%s a step, grows %.0f "
                      "B/step (R^2 %s), outstanding %d -> %d peak %d, leak %r" % (
@@ -253,11 +254,7 @@ def test_device_memory_steady(procs, tmp_path, fakecuda):
 
 def launch_problems(runs, want):
     problems, lines = [], []
-    for i, r in enumerate(runs, 1):
-        rep = r["report"]
-        if rep is None:
-            problems.append("attach %d failed: %s" % (i, r["error"]))
-            continue
+    for i, rep in reported(runs, problems):
         g = rep["steps"]["gpu"] or {}
         recs = [x["id"] for x in rep["recommendations"]]
         graphs = [x["id"] for x in rep["recommendations"] if "CUDA graphs" in x["text"]]
