@@ -19,7 +19,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOADS = os.path.join(ROOT, "tools", "workloads")
 PIPEPROF = os.path.join(ROOT, "pipeprof")
-PYTHON = "/usr/bin/python3"  # Debian's, with torch; not whatever python3 is first on PATH
+# Debian's, with torch; not whatever python3 is first on PATH. PIPEPROF_TEST_PYTHON names
+# another (a GPU machine's interpreter with CUDA torch, for tests/test_real_cuda.py).
+PYTHON = os.environ.get("PIPEPROF_TEST_PYTHON", "/usr/bin/python3")
 RESULTS = os.path.join(ROOT, ".output", "scenario-results.json")
 READY_TIMEOUT = 90  # importing torch on a cold cache is slow
 

@@ -214,8 +214,29 @@ int procmaps_find_libs_in(FILE *maps, unsigned int kind_mask, struct mapped_lib 
 	return procmaps_find_libs_in_named(maps, kind_mask, NULL, libs, max);
 }
 
+bool procmaps_driver_pinned(const struct maps_entry *e)
+{
+	return e->perms[0] == 'r' && e->perms[3] == 's' && !strcmp(e->path, "/dev/zero" DELETED_SUFFIX);
+}
+
+static void add_pinned(struct pinned_ranges *pinned, const struct maps_entry *e)
+{
+	if (pinned->nr >= PROCMAPS_PINNED_MAX) {
+		pinned->truncated = true;
+		return;
+	}
+	pinned->start[pinned->nr] = e->start;
+	pinned->end[pinned->nr++] = e->end;
+}
+
 int procmaps_find_libs_in_named(FILE *maps, unsigned int kind_mask, const char *other_name,
 				struct mapped_lib *libs, int max)
+{
+	return procmaps_find_libs_in_pinned(maps, kind_mask, other_name, libs, max, NULL);
+}
+
+int procmaps_find_libs_in_pinned(FILE *maps, unsigned int kind_mask, const char *other_name,
+				 struct mapped_lib *libs, int max, struct pinned_ranges *pinned)
 {
 	struct maps_entry *e;
 	char *line = NULL;
@@ -241,6 +262,10 @@ int procmaps_find_libs_in_named(FILE *maps, unsigned int kind_mask, const char *
 		/* Skip what we cannot parse rather than give up on a whole process. */
 		if (procmaps_parse_line(line, e) || !e->inode)
 			continue;
+		if (pinned && procmaps_driver_pinned(e)) {
+			add_pinned(pinned, e);
+			continue;
+		}
 		/* The kind from the path as it is kept, so the two always agree (a file really
 		 * named "libcuda.so (deleted)" and then deleted read otherwise). */
 		deleted = strip_deleted(e->path);
@@ -292,6 +317,12 @@ int procmaps_find_libs(pid_t pid, unsigned int kind_mask, struct mapped_lib *lib
 int procmaps_find_libs_named(pid_t pid, unsigned int kind_mask, const char *other_name,
 			     struct mapped_lib *libs, int max)
 {
+	return procmaps_find_libs_pinned(pid, kind_mask, other_name, libs, max, NULL);
+}
+
+int procmaps_find_libs_pinned(pid_t pid, unsigned int kind_mask, const char *other_name,
+			      struct mapped_lib *libs, int max, struct pinned_ranges *pinned)
+{
 	char path[64];
 	FILE *f;
 	int ret;
@@ -303,7 +334,7 @@ int procmaps_find_libs_named(pid_t pid, unsigned int kind_mask, const char *othe
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
 	/* A process that exits after the open reads as an empty file: 0 libraries, not an error. */
-	ret = procmaps_find_libs_in_named(f, kind_mask, other_name, libs, max);
+	ret = procmaps_find_libs_in_pinned(f, kind_mask, other_name, libs, max, pinned);
 	fclose(f);
 	return ret;
 }

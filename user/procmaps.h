@@ -72,6 +72,25 @@ int procmaps_find_libs_named(pid_t pid, unsigned int kind_mask, const char *othe
 			     struct mapped_lib *libs, int max);
 int procmaps_find_libs_in_named(FILE *maps, unsigned int kind_mask, const char *other_name,
 				struct mapped_lib *libs, int max);
+/*
+ * Host memory the CUDA driver pinned (cudaHostAlloc, cudaMallocHost and PyTorch's pinned-memory
+ * allocator over them) is a shared mapping of /dev/zero in the process, "rw-s ... /dev/zero
+ * (deleted)", in 2 MB regions it suballocates (seen with driver 580 on an H200). Memory pinned
+ * before the attach is known only this way. A shared anonymous mmap reads the same, so a
+ * caller uses these only in a process that maps the driver.
+ */
+#define PROCMAPS_PINNED_MAX 64
+struct pinned_ranges {
+	int nr;
+	bool truncated;		/* more than PROCMAPS_PINNED_MAX */
+	uint64_t start[PROCMAPS_PINNED_MAX], end[PROCMAPS_PINNED_MAX];
+};
+bool procmaps_driver_pinned(const struct maps_entry *e);
+/* procmaps_find_libs_named that also collects those mappings into *pinned (NULL: none). */
+int procmaps_find_libs_pinned(pid_t pid, unsigned int kind_mask, const char *other_name,
+			      struct mapped_lib *libs, int max, struct pinned_ranges *pinned);
+int procmaps_find_libs_in_pinned(FILE *maps, unsigned int kind_mask, const char *other_name,
+				 struct mapped_lib *libs, int max, struct pinned_ranges *pinned);
 /* Whether path's file is name, or name with a version after a dot ("libfoo.so" names
  * "libfoo.so.1.2"; "libtorch_cpu" names "libtorch_cpu.so"). */
 bool lib_name_matches(const char *path, const char *name);

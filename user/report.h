@@ -123,6 +123,9 @@ struct report {
 	 * pinned: from or to host memory seen pinned since the attach). */
 	bool copies_traced;
 	struct pp_copy_counts copies;
+	/* Host regions the driver had pinned before the attach, read from the maps, and those
+	 * that could not be tracked (map full, past PROCMAPS_PINNED_MAX). */
+	int pinned_before_attach, pinned_before_attach_lost;
 	/* Launch-bound (CPU-side), from the steps and the verdict (steps_finish()). */
 	bool launch_bound;
 	/* Device memory each process allocated and freed in the window (devmem.bpf.c,

@@ -102,7 +102,10 @@ static void print_gpu(FILE *out, const struct report *r)
 	}
 	if (pageable)
 		fprintf(out, "  (pageable: host memory not seen pinned by cudaHostAlloc, cudaMallocHost "
-			"or cudaHostRegister since the attach)\n");
+			"or cudaHostRegister since the attach, nor in the %d region%s the driver had "
+			"pinned before it%s)\n", r->pinned_before_attach,
+			r->pinned_before_attach == 1 ? "" : "s",
+			r->pinned_before_attach_lost ? ", some of them not tracked" : "");
 	if (r->launch_bound)
 		fprintf(out, "  launch-bound (CPU-side): %.0f launches a step, one every %.1f us, %.0f%% "
 			"of the steps' time between launches: the host spends its step issuing "
@@ -259,6 +262,10 @@ json_object *steps_json(const struct report *r)
 	json_object_object_add(o, "slow_steps", s->slow_count ? breakdown_json(&s->slow, 0) : NULL);
 	json_object_object_add(o, "other_threads", json_object_new_int(s->other_threads));
 	json_object_object_add(o, "lost", json_object_new_int64(r->step_recs_lost));
+	json_object_object_add(o, "pinned_regions_before_attach",
+			       json_object_new_int(r->pinned_before_attach));
+	json_object_object_add(o, "pinned_regions_before_attach_lost",
+			       json_object_new_int(r->pinned_before_attach_lost));
 	json_object_object_add(o, "gpu", r->gpu_traced && s->count ? gpu_json(s, r->launch_bound) : NULL);
 	return o;
 }

@@ -71,6 +71,8 @@ struct tracer {
 	struct tracer_lib_attach *attached;
 	int nr_attached, cap_attached;
 	int probe_attach_failures;
+	/* Driver-pinned host regions read from the maps (tracer_attach.c seed_pinned). */
+	int pinned_seeded, pinned_seed_lost;
 	int libs_unreadable;
 	int seed_failures;	/* threads seen at attach that did not fit the thread map */
 	int seed_proc_failures;	/* processes seen at attach that did not fit the process map */

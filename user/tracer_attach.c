@@ -285,22 +285,51 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 	return 0;
 }
 
+/*
+ * Host memory the driver pinned before the attach (a DataLoader's pin_memory batches come from
+ * PyTorch's caching host allocator, which pinned its blocks long before): known only from the
+ * maps (procmaps_driver_pinned), taken as pinned in a process that maps the driver. A region
+ * seen here is keyed by its mapping, so its later cudaFreeHost (keyed by the pointer) leaves
+ * it: the driver keeps such regions cached for reuse anyway.
+ */
+static void seed_pinned(struct tracer *t, pid_t pid, struct pinned_ranges *pinned)
+{
+	int fd = bpf_map__fd(t->skel->maps.pinned_regions);
+
+	for (int i = 0; i < pinned->nr; i++) {
+		struct pp_pinned_key key = { .tgid = pid, .start = pinned->start[i] };
+		__u64 end = pinned->end[i];
+
+		if (!bpf_map_update_elem(fd, &key, &end, BPF_NOEXIST))
+			t->pinned_seeded++;
+		else if (errno != EEXIST)
+			t->pinned_seed_lost++;
+	}
+	if (pinned->truncated)
+		t->pinned_seed_lost++;
+	pinned->nr = 0;
+}
+
 int tracer_refresh_pid(struct tracer *t, pid_t pid)
 {
 	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA | 1u << LIB_LOADER |
 			    (t->hist_kinds & 1u << PP_HK_STEP || t->steps ? 1u << LIB_TORCH : 0) |
 			    (t->python_gc || t->sample_hz ? 1u << LIB_PYTHON : 0);
 	struct mapped_lib libs[16];
+	struct pinned_ranges pinned = { 0 };
 	bool runtime_mapped = false;
 	int n, err;
 
 	/* --step-symbol's file, whatever its kind: files of no kind only by that name. */
 	if (t->step_file[0])
 		mask |= 1u << lib_kind_of_path(t->step_file);
-	n = procmaps_find_libs_named(pid, mask, t->step_file[0] ? t->step_file : NULL, libs, 16);
+	n = procmaps_find_libs_pinned(pid, mask, t->step_file[0] ? t->step_file : NULL, libs, 16,
+				      t->steps ? &pinned : NULL);
 	for (int i = 0; i < n; i++) {
 		struct pp_text_range rt = { libs[i].span_start, libs[i].span_end };
 
+		if (libs[i].kind == LIB_CUDA)
+			seed_pinned(t, pid, &pinned);
 		if (libs[i].kind != LIB_CUDART)
 			continue;
 		runtime_mapped = true;

@@ -154,6 +154,8 @@ int tracer_collect_steps(struct tracer *t, struct report *r)
 			 "(" TRACER_STEP_PROBE ") could not be probed" :
 			 "libtorch_cpu is not mapped: no autograd backward pass to find");
 	tracer_steps_poll(t);
+	r->pinned_before_attach = t->pinned_seeded;
+	r->pinned_before_attach_lost = t->pinned_seed_lost;
 	r->step_recs_lost = tracer_counter(t, PP_CNT_STEP_RECORDS_LOST) + t->step_recs_over_cap;
 	if (!t->nr_step_recs)
 		return 0;

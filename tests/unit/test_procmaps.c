@@ -535,6 +535,61 @@ TEST(find_libs_gone)
 	CHECK_EQ_INT(procmaps_find_libs(child, ALL_GPU_KINDS, libs, MAX_LIBS), -ESRCH);
 }
 
+/* Lines as a CUDA process on driver 580 has them: its pinned host memory is the shared /dev/zero
+ * mappings; a DataLoader's shared-memory tensors, a private /dev/zero mapping and the device
+ * files are not pinned host memory. */
+TEST(driver_pinned_regions)
+{
+	const char *text =
+		"7f605c800000-7f605cc00000 rw-s 00000000 00:01 2052                       /dev/zero (deleted)\n"
+		"7f6057e00000-7f6058000000 rw-s 00000000 00:01 2053                       /dev/zero (deleted)\n"
+		"7f6058000000-7f6058200000 rw-p 00000000 00:05 6                          /dev/zero\n"
+		"7f6058200000-7f6058400000 rw-s 00000000 00:1a 31                         /dev/shm/torch_1_2\n"
+		"7f6058400000-7f6058600000 rw-s 00000000 00:01 2060                       /memfd:x (deleted)\n"
+		"7f6058600000-7f6058800000 rw-s 00000000 00:05 502                        /dev/nvidiactl\n"
+		"7f6058800000-7f6058a00000 r--s 00000000 00:01 2061                       /dev/zero (deleted)\n"
+		"7f2e9000a000-7f2e90062000 r-xp 0000a000 103:02 3932090                   /opt/venv/lib/libcudart.so.13\n";
+	struct pinned_ranges pinned = { 0 };
+	FILE *f = mem_stream(text);
+	int ret;
+
+	if (!f)
+		return;
+	ret = procmaps_find_libs_in_pinned(f, ALL_GPU_KINDS, NULL, libs, MAX_LIBS, &pinned);
+	fclose(f);
+	/* The library is still found beside them. */
+	if (CHECK_EQ_INT(ret, 1))
+		CHECK_STR(libs[0].path, "/opt/venv/lib/libcudart.so.13");
+	if (!CHECK_EQ_INT(pinned.nr, 3))
+		return;
+	CHECK_EQ_U64(pinned.start[0], 0x7f605c800000ull);
+	CHECK_EQ_U64(pinned.end[0], 0x7f605cc00000ull);
+	CHECK_EQ_U64(pinned.start[1], 0x7f6057e00000ull);
+	CHECK_EQ_U64(pinned.start[2], 0x7f6058800000ull);
+	CHECK(!pinned.truncated);
+
+	/* Past PROCMAPS_PINNED_MAX they are counted as lost, never written past the array. */
+	{
+		char *many = malloc(128 * (PROCMAPS_PINNED_MAX + 2));
+		size_t off = 0;
+
+		if (!CHECK(many != NULL))
+			return;
+		for (int i = 0; i < PROCMAPS_PINNED_MAX + 2; i++)
+			off += sprintf(many + off, "%llx-%llx rw-s 00000000 00:01 %d /dev/zero (deleted)\n",
+				       0x100000ull * (i + 1), 0x100000ull * (i + 2), 3000 + i);
+		memset(&pinned, 0, sizeof(pinned));
+		f = mem_stream(many);
+		if (f) {
+			procmaps_find_libs_in_pinned(f, ALL_GPU_KINDS, NULL, libs, MAX_LIBS, &pinned);
+			fclose(f);
+		}
+		CHECK_EQ_INT(pinned.nr, PROCMAPS_PINNED_MAX);
+		CHECK(pinned.truncated);
+		free(many);
+	}
+}
+
 int main(void)
 {
 	RUN_TEST(parse_file_backed);
@@ -555,5 +610,6 @@ int main(void)
 	RUN_TEST(malformed_lines_skipped);
 	RUN_TEST(find_libs_self);
 	RUN_TEST(find_libs_gone);
+	RUN_TEST(driver_pinned_regions);
 	return unit_summary();
 }

@@ -38,6 +38,8 @@ Without bpftrace its column says "skipped" and a note says why. bpftrace needs t
     sudo tools/bench/compare.py                      # 5 rounds of 5 s windows, ~13 min
     sudo tools/bench/compare.py --quick              # 2 rounds of 2 s windows, ~3 min
     sudo tools/bench/compare.py --rounds 7 --seconds 8 --loops dataloader,cpu-bound
+    sudo tools/bench/compare.py --python /opt/venv/bin/python3 --loops cuda-launch,cuda-data
+                                # real CUDA loops (tools/workloads/cuda_train.py), GPU machine
 """
 import argparse
 import bisect
@@ -72,6 +74,14 @@ LOOPS = [
     ("dataloader", "data_bound.py", [], "steps/s", "DataLoader (data_bound.py)"),
     ("cpu-bound", "cpu_bound.py", [], "steps/s", "CPU-bound (cpu_bound.py)"),
     ("launch-heavy", "launch_heavy.py", [], "launches/s", "launch-heavy (launch_heavy.py)"),
+]
+# On a GPU machine only (--loops names them; --python an interpreter whose torch has CUDA): real
+# CUDA loops of tools/workloads/cuda_train.py, steps/s.
+CUDA_LOOPS = [
+    ("cuda-data", "cuda_train.py", ["--mode", "data"], "steps/s", "CUDA DataLoader (cuda_train.py)"),
+    ("cuda-launch", "cuda_train.py", ["--mode", "launch"], "steps/s",
+     "CUDA launch-heavy (cuda_train.py)"),
+    ("cuda-gpu", "cuda_train.py", ["--mode", "gpu"], "steps/s", "CUDA GPU-bound (cuda_train.py)"),
 ]
 # "A/A control" is a second untraced window in each round, compared with the first like any
 # tracer: its slowdown is what no overhead at all looks like on this machine today.
@@ -475,6 +485,25 @@ def settle_records(loop, pending):
     return None
 
 
+def loop_python(interpreter, tmp):
+    """A link to the interpreter named COMM (the loops' command name). A virtual environment's
+    interpreter finds its packages from pyvenv.cfg beside or above the path it was started by,
+    so for one the link gets a copy of that file and the environment's lib/ beside it."""
+    venv = os.path.dirname(os.path.dirname(os.path.abspath(interpreter)))
+    if not os.path.exists(os.path.join(venv, "pyvenv.cfg")):
+        python = os.path.join(tmp, COMM)
+        os.symlink(interpreter, python)
+        return python
+    os.makedirs(os.path.join(tmp, "bin"))
+    shutil.copy(os.path.join(venv, "pyvenv.cfg"), tmp)
+    for d in ("lib", "lib64"):
+        if os.path.exists(os.path.join(venv, d)):
+            os.symlink(os.path.join(venv, d), os.path.join(tmp, d))
+    python = os.path.join(tmp, "bin", COMM)
+    os.symlink(interpreter, python)
+    return python
+
+
 def run_loop(name, script, extra, args, configs, python, tmp):
     def start():
         print("%s: starting %s" % (name, script), flush=True)
@@ -546,7 +575,7 @@ def fmt_rate(x):
 def table(results, configs, skipped):
     head = "| loop | " + " | ".join(configs) + " |"
     lines = [head, "|" + "---|" * (len(configs) + 1)]
-    for name, _, _, unit, label in LOOPS:
+    for name, _, _, unit, label in LOOPS + CUDA_LOOPS:
         if name not in results:
             continue
         cells = []
@@ -589,6 +618,9 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[-3:]))
     ap.add_argument("--rounds", type=int, default=5, help="rounds (default %(default)s)")
+    ap.add_argument("--python", default="/usr/bin/python3",
+                    help="interpreter of the loops (default %(default)s; on a GPU machine one "
+                    "whose torch has CUDA, for the cuda-* loops)")
     ap.add_argument("--seconds", type=float, default=5,
                     help="measured window per configuration and round (default %(default)s)")
     ap.add_argument("--warmup", type=float, default=3,
@@ -614,10 +646,12 @@ def main():
         args.rounds, args.seconds, args.warmup, args.wait_quiet = 2, 2, 1, 0
     if os.geteuid() != 0:
         sys.exit("compare.py: run as root (the tracers load BPF programs)")
-    for path, what in ((PIPEPROF, "make pipeprof"), (FAKE_CUDART, "make fixtures")):
+    loops = [x for x in LOOPS + CUDA_LOOPS if x[0] in args.loops.split(",")]
+    needs = [(PIPEPROF, "make pipeprof")] + (
+        [(FAKE_CUDART, "make fixtures")] if any(x[0] == "launch-heavy" for x in loops) else [])
+    for path, what in needs:
         if not os.path.exists(path):
             sys.exit("compare.py: %s missing (%s)" % (path, what))
-    loops = [x for x in LOOPS if x[0] in args.loops.split(",")]
     configs = ["untraced"] + [c for c in CONFIGS if c != "untraced" and c in args.configs.split(",")]
     unknown = set(args.configs.split(",")) - set(CONFIGS)
     if unknown:
@@ -644,8 +678,7 @@ def main():
     t_start = time.monotonic()
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            python = os.path.join(tmp, COMM)
-            os.symlink("/usr/bin/python3", python)
+            python = loop_python(args.python, tmp)
             for name, script, extra, unit, label in loops:
                 records, restarts = run_loop(name, script, extra, args, measured, python, tmp)
                 notes.extend(restarts)

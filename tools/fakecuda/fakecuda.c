@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include "fakegpu.h"
 
@@ -725,19 +726,45 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 	return CUDA_SUCCESS;
 }
 
+/*
+ * Pinned host memory as the real driver maps it: a shared mapping of /dev/zero ("rw-s ...
+ * /dev/zero (deleted)" in the maps), the pointer 0x200 into it, so that pipeprof finds memory
+ * pinned before its attach as it does on a GPU machine. The header keeps the mapping's length.
+ */
+#define PINNED_HEADER 0x200
+
+static CUresult pinned_alloc(void **pp, size_t bytesize)
+{
+	size_t len = bytesize + PINNED_HEADER;
+	void *base;
+
+	if (!pp || !bytesize)
+		return CUDA_ERROR_INVALID_VALUE;
+	base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*(size_t *)base = len;
+	*pp = (char *)base + PINNED_HEADER;
+	return CUDA_SUCCESS;
+}
+
 CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
-	return host_alloc(pp, bytesize);
+	return pinned_alloc(pp, bytesize);
 }
 
 CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
-	return host_alloc(pp, bytesize);
+	return pinned_alloc(pp, bytesize);
 }
 
 CUresult cuMemFreeHost(void *p)
 {
-	free(p);
+	char *base = (char *)p - PINNED_HEADER;
+
+	if (!p)
+		return CUDA_SUCCESS;
+	munmap(base, *(size_t *)base);
 	return CUDA_SUCCESS;
 }
 

@@ -15,7 +15,9 @@ the torch work, in this order: --launches N kernel launches in all (cudaLaunchKe
 carries --gpu-ms), of which --ex-launches through cudaLaunchKernelExC, --graph-launches through
 cudaGraphLaunch and --driver-launches through the driver's cuLaunchKernel directly (as Triton
 does); --h2d-copies C cudaMemcpyAsync HostToDevice of --h2d-bytes B each, from pageable memory
-(--host pageable), from a buffer allocated pinned each step (--host hostalloc: cudaHostAlloc,
+(--host pageable), from a buffer pinned once before READY (--host cached: cudaHostAlloc, as
+PyTorch's caching host allocator, so a pipeprof attached later never sees the call), from a
+buffer allocated pinned each step (--host hostalloc: cudaHostAlloc,
 cudaMallocHost alternating, freed after; copied from its start and, for the second and later
 copies, from inside it) or registered each step (--host register: cudaHostRegister of pageable
 memory, unregistered after); --d2d-copies cudaMemcpyAsync DeviceToDevice of --d2d-bytes;
@@ -226,7 +228,8 @@ def main(argv=None):
                    help="cudaDeviceSynchronize calls per step")
     p.add_argument("--h2d-copies", type=int, default=0, metavar="C")
     p.add_argument("--h2d-bytes", type=int, default=1 << 20, metavar="B")
-    p.add_argument("--host", choices=("pageable", "hostalloc", "register"), default="pageable",
+    p.add_argument("--host", choices=("pageable", "hostalloc", "register", "cached"),
+                   default="pageable",
                    help="host memory the H2D copies read (default %(default)s)")
     p.add_argument("--d2h-copies", type=int, default=0, metavar="C",
                    help="blocking cudaMemcpy DeviceToHost calls per step")
@@ -262,6 +265,9 @@ def main(argv=None):
         # Pageable host memory: the interpreter's own heap, as a numpy batch's would be.
         st["pageable"] = ctypes.create_string_buffer(big)
         st["d2h"] = ctypes.create_string_buffer(max(args.d2h_bytes, 1))
+        if args.host == "cached":
+            # Pinned once, before READY, as PyTorch's caching host allocator pins its blocks.
+            st["cached"] = cuda.host_alloc(big, 0)
         rec.extra["per_step"] = {
             "launches": args.launches, "syncs": args.syncs + args.device_syncs + args.d2h_copies,
             "syncs_by_api": {k: v for k, v in (("cudaStreamSynchronize", args.syncs),
@@ -287,6 +293,8 @@ def main(argv=None):
         total = n * c
         if args.host == "hostalloc":
             buf = cuda.host_alloc(total, st["launches"] % 2)
+        elif args.host == "cached":
+            buf = st["cached"]
         else:
             buf = ctypes.cast(st["pageable"], ctypes.c_void_p)
             if args.host == "register":
