@@ -261,6 +261,7 @@ struct pp_note {
 struct pp_gpu_api_stats {
 	__u64 calls;
 	__u64 total_ns;
+	__u64 max_ns;		/* the longest call: bounds percentiles read off log2 slots */
 	__u64 slots[PP_HIST_SLOTS];
 };
 

@@ -436,7 +436,8 @@ static void recommend_verdict(struct analysis *a, const struct analysis_input *i
 	case VERDICT_GPU:
 		r = add_rec(a, "gpu_healthy", bound);
 		say(r, "The GPU is the bottleneck, which is what a GPU job should be; to go faster, "
-		    "make the GPU work cheaper: mixed precision (torch.autocast, bf16/fp16), a larger "
+		    "make the GPU work cheaper: mixed precision where the model still runs in fp32 "
+		    "(torch.autocast, bf16/fp16; pipeprof cannot see kernels' precision), a larger "
 		    "batch if memory allows.");
 		because(r, "the trainer waits for the GPU %.0f%% of its time, %.0f synchronising "
 			"calls, mean %.0f us", f * 100, (double)tr->gpu_calls, in->gpu_sync_mean_us);
@@ -506,7 +507,8 @@ static void recommend_verdict(struct analysis *a, const struct analysis_input *i
 			tr->gpu_calls == 1 ? "" : "s", in->gpu_sync_mean_us / 1e3);
 		r = add_rec(a, "gpu_healthy", 0);
 		say(r, "If the GPU is the bottleneck, which is what a GPU job should be, make its work "
-		    "cheaper: mixed precision (torch.autocast, bf16/fp16), a larger batch if memory "
+		    "cheaper: mixed precision where the model still runs in fp32 (torch.autocast, "
+		    "bf16/fp16), a larger batch if memory "
 		    "allows.");
 		because(r, "a GPU that runs %.0f ms behind the CPU is busy all that time",
 			in->gpu_sync_mean_us / 1e3);

@@ -40,7 +40,7 @@ struct lib_result {
 
 struct api_result {
 	const char *name;
-	uint64_t calls, total_ns;
+	uint64_t calls, total_ns, max_ns;
 	__u64 slots[PP_HIST_SLOTS];	/* log2 usecs */
 };
 

@@ -41,6 +41,7 @@ static void collect_gpu(struct tracer *t, struct report *r)
 			continue;
 		r->apis[i].calls = stats.calls;
 		r->apis[i].total_ns = stats.total_ns;
+		r->apis[i].max_ns = stats.max_ns;
 		memcpy(r->apis[i].slots, stats.slots, sizeof(stats.slots));
 	}
 

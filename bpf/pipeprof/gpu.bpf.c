@@ -89,6 +89,9 @@ int BPF_KRETPROBE(on_gpu_return)
 	if (stats) {
 		__sync_fetch_and_add(&stats->calls, 1);
 		__sync_fetch_and_add(&stats->total_ns, took);
+		/* Two CPUs racing here may keep the smaller: a bound, never a made-up value. */
+		if (took > stats->max_ns)
+			stats->max_ns = took;
 		hist_add(stats->slots, took / 1000);
 	}
 	hist_time(PP_HK_GPU_SYNC, api, tid, t->tgid, took);
