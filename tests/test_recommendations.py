@@ -13,10 +13,11 @@ the workloads' own step timestamps (groundtruth.py).
   (how much of theirs the job then gets is the scheduler's call), gives only the bound of the
   whole machine, and B's rate must stay under it (plus TOLERANCE).
 - torch intra-op threads 1 -> 2 (cpu_bound.py, an MLP and large elementwise ops): a second
-  thread buys them very different speed-ups, and their one-thread states look alike, so the
-  report gives no number, only Amdahl's bound; the measured speed-up must stay under it. The CPU
-  samples tell them apart: the MLP's CPU is in a BLAS that starts no threads, which tightens its
-  bound under 1.10x and turns the advice to the BLAS (serial_code).
+  thread buys them very different speed-ups, and their one-thread states look alike; the CPU
+  samples tell them apart. The MLP's CPU is in a BLAS that starts no threads: Amdahl's law with
+  that share serial predicts under 1.10x and turns the advice to the BLAS (serial_code); the
+  elementwise ops' CPU is in torch's own parallel loops, predicted near 2x. Each prediction must
+  be within TOLERANCE of the speed-up measured.
 
 A pair is void when the load of other processes differs by more than MAX_OTHER_DRIFT CPUs
 between A's window and B's, when A's own rate moved by more than SPEED_DRIFT between the
@@ -46,7 +47,6 @@ SPEED_DRIFT = 0.10
 CPU_SPEED_SKEW = 0.20
 # Of each test's rounds, at least this many must be compared (not void).
 MIN_COMPARED = 1
-BOUND_SLACK = 1.10  # a measured speed-up over Amdahl's bound by more than this fails
 READY_TIMEOUT = 120
 # data_bound.py: the workers need 46 ms of CPU per batch (8 samples x 5.75 ms), the trainer
 # 12 ms per step; unpinned, so that the scheduler may put any thread on any CPU, as the model
@@ -400,8 +400,9 @@ def cpu_pair(procs, tmp_path, op):
     return a, b
 
 
-def test_intra_op_threads_bound(procs, pipeprof_bin, tmp_path):
-    """torch.set_num_threads 1 -> 2: a bound and no number, and the bound holds."""
+def test_intra_op_threads_prediction(procs, pipeprof_bin, tmp_path):
+    """torch.set_num_threads 1 -> 2: predicted from where the one thread's CPU goes, within
+    TOLERANCE of the speed-up measured."""
     pairs = {op: cpu_pair(procs, tmp_path, op) for op in ("mlp", "elementwise")}
     all_rounds = {}
     start_all(*[s for pair in pairs.values() for s in pair])
@@ -433,15 +434,17 @@ def test_intra_op_threads_bound(procs, pipeprof_bin, tmp_path):
             return "withheld", head + ": no idle CPU, no threads advice"
         if not advice:
             return "FAIL", head + ": no intra-op threads advice with %.2f CPUs idle" % idle
-        if advice.get("predicted_speedup") is not None:
-            return "FAIL", head + ": a number from a one-thread trace: %s" % advice["text"]
-        bound = advice.get("speedup_bound")
-        line = head + ", bound %.2fx" % (bound or 0)
+        pred = advice.get("predicted_speedup")
+        if pred is None:
+            return "FAIL", head + ": no predicted speed-up from the trainer's CPU samples: %s" % (
+                advice["text"])
+        line = head + ", predicted %.2fx" % pred
         if void_reason(r) or m is None:
             return "void", line + " (void: %s)" % (void_reason(r) or "no rate")
-        if not bound or m > bound * BOUND_SLACK:
-            return "FAIL", line + ": the bound does not hold"
-        return "ok", line
+        off = abs(pred - m) / m
+        if off > TOLERANCE:
+            return "FAIL", line + ": off by %.0f%% (> %.0f%%)" % (100 * off, 100 * TOLERANCE)
+        return "ok", line + " (off by %.0f%%)" % (100 * off)
 
     summary, results, failed = [], {}, []
     for op, batches in list(all_rounds.items()):

@@ -68,8 +68,11 @@ static int advice_role(const char *id)
 /*
  * The intra-op threads advice, held against where the trainer's CPU goes: code that runs on
  * one thread whatever torch.set_num_threads says (the interpreter, a BLAS with no threads of
- * its own) tightens Amdahl's bound, and when the bound leaves nothing worth having, the advice
- * becomes what would help instead.
+ * its own) is Amdahl's serial part, and the model takes the rest to split evenly over the
+ * threads, as torch's parallel loops over large tensors do. That is a prediction, as good as
+ * its assumption (small tensors stay on one thread, below torch's grain size), and the text
+ * says so; with too few samples there is only the loose bound. When the prediction leaves
+ * nothing worth having, the advice becomes what would help instead.
  */
 static void refine_threads(struct report *r)
 {
@@ -77,7 +80,7 @@ static void refine_threads(struct report *r)
 	struct pipeline_model *m = &r->analysis.model;
 	struct recommendation *rec = NULL;
 	struct prediction *p;
-	double serial, lib, bound;
+	double serial, lib, predicted;
 	const char *top;
 
 	for (int i = 0; i < r->analysis.nr_recs && !rec; i++)
@@ -86,27 +89,33 @@ static void refine_threads(struct report *r)
 	if (!rec || rec->prediction < 0 || w->samples < NAMED_MIN_SAMPLES)
 		return;
 	p = &m->predictions[rec->prediction];
+	if (!p->bound)
+		return;
 	serial = (double)(w->serial_interpreter + w->serial_library) / w->samples;
 	lib = (double)w->serial_library / w->samples;
-	bound = pipeline_threads_bound(m->in.trainer_running, serial, p->to);
-	/* A few samples in the interpreter between ops change nothing worth a sentence. */
-	if (!p->bound || bound >= p->bound || serial < 0.05)
-		return;
+	predicted = pipeline_threads_bound(m->in.trainer_running, serial, p->to);
+	if (predicted > p->bound)
+		predicted = p->bound;
 	top = w->serial_top.name >= 0 ? r->where_names.names[w->serial_top.name] : "";
-	p->bound = rec->speedup_bound = bound;
+	p->bound = rec->speedup_bound = predicted;
+	p->speedup = predicted;
 	snprintf(p->withheld, sizeof(p->withheld), "%.0f%% of the trainer's CPU runs on one thread "
-		 "whatever the setting (%.0f%% in the interpreter, %.0f%% in a BLAS with no threads)",
-		 100 * serial, 100 * (serial - lib), 100 * lib);
+		 "whatever the setting (%.0f%% in the interpreter, %.0f%% in a BLAS with no threads), "
+		 "the rest taken to split evenly", 100 * serial, 100 * (serial - lib), 100 * lib);
 	text_append(rec->evidence, sizeof(rec->evidence), "; %.0f%% of %llu CPU samples of the "
 		    "trainer in code that runs on one thread%s%s%s", 100 * serial,
 		    (unsigned long long)w->samples, *top ? " (most: " : "", top, *top ? ")" : "");
-	if (bound >= PREDICT_THREADS_NO_GAIN) {
-		text_append(rec->text, sizeof(rec->text), " At most %.2fx: %s.", bound, p->withheld);
+	if (predicted >= PREDICT_THREADS_NO_GAIN) {
+		snprintf(rec->text, sizeof(rec->text), "Try torch.set_num_threads(%d) (or "
+			 "OMP_NUM_THREADS=%d) so tensor ops use the idle CPUs: predicted %.2fx steps/s, "
+			 "as %.0f%% of the trainer's CPU runs on one thread whatever the setting and the "
+			 "rest is taken to split evenly (large tensor ops do; ops on small tensors stay "
+			 "on one thread).", p->to, p->to, predicted, 100 * serial);
 		return;
 	}
 	rec->id = "serial_code";
-	snprintf(rec->text, sizeof(rec->text), "More intra-op threads would not help: at most %.2fx "
-		 "steps/s with torch.set_num_threads(%d), as %s.", bound, p->to, p->withheld);
+	snprintf(rec->text, sizeof(rec->text), "More intra-op threads would not help: predicted "
+		 "%.2fx steps/s with torch.set_num_threads(%d), as %s.", predicted, p->to, p->withheld);
 	if (lib >= serial / 2 && *top)
 		text_append(rec->text, sizeof(rec->text), " The BLAS, %s, starts no threads of its "
 			    "own, and torch calls it outside its parallel loops: a threaded BLAS "

@@ -413,6 +413,12 @@ TEST(test_rules_cpu_bound)
 	check_every_rec_has_evidence(&a);
 }
 
+/* The predicted speed-up a recommendation links to, 0 when none. */
+static double predicted(const struct analysis *a, const struct recommendation *r)
+{
+	return r->prediction >= 0 ? a->model.predictions[r->prediction].speedup : 0;
+}
+
 /* The intra-op threads advice held against where the trainer's CPU goes (where.c). */
 TEST(test_threads_against_samples)
 {
@@ -441,23 +447,34 @@ TEST(test_threads_against_samples)
 	CHECK(adv && adv->speedup_bound < PREDICT_THREADS_NO_GAIN &&
 	      near(adv->speedup_bound, pipeline_threads_bound(0.99, 0.9, 2), 1e-9));
 	CHECK(adv && strstr(adv->evidence, "200 CPU samples"));
+	CHECK(adv && near(predicted(&r->analysis, adv), adv->speedup_bound, 1e-9));
 
-	/* 30% in the interpreter: the bound tightens, the advice stays. */
+	/* 30% in the interpreter: a prediction from the samples, the advice stays. */
 	analyse(th, 1, &in, &r->analysis);
 	r->where[ROLE_TRAINER] = (struct where_role){ .samples = 200, .serial_interpreter = 60,
 						      .serial_top = { .name = -1 } };
 	where_annotate(r);
 	adv = rec(&r->analysis, "intra_op_threads");
-	CHECK_MSG(adv && strstr(adv->text, "At most 1.5"), "%s", adv ? adv->text : "");
+	CHECK_MSG(adv && strstr(adv->text, "predicted 1.53x") && strstr(adv->text, "split evenly"),
+		  "%s", adv ? adv->text : "");
 	CHECK(adv && near(adv->speedup_bound, pipeline_threads_bound(0.99, 0.3, 2), 1e-9));
+	CHECK(adv && near(predicted(&r->analysis, adv), adv->speedup_bound, 1e-9));
 
-	/* Too few samples to say: the advice is left as it was. */
+	/* Nothing of it on one thread: the whole on-CPU share is taken to split. */
+	analyse(th, 1, &in, &r->analysis);
+	r->where[ROLE_TRAINER] = (struct where_role){ .samples = 200, .serial_top = { .name = -1 } };
+	where_annotate(r);
+	adv = rec(&r->analysis, "intra_op_threads");
+	CHECK(adv && near(predicted(&r->analysis, adv), pipeline_threads_bound(0.99, 0, 2), 1e-9));
+
+	/* Too few samples to say: no number, only the loose bound. */
 	analyse(th, 1, &in, &r->analysis);
 	r->where[ROLE_TRAINER] = (struct where_role){ .samples = 20, .serial_library = 20,
 						      .serial_top = { .name = blas, .samples = 20 } };
 	where_annotate(r);
 	adv = rec(&r->analysis, "intra_op_threads");
-	CHECK(adv && adv->speedup_bound > 1.9 && !strstr(adv->text, "At most"));
+	CHECK(adv && adv->speedup_bound > 1.9 && strstr(adv->text, "No predicted speedup"));
+	CHECK(adv && !predicted(&r->analysis, adv));
 	where_names_free(&r->where_names);
 	free(r);
 }
