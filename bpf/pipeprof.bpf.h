@@ -22,6 +22,9 @@ static __always_inline void hist_add(__u64 *slots, __u64 value)
 {
 	__u32 slot = hist_slot(value);
 
+	/* clang would index with the unclamped log2 on the path where the clamp changed
+	 * nothing, which the verifier cannot bound: check the register that indexes. */
+	asm volatile("" : "+r"(slot));
 	if (slot < PP_HIST_SLOTS)
 		__sync_fetch_and_add(&slots[slot], 1);
 }

@@ -424,6 +424,18 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	if (t->kf.preempt_count_proven && t->kf.preempt_count_rq_delta)
 		skip_irq_nesting(t);
 	skip_unused_probes(t);
+	/* Hash maps allocated as they fill, not at load: the thread records alone (32768 of 328
+	 * B) took ~4 ms of every attach to preallocate. Tracing and perf_event programs may use
+	 * them since 6.1 (34dd3bad1a6f, "bpf: Relax the requirement to use preallocated hash maps
+	 * in tracing progs"); every kernel with multi-uprobe links (6.6) has that. */
+	if (t->kf.uprobe_multi) {
+		struct bpf_map *grown[] = { t->skel->maps.threads, t->skel->maps.wakers,
+					    t->skel->maps.dev_allocs };
+
+		for (size_t i = 0; i < sizeof(grown) / sizeof(grown[0]); i++)
+			bpf_map__set_map_flags(grown[i], bpf_map__map_flags(grown[i]) |
+					       BPF_F_NO_PREALLOC);
+	}
 	attach_phase(&clock, "kernel features");
 	t->skel->rodata->trainer_tid = o->trainer_tid;
 	/* The trainer's waits with their stacks: --tid's thread, else the main thread. */
@@ -450,7 +462,9 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	err = tracer_size_maps(t);
 	if (err)
 		return err;
-	if (t->verbose)
+	/* The verifier's statistics replace libbpf's log of a program that fails to load, so
+	 * PIPEPROF_VERIFIER_LOG=1 asks for that log instead. */
+	if (t->verbose && !getenv("PIPEPROF_VERIFIER_LOG"))
 		tracer_verifier_stats_arm(t);
 	err = pipeprof_bpf__load(t->skel);
 	heap_release();
@@ -465,8 +479,8 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 				"CAP_BPF and CAP_PERFMON are held (a security module or "
 				"kernel.unprivileged_bpf_disabled?): %s\n", strerror(-err));
 		else
-			fprintf(stderr, "pipeprof: cannot load the BPF programs: %s (-v shows the "
-				"verifier log)\n", strerror(-err));
+			fprintf(stderr, "pipeprof: cannot load the BPF programs: %s (-v with "
+				"PIPEPROF_VERIFIER_LOG=1 shows the verifier's log)\n", strerror(-err));
 		return err;
 	}
 
