@@ -109,6 +109,11 @@ struct pp_pid_block {
 struct pp_proc {
 	__u32 parent_tgid;	/* tracked parent, 0 for a root */
 	__u32 is_root;		/* the target itself (-p PID or the launched command) */
+	/* The rank of a distributed job this process is or belongs to (its tgid; the highest
+	 * process on its branch whose environment names a RANK), 0 for none. Set by userspace,
+	 * inherited at fork. */
+	__u32 rank_tgid;
+	__u32 pad;
 	__u64 fork_ns;		/* 0 when it existed at attach */
 	__u64 exit_ns;		/* 0 while alive */
 };

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include "proctree.h"
 
 int proc_parse_stat(const char *line, pid_t *ppid, char *state)
@@ -255,4 +257,35 @@ void cpu_window_result(const struct cpu_window *w, bool ok, unsigned long long b
 	*busy_fraction = w->ok && ok && total > w->total0 && busy >= w->busy0 ?
 			 (double)(busy - w->busy0) / (total - w->total0) : -1;
 	*runnable_avg = w->samples ? w->runnable_sum / w->samples : -1;
+}
+
+int proc_env_rank_text(const char *env, size_t len)
+{
+	int rank = -1, local = -1;
+
+	for (const char *p = env, *end = env + len; p < end; p += strnlen(p, end - p) + 1) {
+		if (!strncmp(p, "RANK=", 5) && p + 5 < end && p[5] >= '0' && p[5] <= '9')
+			rank = atoi(p + 5);
+		else if (!strncmp(p, "LOCAL_RANK=", 11) && p + 11 < end && p[11] >= '0' && p[11] <= '9')
+			local = atoi(p + 11);
+	}
+	return rank >= 0 ? rank : local;
+}
+
+int proc_env_rank(const char *procfs, pid_t pid)
+{
+	char path[PATH_MAX], buf[65536];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%d/environ", procfs, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return proc_env_rank_text(buf, n);
 }

@@ -28,6 +28,12 @@ int proc_read_line(const char *path, char *buf, size_t size);
 
 /* A thread's name (tid == tgid: the process's); "" when it cannot be read. */
 void proc_comm(const char *procfs, pid_t tgid, pid_t tid, char *buf, size_t size);
+/* The rank a process's environment names, as torchrun, accelerate and DeepSpeed set it: RANK,
+ * else LOCAL_RANK; -1 when none (or the environment cannot be read). The environment is what
+ * the process was started with: a rank's variables appear at its exec. The _text form parses
+ * an environ block of len bytes (NUL-separated). */
+int proc_env_rank(const char *procfs, pid_t pid);
+int proc_env_rank_text(const char *env, size_t len);
 
 /* Thread ids of a process. Returns the count or -errno (-ESRCH when gone). */
 int proc_threads(const char *procfs, pid_t pid, pid_t *out, int max);

@@ -5,6 +5,7 @@
 #include <json-c/json.h>
 #include "hist.h"
 #include "report.h"
+#include "ranks.h"
 #include "sanitize.h"
 
 void report_not_traced(struct report *r, const char *fmt, ...)
@@ -226,7 +227,8 @@ void report_print_text(FILE *out, const struct report *r)
 	fprintf(out, "pipeprof: PID %d (%s) traced %.2f s: %d process%s, %d thread%s\n", r->root_pid,
 		r->cmdline[0] ? san_text(shown, sizeof(shown), r->cmdline, sizeof(r->cmdline)) : "?",
 		secs, r->nr_procs, r->nr_procs == 1 ? "" : "es",
-		r->nr_threads, r->nr_threads == 1 ? "" : "s");
+		r->job ? r->job_threads : r->nr_threads,
+		(r->job ? r->job_threads : r->nr_threads) == 1 ? "" : "s");
 	if (r->target_exited)
 		fprintf(out, "note: the target exited %.2f s into the trace; the report covers what was "
 			"seen until then\n", (r->target_exit_ns - r->start_ns) / 1e9);
@@ -234,7 +236,9 @@ void report_print_text(FILE *out, const struct report *r)
 		fprintf(out, "note: the figures are partial: %s (see Not traced / lost)\n",
 			r->partial_why);
 
-	fprintf(out, "\nVerdict: %s\n",
+	fputc('\n', out);
+	ranks_print_text(out, r->job);
+	fprintf(out, "Verdict: %s\n",
 		san_text(shown, sizeof(shown), a->verdict_line, sizeof(a->verdict_line)));
 
 	if (tr) {
@@ -605,6 +609,7 @@ int report_print_json(FILE *out, const struct report *r)
 		json_object_object_add(o, "waited_on", NULL);
 	}
 	json_object_object_add(root, "verdict", o);
+	json_object_object_add(root, "job", ranks_json(r->job));
 
 	if (tr) {
 		o = thread_json(tr);

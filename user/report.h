@@ -75,6 +75,10 @@ struct report {
 	struct thread_result *threads;
 	int nr_procs;
 	struct proc_result *procs;
+	/* A launcher's ranks (ranks.c): the threads above are then the focus rank's alone,
+	 * out of job_threads. NULL for a job of one trainer. */
+	struct job_ranks *job;
+	int job_threads;
 
 	struct analysis_input input;
 	struct analysis analysis;

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include "proctree.h"
 #include "report_cmd.h"
+#include "ranks.h"
 #include "flamegraph.h"
 #include "target.h"
 #include "tracer.h"
@@ -401,12 +402,57 @@ static void name_untraced_wakers(struct analysis *a)
 
 static void free_report(struct report *r)
 {
+	free(r->job);
 	free(r->threads);
 	free(r->procs);
 	free(r->libs);
 	free(r->wakes);
 	where_free(r);
 	free(r->step_recs);
+}
+
+/*
+ * A launcher's ranks: each analysed as a trainer of its own (ranks.c), and the rest of the
+ * report is about the focus rank, the one the others wait for, whose threads alone stay in
+ * r->threads: the launcher's own threads and the other ranks' are not its helpers or workers.
+ */
+static int prepare_ranks(struct report *r)
+{
+	struct rank_hint *hints = calloc(r->nr_procs ? r->nr_procs : 1, sizeof(*hints));
+	struct job_ranks *job = calloc(1, sizeof(*job));
+	struct thread_result *focus = NULL;
+	int n = 0, err = 0;
+
+	if (!hints || !job) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (int i = 0; i < r->nr_procs; i++)
+		if (!r->procs[i].exited)
+			hints[n++] = (struct rank_hint){ r->procs[i].pid,
+							 proc_env_rank(PROCFS, r->procs[i].pid) };
+	if (ranks_find(r, hints, n, job) <= 0)
+		goto cleanup;
+	err = ranks_analyse(r, job);
+	if (err)
+		goto cleanup;
+	focus = calloc(r->nr_threads ? r->nr_threads : 1, sizeof(*focus));
+	if (!focus) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	n = ranks_subtree_threads(r, job->ranks[job->focus].pid, focus);
+	r->job_threads = r->nr_threads;
+	memcpy(r->threads, focus, n * sizeof(*focus));
+	r->nr_threads = n;
+	r->input.root_pid = job->ranks[job->focus].pid;
+	r->job = job;
+	job = NULL;
+cleanup:
+	free(focus);
+	free(job);
+	free(hints);
+	return err;
 }
 
 /* `profile --offcpu --role worker|helper`: every thread of that role's processes sends its
@@ -593,6 +639,11 @@ int report_cmd_run(const struct report_opts *o)
 		snprintf(report.cmdline, sizeof(report.cmdline), "exited");
 
 	fill_input(&report, tid, o->threshold, &cpu);
+	err = prepare_ranks(&report);
+	if (err) {
+		fprintf(stderr, "pipeprof: cannot sum up the ranks: %s\n", strerror(-err));
+		goto cleanup;
+	}
 	analyse(report.threads, report.nr_threads, &report.input, &report.analysis);
 	name_untraced_wakers(&report.analysis);
 	note_open_wait(&report, naming_ms);

@@ -73,6 +73,9 @@ struct tracer {
 	int probe_attach_failures;
 	/* Driver-pinned host regions read from the maps (tracer_attach.c seed_pinned). */
 	int pinned_seeded, pinned_seed_lost;
+	int ranks_marked;		/* processes found in a rank (tracer_mark_rank) */
+	bool root_rank_read;
+	int root_rank;			/* the rank the target's environment names, -1 none */
 	int libs_unreadable;
 	int seed_failures;	/* threads seen at attach that did not fit the thread map */
 	int seed_proc_failures;	/* processes seen at attach that did not fit the process map */
@@ -167,6 +170,7 @@ const char *tracer_gpu_why_not(struct tracer *t, char *buf, size_t size);
 void lib_open_path(pid_t pid, const struct mapped_lib *lib, char *path, size_t size);
 
 /* Looks at one process's mappings: probes the GPU libraries (and its loader) not yet probed. */
+void tracer_mark_rank(struct tracer *t, pid_t pid);
 int tracer_refresh_pid(struct tracer *t, pid_t pid);
 
 /* tracer_notes.c: the loader probe, and the notes that make periodic rescans unnecessary. */

@@ -310,6 +310,48 @@ static void seed_pinned(struct tracer *t, pid_t pid, struct pinned_ranges *pinne
 	pinned->nr = 0;
 }
 
+/*
+ * A distributed job's ranks under the traced launcher: a process is a rank when its
+ * environment names one and no process above it (below the root) does; what runs under a rank
+ * is its own, which the fork program copies from the parent. A rank exec'd after the attach is
+ * marked at its exec's note, its children still to come.
+ */
+void tracer_mark_rank(struct tracer *t, pid_t pid)
+{
+	int fd = bpf_map__fd(t->skel->maps.tracked_procs);
+	struct pp_proc proc, up;
+	__u32 rank = 0, cur = pid;
+
+	/* A target that is itself a rank is the trainer: its workers inherit its RANK. */
+	if (!t->root_rank_read) {
+		t->root_rank = proc_env_rank(PROCFS, t->root);
+		t->root_rank_read = true;
+	}
+	if (t->root_rank >= 0)
+		return;
+	if (bpf_map_lookup_elem(fd, &cur, &proc) || proc.is_root || proc.rank_tgid)
+		return;
+	/* The highest process of the branch, root excluded, that names a rank. */
+	for (int depth = 0; depth < 32; depth++) {
+		if (bpf_map_lookup_elem(fd, &cur, &up) || up.is_root)
+			break;
+		if (up.rank_tgid) {
+			rank = up.rank_tgid;
+			break;
+		}
+		if (proc_env_rank(PROCFS, cur) >= 0)
+			rank = cur;
+		if (!up.parent_tgid)
+			break;
+		cur = up.parent_tgid;
+	}
+	if (!rank)
+		return;
+	proc.rank_tgid = rank;
+	if (!bpf_map_update_elem(fd, &pid, &proc, BPF_EXIST))
+		t->ranks_marked++;
+}
+
 int tracer_refresh_pid(struct tracer *t, pid_t pid)
 {
 	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA | 1u << LIB_LOADER |
@@ -320,6 +362,7 @@ int tracer_refresh_pid(struct tracer *t, pid_t pid)
 	bool runtime_mapped = false;
 	int n, err;
 
+	tracer_mark_rank(t, pid);
 	/* --step-symbol's file, whatever its kind: files of no kind only by that name. */
 	if (t->step_file[0])
 		mask |= 1u << lib_kind_of_path(t->step_file);

@@ -236,9 +236,20 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 	waker_proc = bpf_map_lookup_elem(&tracked_procs, &waker_tgid);
 	if (!waker_proc)
 		return;
+	/* Ranks of a distributed job under one launcher: a wakeup from another rank is a
+	 * collective's peer delivering (gloo over loopback wakes its peer from its own
+	 * context), not a worker's batch. */
+	if (waker_proc->rank_tgid) {
+		struct pp_proc *wakee_proc = bpf_map_lookup_elem(&tracked_procs, &wakee->tgid);
+
+		if (wakee_proc && wakee_proc->rank_tgid && wakee_proc->rank_tgid != waker_proc->rank_tgid) {
+			wakee->wake_cause = PP_COMM_WAIT;
+			return;
+		}
+	}
 	/* Any thread of a descendant process is a WORKER: a DataLoader worker delivering a
-	 * batch, or feeding its own loop. */
-	if (!waker_proc->is_root) {
+	 * batch, or feeding its own loop; a rank's own process is that rank's trainer. */
+	if (!waker_proc->is_root && waker_proc->rank_tgid != waker_tgid) {
 		wakee->wake_cause = PP_DATA_WAIT;
 		return;
 	}
@@ -316,8 +327,13 @@ int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_stru
 	now = bpf_ktime_get_ns();
 
 	if (tid == tgid) {
+		struct pp_proc *parent_proc = bpf_map_lookup_elem(&tracked_procs, &parent_tgid);
+
 		proc.parent_tgid = parent_tgid;
 		proc.fork_ns = now;
+		/* A rank's DataLoader workers are that rank's. */
+		if (parent_proc)
+			proc.rank_tgid = parent_proc->rank_tgid;
 		old = bpf_map_lookup_elem(&tracked_procs, &tgid);
 		if (old && !old->exit_ns) {
 			/* Userspace's /proc walk at attach saw the child before this event. */

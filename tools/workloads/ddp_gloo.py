@@ -5,7 +5,8 @@ whose rank 1 is a straggler: before each step it burns --slow-ms of extra thread
 rank 0 spends ~47% of its time blocked in DDP's gradient allreduce inside loss.backward().
 
 Process layout: this script is a launcher (no torch) that starts both ranks as its children
-(siblings: `python3 ddp_gloo.py --rank N`), relays rank 0's stdout (so READY names rank 0's pid and
+(siblings: `python3 ddp_gloo.py --rank N`, with RANK, LOCAL_RANK and WORLD_SIZE in their
+environment as torchrun sets them), relays rank 0's stdout (so READY names rank 0's pid and
 trainer thread), forwards SIGTERM/SIGINT to both ranks, and exits 0 only once rank 0 exited 0
 after writing the --truth file (rank 1 writes none). If one rank ends, the other gets GRACE_S to
 end too (the same collective stop, or gloo's error once the peer's sockets close), then SIGKILL;
@@ -70,15 +71,21 @@ def free_port():
         return s.getsockname()[1]
 
 
+def rank_env(rank, world=2):
+    return {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world)}
+
+
 def launcher(args, argv):
     """Starts rank 1 then rank 0, relays rank 0's stdout; returns the exit status."""
     started_ns = time.time_ns()
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
                GLOO_SOCKET_IFNAME="lo")
     base = [sys.executable, os.path.abspath(__file__)] + argv + ["--launcher-pid", str(os.getpid())]
-    r1 = subprocess.Popen(base + ["--rank", "1", "--quiet"], env=env, stdout=subprocess.DEVNULL)
-    r0 = subprocess.Popen(base + ["--rank", "0", "--peer-pid", str(r1.pid)], env=env,
-                          stdout=subprocess.PIPE, text=True)
+    # RANK, LOCAL_RANK and WORLD_SIZE as torchrun sets them: what pipeprof knows a rank by.
+    r1 = subprocess.Popen(base + ["--rank", "1", "--quiet"], env=dict(env, **rank_env(1)),
+                          stdout=subprocess.DEVNULL)
+    r0 = subprocess.Popen(base + ["--rank", "0", "--peer-pid", str(r1.pid)],
+                          env=dict(env, **rank_env(0)), stdout=subprocess.PIPE, text=True)
     ranks = (r0, r1)
 
     def relay():

@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""A distributed job attached at its launcher: `pipeprof -p <launcher>` of ddp_gloo.py (two
+gloo ranks on loopback, RANK/LOCAL_RANK/WORLD_SIZE in their environment as torchrun sets them;
+rank 1 burns extra CPU before each step) must find both ranks, not take them for DataLoader
+workers: rank 0 COMMUNICATION BOUND, waiting for rank 1, the straggler, which computes (CPU-BOUND,
+or CPU CONTENTION on a loaded machine); rank
+0's shares within TOLERANCE of its own record (plus the hypervisor's steal), in every one of
+ATTACHES attaches to the one running job; and the report's own sections are rank 1's.
+"""
+import pytest
+
+from conftest import attach_repeatedly, finish_workload, groundtruth, save_result, start_workload
+
+ATTACHES = 3
+SECONDS = 5
+TOLERANCE = 0.05
+STATES = groundtruth.STATES
+
+
+def check_attach(i, report, truth, rank0_pid, rank1_pid, stolen):
+    job = report.get("job")
+    problems = []
+    if not job:
+        return ["attach %d: no job section (the ranks were not found)" % i], "no job"
+    ranks = {r["rank"]: r for r in job["ranks"]}
+    if sorted(ranks) != [0, 1] or ranks[0]["pid"] != rank0_pid or ranks[1]["pid"] != rank1_pid:
+        problems.append("attach %d: ranks %s, want 0 = pid %d, 1 = pid %d" % (
+            i, {k: v["pid"] for k, v in ranks.items()}, rank0_pid, rank1_pid))
+        return problems, job.get("summary")
+    if job.get("straggler_rank") != 1:
+        problems.append("attach %d: straggler %r, want rank 1" % (i, job.get("straggler_rank")))
+    if ranks[0]["verdict"] != "COMMUNICATION BOUND":
+        problems.append("attach %d: rank 0 %r, want COMMUNICATION BOUND" % (i, ranks[0]["verdict"]))
+    # Rank 1 computes: on-CPU or waiting for one, as the machine's load has it.
+    busy = ranks[1]["states"]["RUNNING"] + ranks[1]["states"]["RUNQ"]
+    if ranks[1]["verdict"] not in ("CPU-BOUND", "CPU CONTENTION") or busy < 0.8:
+        problems.append("attach %d: rank 1 %r, RUNNING+RUNQ %.3f; want CPU-BOUND or CPU "
+                        "CONTENTION, >= 0.8" % (i, ranks[1]["verdict"], busy))
+    # Neither rank is the other's DataLoader worker.
+    for k in (0, 1):
+        if ranks[k]["workers"] != 0 or ranks[k]["states"]["DATA_WAIT"] > 0.02:
+            problems.append("attach %d: rank %d has %d workers, DATA_WAIT %.3f" % (
+                i, k, ranks[k]["workers"], ranks[k]["states"]["DATA_WAIT"]))
+    w = report["window"]
+    want = groundtruth.shares(truth, w["start_ns"], w["end_ns"])
+    tol = TOLERANCE + stolen
+    for s in STATES:
+        if abs(ranks[0]["states"][s] - want[s]) > tol:
+            problems.append("attach %d: rank 0 %s %.3f vs its truth %.3f (> %.3f)" % (
+                i, s, ranks[0]["states"][s], want[s], tol))
+    # The rest of the report is the straggler's.
+    if (report.get("trainer") or {}).get("tid") != rank1_pid:
+        problems.append("attach %d: the report's trainer %s, want rank 1's main thread %d" % (
+            i, (report.get("trainer") or {}).get("tid"), rank1_pid))
+    table = "attach %d: %s\n  rank 0 %s\n  truth  %s" % (
+        i, job["summary"], " ".join("%s %.3f" % (s, ranks[0]["states"][s]) for s in STATES),
+        " ".join("%s %.3f" % (s, want[s]) for s in STATES))
+    return problems, table
+
+
+def test_launcher_ranks_and_straggler(procs, pipeprof_bin, tmp_path):
+    truth_path = str(tmp_path / "truth.json")
+    w, rank0_pid, _ = start_workload(procs, "ddp_gloo.py", [], truth_path,
+                                     duration=SECONDS * ATTACHES + 60)
+    launcher = w.p.pid
+    runs = attach_repeatedly(w, launcher, ATTACHES, SECONDS)
+    truth = finish_workload(w, truth_path)
+    rank1_pid = truth["extra"]["peer_pid"]
+    problems, lines = [], []
+    for i, run in enumerate(runs, 1):
+        if run["report"] is None:
+            problems.append("attach %d: no report: %s" % (i, run["error"]))
+            continue
+        p, table = check_attach(i, run["report"], truth, rank0_pid, rank1_pid, run["stolen"])
+        problems += p
+        lines.append(table)
+    text = "\n".join(lines)
+    print("\n" + text)
+    save_result("ranks_launcher", {"table": text, "problems": problems})
+    if problems:
+        pytest.fail("\n".join(problems) + "\n\n" + text, pytrace=False)

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Distributed jobs: the ranks under a launcher, each analysed as a trainer of its own, and the
+ * rank the others wait for (the straggler). Pure: fed the report's processes and threads. */
+#ifndef PIPEPROF_RANKS_H
+#define PIPEPROF_RANKS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include "classify.h"
+
+struct report;
+
+#define MAX_RANKS 64
+/* Ranks whose trainers wait this much more in collectives than the least waiting one wait
+ * for it: it is the straggler. */
+#define STRAGGLER_MARGIN 0.10
+
+/* What a process says of itself: its RANK (or LOCAL_RANK) from its environment, -1 if none. */
+struct rank_hint {
+	pid_t pid;
+	int rank;
+};
+
+struct rank_result {
+	pid_t pid;
+	int rank;		/* RANK from its environment, else its place by pid */
+	bool rank_from_env;
+	__u32 trainer_tid;
+	int workers;		/* its own worker processes */
+	enum verdict verdict;
+	double share[PP_NR_STATES];	/* its trainer's time */
+	char verdict_line[512];
+};
+
+struct job_ranks {
+	int nr;
+	struct rank_result ranks[MAX_RANKS];
+	int straggler;		/* into ranks, -1: none the others wait for */
+	double others_comm;	/* the other ranks' mean COMM_WAIT share */
+	int focus;		/* the rank the report's own sections are about */
+	char summary[512];
+};
+
+/* Whether process pid is rank-like: a descendant of root (not root) whose environment names a
+ * rank, or that has child processes of its own (a trainer with DataLoader workers). The
+ * highest such process on each branch is the rank; what runs under it is its own. */
+int ranks_find(const struct report *r, const struct rank_hint *hints, int nr_hints,
+	       struct job_ranks *out);
+
+/* Analyses each rank found as a trainer of its own (its process the root, its descendants its
+ * workers), names the straggler and the focus (the straggler, else the lowest rank), and fills
+ * the summary. Returns 0 or -ENOMEM. */
+int ranks_analyse(const struct report *r, struct job_ranks *job);
+
+/* The threads of pid and of its descendants, copied into out (room for r->nr_threads);
+ * returns how many. */
+int ranks_subtree_threads(const struct report *r, pid_t pid, struct thread_result *out);
+
+/* The job's summary and a line per rank (nothing without ranks); the "job" JSON object
+ * (NULL without ranks). */
+void ranks_print_text(FILE *out, const struct job_ranks *job);
+struct json_object *ranks_json(const struct job_ranks *job);
+
+#endif
