@@ -233,7 +233,11 @@ static void judge_thread_wait(struct analysis *a, const struct thread_result *th
 		return;
 	if (w->wakeups < FEEDER_MIN_WAKEUPS || (secs > 0 && w->wakeups < secs * FEEDER_MIN_WAKEUPS_PER_S))
 		return;
-	if (frac(threads[w->thread_index].ns, threads[w->thread_index].wall_ns, PP_RUNNING) < 0.5)
+	/* Busy: on-CPU, or runnable and waiting for a CPU. A producer starved of CPU by other
+	 * jobs is still the loader the trainer waits on; on-CPU alone flipped the verdict with the
+	 * machine's load (27-41% on-CPU, the rest runnable, under a load of 6 on 2 CPUs). */
+	if (frac(threads[w->thread_index].ns, threads[w->thread_index].wall_ns, PP_RUNNING) +
+	    frac(threads[w->thread_index].ns, threads[w->thread_index].wall_ns, PP_RUNQ) < 0.5)
 		return;
 	a->verdict = VERDICT_DATA_LOADING_THREAD;
 }

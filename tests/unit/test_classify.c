@@ -528,6 +528,19 @@ TEST(test_thread_verdicts)
 	CHECK_MSG(strstr(a.verdict_line, "ended by thread 101 (prefetch)"), "%s", a.verdict_line);
 	CHECK_STR(verdict_name(a.verdict), "DATA-LOADING BOUND (thread loader)");
 
+	/* The producer starved of CPU by other jobs (on-CPU 30%, runnable 60%) is still the
+	 * loader: busy is on-CPU or waiting for a CPU. */
+	{
+		__u64 starved[PP_NR_STATES] = { [PP_RUNNING] = 300, [PP_RUNQ] = 600,
+						[PP_THREAD_WAIT] = 100 };
+
+		th[1] = mk(101, 100, starved, 0);
+		analyse(th, 3, &in, &a);
+		CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING_THREAD);
+		th[1] = mk(101, 100, busy, 0);
+		memcpy(th[1].comm, "prefetch", 9);
+	}
+
 	/* The same waits ended by a thread that mostly sleeps: a lock or GIL holder. */
 	w[0].waker = 102;
 	w[1].waker = 101;

@@ -4,6 +4,11 @@
 whose rank 1 is a straggler: before each step it burns --slow-ms of extra thread CPU time, so
 rank 0 spends ~47% of its time blocked in DDP's gradient allreduce inside loss.backward().
 
+--world N runs N ranks; --data-ms gives each rank a DataLoader worker of its own (samples of
+that much worker CPU) and --slow-data-ms makes rank 1's samples dearer: a straggler by its data
+loading (use --slow-ms 0). Each rank k > 0 writes its record beside rank 0's (--truth.rankK),
+with a 'data' segment around next(loader).
+
 Process layout: this script is a launcher (no torch) that starts both ranks as its children
 (siblings: `python3 ddp_gloo.py --rank N`, with RANK, LOCAL_RANK and WORLD_SIZE in their
 environment as torchrun sets them), relays rank 0's stdout (so READY names rank 0's pid and
@@ -71,7 +76,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def rank_env(rank, world=2):
+def rank_env(rank, world):
     return {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world)}
 
 
@@ -82,11 +87,15 @@ def launcher(args, argv):
                GLOO_SOCKET_IFNAME="lo")
     base = [sys.executable, os.path.abspath(__file__)] + argv + ["--launcher-pid", str(os.getpid())]
     # RANK, LOCAL_RANK and WORLD_SIZE as torchrun sets them: what pipeprof knows a rank by.
-    r1 = subprocess.Popen(base + ["--rank", "1", "--quiet"], env=dict(env, **rank_env(1)),
-                          stdout=subprocess.DEVNULL)
-    r0 = subprocess.Popen(base + ["--rank", "0", "--peer-pid", str(r1.pid)],
-                          env=dict(env, **rank_env(0)), stdout=subprocess.PIPE, text=True)
-    ranks = (r0, r1)
+    others = [subprocess.Popen(base + ["--rank", str(k), "--quiet"],
+                               env=dict(env, **rank_env(k, args.world)), stdout=subprocess.DEVNULL)
+              for k in range(1, args.world)]
+    r1 = others[0]
+    r0 = subprocess.Popen(base + ["--rank", "0", "--peer-pid", str(r1.pid), "--rank-pids",
+                                  ",".join(str(r.pid) for r in others)],
+                          env=dict(env, **rank_env(0, args.world)), stdout=subprocess.PIPE,
+                          text=True)
+    ranks = [r0] + others
 
     def relay():
         for line in r0.stdout:
@@ -117,8 +126,8 @@ def launcher(args, argv):
                                  os.stat(args.truth).st_mtime_ns >= started_ns)
     if r0.returncode == 0 and written:
         return 0
-    sys.stderr.write("ddp_gloo: rank 0 exited %s, rank 1 exited %s, truth file %s\n" % (
-        r0.returncode, r1.returncode, "written" if written else "missing"))
+    sys.stderr.write("ddp_gloo: ranks exited %s, truth file %s\n" % (
+        [r.returncode for r in ranks], "written" if written else "missing"))
     return r0.returncode if r0.returncode and r0.returncode > 0 else 1
 
 
@@ -129,7 +138,10 @@ def rank_main(args):
         return 1
     if args.pin:  # before torch starts its threads (gloo's), so they inherit it
         os.sched_setaffinity(0, {args.rank % os.cpu_count()})
-    rec = CollectiveStopRecorder("ddp_gloo", args.truth if args.rank == 0 else None)
+    # Each rank its own record: rank 0 at --truth, rank k beside it (--truth.rankK).
+    truth = args.truth if args.rank == 0 or not args.truth else "%s.rank%d" % (args.truth,
+                                                                               args.rank)
+    rec = CollectiveStopRecorder("ddp_gloo", truth)
     st = {}
 
     def burn(ms):
@@ -140,8 +152,12 @@ def rank_main(args):
     def step():
         if args.rank == 1:
             burn(args.slow_ms)  # the straggler's extra on-CPU work
+        x, y = st["x"], st["y"]
+        if "it" in st:
+            with rec.seg("data"):
+                x, y = next(st["it"])
         with rec.seg("compute"):
-            loss = st["loss_fn"](st["ddp"](st["x"]), st["y"])
+            loss = st["loss_fn"](st["ddp"](x), y)
         with rec.seg("comm"):
             loss.backward()  # DDP allreduces the gradients in here
         with rec.seg("compute"):
@@ -160,7 +176,7 @@ def rank_main(args):
         import torch.distributed as dist
         torch.set_num_threads(1)
         torch.set_num_interop_threads(1)
-        dist.init_process_group("gloo", rank=args.rank, world_size=2,
+        dist.init_process_group("gloo", rank=args.rank, world_size=args.world,
                                 timeout=datetime.timedelta(seconds=60))
         torch.manual_seed(0)  # same initial weights on both ranks, as DDP expects
         model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(),
@@ -177,15 +193,29 @@ def rank_main(args):
         # worker thread, which then needs the GIL, while torch 1.13's ~ProcessGroupGloo joins
         # that thread holding the GIL at teardown: a deadlock seen in about half the exits.
         st["flag"] = torch.zeros(1, dtype=torch.int64)
+        if args.data_ms:
+            # A DataLoader worker of its own; rank 1's samples cost --slow-data-ms instead.
+            from data_bound import busy_dataset
+            item_ms = args.slow_data_ms if args.rank == 1 else args.data_ms
+            loader = torch.utils.data.DataLoader(busy_dataset(torch, item_ms),
+                                                 batch_size=args.batch, num_workers=1)
+            st["it"] = iter(loader)
+            st["worker_pids"] = [w.pid for w in st["it"]._workers]
         for _ in range(5):
             step()
             if rec.stop:
                 break
-        return {"rank": args.rank, "world_size": 2, "backend": "gloo", "peer_pid": args.peer_pid,
+        return {"rank": args.rank, "world_size": args.world, "backend": "gloo",
+                "peer_pid": args.peer_pid, "rank_pids": args.rank_pids,
+                "worker_pids": st.get("worker_pids", []), "data_ms": args.data_ms,
+                "slow_data_ms_rank1": args.slow_data_ms,
                 "slow_ms_rank1": args.slow_ms, "batch": args.batch, "pinned": args.pin,
                 "parameters": sum(p.numel() for p in model.parameters())}
 
     def cleanup():
+        it = st.pop("it", None)
+        if it is not None:
+            it._shutdown_workers()
         if "dist" in st and st["dist"].is_initialized():
             st["dist"].destroy_process_group()
 
@@ -202,10 +232,20 @@ def main(argv=None):
                    help="batch size per rank (default %(default)s)")
     p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=os.cpu_count() >= 2,
                    help="pin rank N to CPU N (default: on with >= 2 CPUs)")
-    p.add_argument("--rank", type=int, choices=(0, 1), help=argparse.SUPPRESS)
+    p.add_argument("--world", type=int, default=2, help="ranks (default %(default)s)")
+    p.add_argument("--data-ms", type=float, default=0,
+                   help="give each rank a DataLoader worker whose samples cost this much worker "
+                   "CPU (default: none, a fixed batch)")
+    p.add_argument("--slow-data-ms", type=float, default=0,
+                   help="with --data-ms: rank 1's worker's CPU ms per sample instead, a "
+                   "straggler by its data loading")
+    p.add_argument("--rank", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--rank-pids", default="", help=argparse.SUPPRESS)
     p.add_argument("--peer-pid", type=int, help=argparse.SUPPRESS)
     p.add_argument("--launcher-pid", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.world < 2:
+        p.error("--world must be at least 2")
     return launcher(args, argv) if args.rank is None else rank_main(args)
 
 
