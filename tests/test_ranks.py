@@ -9,10 +9,7 @@ or CPU CONTENTION on a loaded machine); rank
 0's shares within TOLERANCE of its own record (plus the hypervisor's steal), in every one of
 ATTACHES attaches to the one running job; and the report's own sections are rank 1's.
 
-test_data_loading_straggler: three gloo ranks, each with a DataLoader worker of its own, rank
-1's samples 30x as dear (ddp_gloo.py --world 3 --data-ms 0.2 --slow-data-ms 6): rank 1 is the
-straggler and DATA-LOADING BOUND, ranks 0 and 2 COMMUNICATION BOUND waiting for it, and every
-rank's shares within TOLERANCE of its own record, in every attach.
+Three ranks with a data-loading straggler: tests/test_ranks_data.py (make test-distributed).
 """
 import pytest
 
@@ -87,55 +84,3 @@ def test_launcher_ranks_and_straggler(procs, pipeprof_bin, tmp_path):
     if problems:
         pytest.fail("\n".join(problems) + "\n\n" + text, pytrace=False)
 
-
-def rank_shares_problems(i, k, got, truth, window, tol):
-    want = groundtruth.shares(truth, window["start_ns"], window["end_ns"])
-    out = ["attach %d: rank %d %s %.3f vs its truth %.3f (> %.3f)" % (i, k, s, got[s], want[s], tol)
-           for s in STATES if abs(got[s] - want[s]) > tol]
-    line = "  rank %d %s\n  truth  %s" % (k, " ".join("%s %.3f" % (s, got[s]) for s in STATES),
-                                          " ".join("%s %.3f" % (s, want[s]) for s in STATES))
-    return out, line
-
-
-def test_data_loading_straggler(procs, pipeprof_bin, tmp_path):
-    truth_path = str(tmp_path / "truth.json")
-    w, rank0_pid, _ = start_workload(procs, "ddp_gloo.py", [
-        "--world", "3", "--data-ms", "0.2", "--slow-data-ms", "6", "--slow-ms", "0", "--no-pin"],
-        truth_path, duration=SECONDS * ATTACHES + 60)
-    runs = attach_repeatedly(w, w.p.pid, ATTACHES, SECONDS)
-    truths = {0: finish_workload(w, truth_path)}
-    for k in (1, 2):
-        truths[k] = groundtruth.load("%s.rank%d" % (truth_path, k))
-    pids = {k: truths[k]["pid"] for k in truths}
-    problems, lines = [], []
-    for i, run in enumerate(runs, 1):
-        rep = run["report"]
-        if rep is None:
-            problems.append("attach %d: no report: %s" % (i, run["error"]))
-            continue
-        job = rep.get("job") or {}
-        ranks = {r["rank"]: r for r in job.get("ranks", [])}
-        lines.append("attach %d: %s" % (i, job.get("summary")))
-        if {k: r["pid"] for k, r in ranks.items()} != pids:
-            problems.append("attach %d: ranks %s, want %s" % (
-                i, {k: r["pid"] for k, r in ranks.items()}, pids))
-            continue
-        if job.get("straggler_rank") != 1:
-            problems.append("attach %d: straggler %r, want rank 1" % (i, job.get("straggler_rank")))
-        want = {0: "COMMUNICATION BOUND", 1: "DATA-LOADING BOUND", 2: "COMMUNICATION BOUND"}
-        for k in want:
-            if ranks[k]["verdict"] != want[k]:
-                problems.append("attach %d: rank %d %r, want %r" % (i, k, ranks[k]["verdict"],
-                                                                    want[k]))
-            if ranks[k]["workers"] != 1:
-                problems.append("attach %d: rank %d has %d workers, want its 1" % (
-                    i, k, ranks[k]["workers"]))
-            p, line = rank_shares_problems(i, k, ranks[k]["states"], truths[k], rep["window"],
-                                           TOLERANCE + run["stolen"])
-            problems += p
-            lines.append(line)
-    text = "\n".join(lines)
-    print("\n" + text)
-    save_result("ranks_data_loading_straggler", {"table": text, "problems": problems})
-    if problems:
-        pytest.fail("\n".join(problems) + "\n\n" + text, pytrace=False)
