@@ -223,9 +223,13 @@ static int put_step_plot(FILE *out, const struct report *r)
 			s->slow_count, s->slow_count == 1 ? "" : "s", STEPS_SLOW_RATIO,
 			s->all.seconds > 0 ? 100 * s->slow.seconds / s->all.seconds : 0);
 	fputs("</p>\n", out);
-	fprintf(out, "<p class=\"note\">One bar a step%s: its time in each state, the first at the "
-		"bottom; above, the grey strip is the step's time. Point at a bar for its figures.</p>\n",
-		per_bar > 1 ? "; with this many steps, one bar for each run of consecutive steps" : "");
+	if (per_bar > 1)
+		fprintf(out, "<p class=\"note\">One bar for each run of %d consecutive steps (there are "
+			"too many for a bar each): their time in each state, the first at the bottom; above, "
+			"in grey, their mean step time. Point at a bar for its figures.</p>\n", per_bar);
+	else
+		fputs("<p class=\"note\">One bar a step: its time in each state, the first at the "
+		      "bottom; above, in grey, the step's time. Point at a bar for its figures.</p>\n", out);
 	legend(out);
 	svg_state_columns(out, "steps-states", "The trainer's state shares, step by step", bars, nr_bars);
 	if (r->step_recs_lost)
@@ -405,9 +409,8 @@ static void put_histograms(FILE *out, const struct report *r)
 	if (!r->gpu_traced) {
 		fputs("<p>GPU synchronising calls: not traced", out);
 		if (r->gpu_why_not[0]) {
-			fputs(" (", out);
+			fputs(": ", out);
 			html_text(out, r->gpu_why_not, sizeof(r->gpu_why_not));
-			fputs(")", out);
 		}
 		fputs(".</p>\n", out);
 	} else if (!shown) {

@@ -146,7 +146,8 @@ void svg_state_columns(FILE *out, const char *id, const char *label, const struc
 			fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
 				"fill=\"#7d8796\"/>", x, strip_top + strip_h - h, bar_w, h);
 		}
-		if (i % every == 0) {
+		/* A label that would run past the right edge is left out: its neighbours say it. */
+		if (i % every == 0 && x + bar_w / 2 + strlen(bars[i].label) * CHAR_W / 2 <= SVG_W) {
 			fprintf(out, "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">", x + bar_w / 2,
 				plot_top + plot_h + 16);
 			html_text(out, bars[i].label, sizeof(bars[i].label));
@@ -176,7 +177,13 @@ void svg_state_rows(FILE *out, const char *id, const char *label, const struct s
 	for (int i = 0; i < n; i++) {
 		double x = left, y = top + i * (row + gap);
 
-		fprintf(out, "<g><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" class=\"label\">",
+		fputs("<g>", out);
+		if (bars[i].title[0]) {
+			fputs("<title>", out);
+			html_text(out, bars[i].title, sizeof(bars[i].title));
+			fputs("</title>", out);
+		}
+		fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" class=\"label\">",
 			left - 10, y + row / 2.0 + 4);
 		html_text(out, bars[i].label, sizeof(bars[i].label));
 		fputs("</text>", out);

@@ -47,7 +47,8 @@ struct svg_bar {
 void svg_state_columns(FILE *out, const char *id, const char *label, const struct svg_bar *bars,
 		       int n);
 /* Bars of state shares one under the other (one a role), the label at the left, each
- * segment of 6% or more with its share written in. */
+ * segment of 6% or more with its share written in; a bar's title, where it has one, is the
+ * tooltip of its row, each segment's its label, state and share. */
 void svg_state_rows(FILE *out, const char *id, const char *label, const struct svg_bar *bars,
 		    int n);
 /* A log2 histogram of microseconds (hist.h's slots), the slots from the first to the last

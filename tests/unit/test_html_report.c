@@ -309,9 +309,10 @@ TEST(test_nothing_to_plot)
 	/* The window as one bar, in place of the steps. */
 	CHECK(strstr(html, "<svg class=\"plot\" id=\"steps-states\""));
 	CHECK(strstr(html, ">whole window</text>"));
+	CHECK(strstr(html, "<g><title>the whole window, 2.00 s: DATA_WAIT 75%, RUNNING 25%</title>"));
 	CHECK(strstr(html, "Steps were not looked for. One bar for the whole window instead."));
 	CHECK(!strstr(html, "id=\"hist-") && !strstr(html, "id=\"flamegraph\""));
-	CHECK(strstr(html, "GPU synchronising calls: not traced (no GPU library &lt;mapped&gt;)."));
+	CHECK(strstr(html, "GPU synchronising calls: not traced: no GPU library &lt;mapped&gt;."));
 	CHECK(strstr(html, "Block I/O: the job issued none in the window."));
 	CHECK(strstr(html, "No flame graph: sampling was off (-F 0)."));
 	CHECK(strstr(html, "<p>Nothing: every probe attached, no events lost.</p>"));
