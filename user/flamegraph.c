@@ -255,14 +255,26 @@ int flamegraph_svg(FILE *out, const char *folded, size_t len, const struct flame
 		i += llen + 1;
 	}
 	height = HEADER + (t.max_depth + 1) * FRAME_H + 2 * PAD;
-	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
-		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
-		"viewBox=\"0 0 %d %d\">\n"
-		"<style>text{font-family:monospace;font-size:%dpx;fill:#000}"
-		".title{font-size:16px;text-anchor:middle}</style>\n"
-		"<rect width=\"100%%\" height=\"100%%\" fill=\"#fdfdf6\"/>\n"
-		"<text class=\"title\" x=\"%d\" y=\"24\">", width, height, width, height, FONT_PX,
-		width / 2);
+	if (o->id) {
+		fputs("<svg id=\"", out);
+		put_xml(out, o->id, -1);
+		fprintf(out, "\" class=\"flamegraph\" width=\"%d\" "
+			"height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">\n<style>#", width, height,
+			width, height);
+		put_xml(out, o->id, -1);
+		fprintf(out, " text{font-family:monospace;font-size:%dpx;fill:#000}#", FONT_PX);
+		put_xml(out, o->id, -1);
+		fputs(" .title{font-size:16px;text-anchor:middle}</style>\n", out);
+	} else {
+		fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
+			"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
+			"height=\"%d\" viewBox=\"0 0 %d %d\">\n"
+			"<style>text{font-family:monospace;font-size:%dpx;fill:#000}"
+			".title{font-size:16px;text-anchor:middle}</style>\n", width, height, width,
+			height, FONT_PX);
+	}
+	fprintf(out, "<rect width=\"100%%\" height=\"100%%\" fill=\"#fdfdf6\"/>\n"
+		"<text class=\"title\" x=\"%d\" y=\"24\">", width / 2);
 	put_xml(out, o->title ? o->title : "Flame graph", -1);
 	fprintf(out, " (%" PRIu64 " %s)</text>\n", t.nodes[0].count, unit);
 	if (t.nodes[0].count)

@@ -15,6 +15,10 @@ struct flamegraph_opts {
 	const char *title;
 	const char *unit;	/* what a count is: "samples", "us" */
 	int width;		/* pixels; 0 for 1200 */
+	/* Set: an <svg> element with this id to put inside an HTML page (no XML declaration,
+	 * no xmlns: the HTML parser gives it its namespace; its style scoped to the id, so that
+	 * it restyles nothing else on the page). */
+	const char *id;
 };
 
 struct flamegraph_counts {

@@ -16,6 +16,7 @@
 #include "report_cmd.h"
 #include "ranks.h"
 #include "flamegraph.h"
+#include "html_report.h"
 #include "target.h"
 #include "tracer.h"
 
@@ -70,10 +71,13 @@ static const char report_doc[] =
 	"  sudo pipeprof -d 10 -- /usr/bin/python3 train.py  # launch and follow\n"
 	"  sudo pipeprof -p 4242 -d 10 --folded out.folded  # and a flame graph's input\n"
 	"  sudo pipeprof -p 4242 -d 10 --step-symbol libmodel.so:train_step  # steps\n"
+	"  sudo pipeprof -p 4242 -d 10 --html report.html  # and a page with plots\n"
 	"\n"
 	"A launched command is sent SIGTERM if it still runs when tracing ends.\n"
 	"Exit status: 0 report printed, 1 tracing failed, 2 bad arguments or no\n"
 	"such process.";
+
+enum { OPT_HTML = 0x100 };
 
 static const struct argp_option report_options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (with its descendants)", 0 },
@@ -88,6 +92,9 @@ static const struct argp_option report_options[] = {
 	{ "step-symbol", 'S', "FILE:SYMBOL", 0, "Steps start at each outermost call of SYMBOL in "
 	  "the mapped file FILE (default: libtorch's autograd backward pass, else each batch the "
 	  "trainer waits for)", 0 },
+	{ "html", OPT_HTML, "FILE", 0, "Also write the report as one self-contained HTML page "
+	  "(the trainer's states step by step, each role's, the latency histograms, the flame "
+	  "graph; no script, nothing fetched) to FILE", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose: libbpf logs and every probe attached", 0 },
 	{},
 };
@@ -195,6 +202,15 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		o->step_symbol = arg;
+		break;
+	case OPT_HTML:
+		/* Standard output holds the report itself: two documents there would be neither. */
+		if (!*arg || !strcmp(arg, "-")) {
+			argp_error(state, "--html needs a file name (not -: the report goes to standard "
+				   "output)");
+			return EINVAL;
+		}
+		o->html = arg;
 		break;
 	case 'v':
 		o->verbose = true;
@@ -522,6 +538,19 @@ cleanup:
 	return err;
 }
 
+static int write_html(const char *path, const struct report *r)
+{
+	FILE *f = fopen(path, "we");
+	int err;
+
+	if (!f)
+		return -errno;
+	err = report_print_html(f, r);
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
+}
+
 int report_cmd_run(const struct report_opts *o)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -687,6 +716,16 @@ int report_cmd_run(const struct report_opts *o)
 	if (err) {
 		fprintf(stderr, "pipeprof: cannot write the report: %s\n", strerror(-err));
 		goto cleanup;
+	}
+	/* After the report: a page that cannot be written costs the exit status, not the
+	 * report already out. */
+	if (o->html && !o->profile) {
+		err = write_html(o->html, &report);
+		if (err) {
+			fprintf(stderr, "pipeprof: cannot write the HTML report %s: %s\n", o->html,
+				strerror(-err));
+			goto cleanup;
+		}
 	}
 	status = 0;
 

@@ -20,6 +20,7 @@ struct report_opts {
 	bool folded_svg;	/* a flame graph (SVG) of them instead of their text */
 	bool profile;		/* `pipeprof profile`: folded stacks only, no report */
 	const char *step_symbol;	/* --step-symbol FILE:SYMBOL; NULL: the autograd engine */
+	const char *html;	/* --html FILE: the report as an HTML page too; NULL: none */
 };
 
 /*

@@ -236,30 +236,33 @@ int steps_batch_bursts(const struct pp_step_record **mine, int nr)
 	return kept;
 }
 
-int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
-		    struct step_summary *out)
+/*
+ * The thread's step boundaries from recs[], by time, in *out (from malloc; free it): the
+ * probe's where it marked two, else the starts of its batches' bursts of data waits. Sets
+ * *source and *other_threads (threads other than tid with backward passes). Returns how
+ * many, or -ENOMEM.
+ */
+static int boundaries(const struct pp_step_record *recs, int n, uint32_t tid,
+		      const struct pp_step_record ***out, unsigned int *source, int *other_threads)
 {
 	const struct pp_step_record **mine = malloc((n ? n : 1) * sizeof(*mine));
-	struct step_breakdown *steps = NULL, *sorted = NULL;
-	uint64_t sums[PP_NR_STATES] = {}, whole = 0;
 	uint32_t others[16];
-	int nr = 0, nr_others = 0, count, probed = 0;
+	int nr = 0, nr_others = 0, probed = 0;
 
-	memset(out, 0, sizeof(*out));
+	*out = mine;
 	if (!mine)
 		return -ENOMEM;
-	/* The probe's boundaries where it marked two, else the trainer's waits for batches. */
 	for (int i = 0; i < n; i++)
 		probed += recs[i].tid == tid && recs[i].source == PP_STEP_FROM_PROBE;
-	out->source = probed >= 2 ? PP_STEP_FROM_PROBE : PP_STEP_FROM_DATA_WAIT;
+	*source = probed >= 2 ? PP_STEP_FROM_PROBE : PP_STEP_FROM_DATA_WAIT;
 	for (int i = 0; i < n; i++) {
 		if (recs[i].source == PP_STEP_FROM_DATA_WAIT) {
-			if (recs[i].tid == tid && out->source == PP_STEP_FROM_DATA_WAIT)
+			if (recs[i].tid == tid && *source == PP_STEP_FROM_DATA_WAIT)
 				mine[nr++] = &recs[i];
 			continue;
 		}
 		if (recs[i].tid == tid) {
-			if (out->source == PP_STEP_FROM_PROBE)
+			if (*source == PP_STEP_FROM_PROBE)
 				mine[nr++] = &recs[i];
 			continue;
 		}
@@ -271,10 +274,46 @@ int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
 		if (!seen && nr_others < (int)(sizeof(others) / sizeof(others[0])))
 			others[nr_others++] = recs[i].tid;
 	}
-	out->other_threads = nr_others;
+	*other_threads = nr_others;
 	qsort(mine, nr, sizeof(*mine), by_ts);
-	if (out->source == PP_STEP_FROM_DATA_WAIT)
+	if (*source == PP_STEP_FROM_DATA_WAIT)
 		nr = steps_batch_bursts(mine, nr);
+	return nr;
+}
+
+int steps_each(const struct pp_step_record *recs, int n, uint32_t tid, struct step_breakdown **out)
+{
+	const struct pp_step_record **mine;
+	unsigned int source;
+	int nr, others, count;
+
+	*out = NULL;
+	nr = boundaries(recs, n, tid, &mine, &source, &others);
+	if (nr < 0)
+		return nr;
+	count = nr > 1 ? nr - 1 : 0;
+	if (count && !(*out = calloc(count, sizeof(**out)))) {
+		free(mine);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < count; i++)
+		breakdown(mine[i], mine[i + 1], i + 1, &(*out)[i], NULL);
+	free(mine);
+	return count;
+}
+
+int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
+		    struct step_summary *out)
+{
+	const struct pp_step_record **mine;
+	struct step_breakdown *steps = NULL, *sorted = NULL;
+	uint64_t sums[PP_NR_STATES] = {}, whole = 0;
+	int nr, count;
+
+	memset(out, 0, sizeof(*out));
+	nr = boundaries(recs, n, tid, &mine, &out->source, &out->other_threads);
+	if (nr < 0)
+		return nr;
 	count = nr > 1 ? nr - 1 : 0;
 	if (!count) {
 		free(mine);

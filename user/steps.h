@@ -79,6 +79,10 @@ struct step_summary {
 int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
 		    struct step_summary *out);
 
+/* Every whole step of thread tid, as steps_summarize() finds them, in time order, into *out
+ * (from malloc, NULL with none; free it). Returns how many, or -ENOMEM. */
+int steps_each(const struct pp_step_record *recs, int n, uint32_t tid, struct step_breakdown **out);
+
 /* The records of mine[0..nr) (one thread's data-wait ends, by time) that start a batch's burst
  * of waits, kept at the front; returns how many. */
 int steps_batch_bursts(const struct pp_step_record **mine, int nr);

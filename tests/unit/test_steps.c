@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Steps from step records (steps.c): durations, rate, quantiles, breakdowns, the slowest. */
 #include <math.h>
+#include <stdlib.h>
 #include "steps.h"
 #include "unit.h"
 
@@ -50,6 +51,38 @@ TEST(test_steps_of_one_thread)
 	CHECK_EQ_INT(s.nr_slowest, 1);
 	CHECK(s.slowest[0].index == 4 && near(s.slowest[0].seconds, 0.040, 1e-9));
 	CHECK(near(s.slowest[0].share[PP_DATA_WAIT], 0.9, 1e-9));
+}
+
+/* steps_each(): the same steps as the summary, each whole, in time order. */
+TEST(test_each_step)
+{
+	struct pp_step_record r[] = {
+		rec(7, 100 * MS, 10 * MS, 0, 99 * MS),
+		rec(7, 130 * MS, 16 * MS, 24 * MS, 129 * MS),
+		rec(7, 110 * MS, 12 * MS, 8 * MS, 109 * MS),
+		rec(9, 115 * MS, 0, 0, 115 * MS),
+		rec(7, 120 * MS, 14 * MS, 16 * MS, 119 * MS),
+		rec(7, 170 * MS, 20 * MS, 60 * MS, 169 * MS),
+	};
+	struct step_breakdown *each = NULL;
+	struct step_summary s;
+	int n;
+
+	CHECK_EQ_INT(steps_summarize(r, 6, 7, &s), 0);
+	n = steps_each(r, 6, 7, &each);
+	CHECK_EQ_INT(n, s.count);
+	if (n != 4 || !each)
+		return;
+	for (int i = 0; i < n; i++)
+		CHECK_EQ_INT(each[i].index, i + 1);
+	CHECK(near(each[0].seconds, 0.010, 1e-9) && near(each[3].seconds, 0.040, 1e-9));
+	CHECK(near(each[1].share[PP_RUNNING], 0.2, 1e-9) && near(each[1].share[PP_DATA_WAIT], 0.8, 1e-9));
+	CHECK(near(each[3].share[PP_DATA_WAIT], 0.9, 1e-9));
+	free(each);
+	/* One boundary: no whole step, nothing allocated. */
+	CHECK_EQ_INT(steps_each(r, 1, 7, &each), 0);
+	CHECK(each == NULL);
+	CHECK_EQ_INT(steps_each(NULL, 0, 7, &each), 0);
 }
 
 /* Every 5th step of ten sleeps 30 ms after 10 ms of work (a checkpoint): the slow steps
@@ -248,6 +281,7 @@ int main(void)
 {
 	RUN_TEST(test_gpu_calls_per_step);
 	RUN_TEST(test_steps_of_one_thread);
+	RUN_TEST(test_each_step);
 	RUN_TEST(test_steps_edge_cases);
 	RUN_TEST(test_slow_steps_together);
 	RUN_TEST(test_first_step_after_attach);

@@ -4,7 +4,9 @@
 names (prctl(PR_SET_NAME)) hold an ESC sequence, bytes that are not UTF-8, quotes, backslashes,
 a tab, a newline, a C1 control and a right-to-left override; its command line (--tag) and the
 path of a library it maps (--lib) may too. For tests/test_hostile_names.py: every name that
-leaves pipeprof must come out escaped or replaced, never raw.
+leaves pipeprof must come out escaped or replaced, never raw. --main-name names the main thread
+otherwise (markup, for tests/test_html.py, which also runs a copy of this file from a path of
+markup).
 
 The main thread (the trainer: no GPU calls, so the main thread) waits in queue.get() for items
 a helper thread named LOADER_NAME computes, so the verdict (a thread loader) and its
@@ -70,11 +72,13 @@ def main():
     ap.add_argument("--lib", help="a shared library to map (the daemon's cue that this is a job)")
     ap.add_argument("--tag", help="unused: a hostile argument for /proc/PID/cmdline")
     ap.add_argument("--item-ms", type=float, default=20, help="loader CPU time per item")
+    ap.add_argument("--main-name", type=os.fsencode,
+                    help="the main thread's name (15 bytes at most) instead of MAIN_NAME")
     args = ap.parse_args()
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     signal.alarm(int(args.duration) + 30)
-    set_name(MAIN_NAME)
+    set_name(args.main_name if args.main_name is not None else MAIN_NAME)
     if args.lib:
         ctypes.CDLL(os.fsencode(args.lib))
     q = queue.Queue(maxsize=2)
