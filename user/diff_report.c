@@ -87,15 +87,16 @@ static void print_states(FILE *out, const struct diff_side *b, const struct diff
 			fprintf(out, "  no trainer's states in %s: no trainer thread was found\n", s->label);
 			return;
 		}
-	fprintf(out, "  %-12s %9s %9s %9s\n", "", b->label, a->label, "change");
 	for (int k = 0; k < PP_NR_STATES; k++) {
 		double d = a->share[k] - b->share[k];
 
-		/* A tenth of a point's slack: shares are rounded where they are printed. */
+		/* The slack keeps a move of exactly 0.5 points, as printed, in. */
 		if (!verbose && fabs(d) < DIFF_MOVED_PT - 1e-9) {
 			quiet++;
 			continue;
 		}
+		if (k - quiet == 0)
+			fprintf(out, "  %-12s %9s %9s %9s\n", "", b->label, a->label, "change");
 		fprintf(out, "  %-12s %8.1f%% %8.1f%% %+6.1f pt\n", state_name(k), b->share[k],
 			a->share[k], d);
 	}
