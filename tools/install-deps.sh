@@ -16,6 +16,8 @@ packages=(
 	bpftrace
 	# tests: the flame graph drawn by a browser, its picture read back
 	chromium python3-pil
+	# tests: the manual page rendered and checked for warnings
+	man-db groff-base
 )
 
 missing=()
