@@ -214,6 +214,8 @@ bench-progs: pipeprof fixtures $(BENCH_BINS)
 install: pipeprof
 	install -D -m 0755 pipeprof $(DESTDIR)$(PREFIX)/sbin/pipeprof
 	install -D -m 0644 tools/pipeprof.8 $(DESTDIR)$(PREFIX)/share/man/man8/pipeprof.8
+	install -D -m 0644 tools/pipeprof.bash-completion \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/pipeprof
 	install -D -m 0644 tools/pipeprof.service $(DESTDIR)/etc/systemd/system/pipeprof.service
 	sed -i 's|/usr/local/sbin/pipeprof|$(PREFIX)/sbin/pipeprof|' $(DESTDIR)/etc/systemd/system/pipeprof.service
 	test -e $(DESTDIR)/etc/pipeprof/daemon.conf || \

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""The manual page, held against the commands it describes: it renders with no warning from man
-or groff, and names every subcommand and every long option that each command's --help lists,
-in that command's section. Needs no root and no BPF; skips, saying why, where man or groff is
-missing."""
+"""The manual page and the bash completion, held against the commands they describe: the page
+renders with no warning from man or groff, and names every subcommand and every long option
+that each command's --help lists, in that command's section; the completion offers the
+subcommands, each command's options (the same lists as --help), hist's kinds, PIDs and files.
+Needs no root and no BPF; skips, saying why, where man, groff or bash is missing."""
 import os
 import re
+import shlex
 import shutil
 import subprocess
 
@@ -13,6 +15,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PIPEPROF = os.path.join(ROOT, "pipeprof")
 MANPAGE = os.path.join(ROOT, "tools", "pipeprof.8")
+COMPLETION = os.path.join(ROOT, "tools", "pipeprof.bash-completion")
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "diff")
 
 SUBCOMMANDS = ["hist", "profile", "flamegraph", "daemon", "diff"]
 # Each command, and the section of the page that documents its options.
@@ -135,3 +139,107 @@ def test_manpage_has_files_environment_and_kinds(page):
         assert re.search(r"^ +%s +\S" % re.escape(kind), s["HIST"], re.M), kind
     for cmd in ["pipeprof -p"] + ["pipeprof %s" % c for c in SUBCOMMANDS if c != "hist"] + ["hist"]:
         assert cmd in s["EXIT STATUS"] or cmd.split()[-1] in s["EXIT STATUS"], cmd
+
+
+# --- the bash completion ---
+
+def complete(*words, cwd=ROOT):
+    """What _pipeprof offers for the command line WORDS, the last being the one completed
+    (bash splits "--pid=1" at '=' as COMP_WORDBREAKS says; tests give the words as split)."""
+    if not shutil.which("bash"):
+        pytest.skip("bash is not installed")
+    line = " ".join(words)
+    script = """
+source %s || exit 3
+COMP_WORDS=(%s)
+COMP_CWORD=%d
+COMP_LINE=%s
+COMP_POINT=${#COMP_LINE}
+_pipeprof pipeprof "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}" || exit 4
+printf '%%s\\n' "${COMPREPLY[@]}"
+""" % (shlex.quote(COMPLETION), " ".join(shlex.quote(w) for w in words), len(words) - 1,
+       shlex.quote(line))
+    r = subprocess.run(["bash", "--norc", "--noprofile", "-c", script], capture_output=True,
+                       text=True, timeout=30, cwd=cwd)
+    assert r.returncode == 0 and r.stderr == "", r
+    return [w for w in r.stdout.split("\n") if w]
+
+
+def test_completion_registers_and_is_quiet():
+    r = subprocess.run(["bash", "--norc", "--noprofile", "-c",
+                        "source %s && complete -p pipeprof && shopt -p extglob"
+                        % shlex.quote(COMPLETION)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 2 and r.stderr == "", r
+    assert "complete -F _pipeprof pipeprof" in r.stdout
+    # Sourcing it changes no shell option of the user's.
+    assert "shopt -u extglob" in r.stdout
+
+
+def test_completion_with_bash_completion_loaded():
+    lib = "/usr/share/bash-completion/bash_completion"
+    if not os.path.exists(lib):
+        pytest.skip("the bash-completion package is not installed (Debian: bash-completion)")
+    r = subprocess.run(["bash", "--norc", "--noprofile", "-c",
+                        "source %s; source %s && COMP_WORDS=(pipeprof h) COMP_CWORD=1 && "
+                        "_pipeprof && echo ${COMPREPLY[*]}" % (lib, shlex.quote(COMPLETION))],
+                       capture_output=True, text=True, timeout=30)
+    assert r.stdout.strip() == "hist", r
+
+
+def test_completion_subcommands():
+    assert complete("pipeprof", "h") == ["hist"]
+    assert complete("pipeprof", "d") == ["daemon", "diff"]
+    assert sorted(complete("pipeprof", "")) == sorted(SUBCOMMANDS)
+
+
+@pytest.mark.parametrize("cmd", sorted(COMMANDS))
+def test_completion_offers_every_long_option(cmd):
+    words = ["pipeprof"] + ([] if cmd == "report" else [cmd]) + ["--"]
+    offered = set(complete(*words))
+    assert offered == long_options(cmd), offered ^ long_options(cmd)
+
+
+@pytest.mark.parametrize("cmd", sorted(COMMANDS))
+def test_completion_offers_every_short_option(cmd):
+    words = ["pipeprof"] + ([] if cmd == "report" else [cmd]) + ["-"]
+    offered = set(complete(*words))
+    assert short_options(cmd) <= offered, short_options(cmd) - offered
+
+
+def test_completion_hist_kinds():
+    kinds = hist_kinds()
+    assert complete("pipeprof", "hist", "") == kinds
+    assert complete("pipeprof", "hist", "-p", "1", "") == kinds
+    assert complete("pipeprof", "hist", "-p", "1", "runq", "") == [k for k in kinds if k != "runq"]
+    assert complete("pipeprof", "hist", "-p", "1", "g") == ["gpu-sync"]
+    # After the interval, no kind goes.
+    assert complete("pipeprof", "hist", "-p", "1", "runq", "5", "") == []
+
+
+def test_completion_diff():
+    assert complete("pipeprof", "diff", "--f") == ["--fail-if"]
+    assert complete("pipeprof", "diff", "--fail-if", "data") == ["data_wait"]
+    assert "before.json" in complete("pipeprof", "diff", "", cwd=FIXTURES)
+    assert complete("pipeprof", "diff", "before.json", "imp", cwd=FIXTURES) == ["improved.json"]
+
+
+def test_completion_pids_and_values():
+    mine = str(os.getpid())
+    for words in (("pipeprof", "-p", ""), ("pipeprof", "hist", "-p", ""),
+                  ("pipeprof", "profile", "--pid", ""), ("pipeprof", "--pid", "=", ""),
+                  ("pipeprof", "-t", "")):
+        assert mine in complete(*words), words
+    assert complete("pipeprof", "--pid=%s" % mine) == ["--pid=%s" % mine]
+    assert complete("pipeprof", "profile", "--role", "") == ["trainer", "worker", "helper"]
+    assert complete("pipeprof", "profile", "--role=w") == ["--role=worker"]
+    assert complete("pipeprof", "profile", "--format", "s") == ["svg"]
+    assert complete("pipeprof", "daemon", "--serve", "") == ["all", "no-cmdline", "metrics"]
+    # A value with nothing to offer offers nothing, not options.
+    assert complete("pipeprof", "-d", "") == []
+
+
+def test_completion_files():
+    assert "before.json" in complete("pipeprof", "flamegraph", "", cwd=FIXTURES)
+    assert complete("pipeprof", "flamegraph", "-o", "impr", cwd=FIXTURES) == ["improved.json"]
+    assert complete("pipeprof", "-d", "10", "--", "true", "bef", cwd=FIXTURES) == ["before.json"]
