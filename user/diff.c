@@ -65,10 +65,10 @@ static bool metric_lookup(const char *name, size_t len, struct diff_rule *rule)
 	return false;
 }
 
-/* A plain decimal: strtod alone would take "inf", "nan" and hex too. */
+/* A decimal, its exponent too ("%g" writes one): strtod alone would take "inf", "nan" and hex. */
 static size_t decimal_len(const char *p)
 {
-	size_t n = 0, digits = 0;
+	size_t n = 0, digits = 0, exp;
 	bool dot = false;
 
 	if (p[n] == '+' || p[n] == '-')
@@ -81,7 +81,18 @@ static size_t decimal_len(const char *p)
 		else
 			break;
 	}
-	return digits ? n : 0;
+	if (!digits)
+		return 0;
+	if (p[n] != 'e' && p[n] != 'E')
+		return n;
+	exp = n + 1;
+	if (p[exp] == '+' || p[exp] == '-')
+		exp++;
+	if (!isdigit((unsigned char)p[exp]))
+		return n;
+	while (isdigit((unsigned char)p[exp]))
+		exp++;
+	return exp;
 }
 
 int diff_rule_parse(const char *text, struct diff_rule *rule, char *err, size_t err_size)
@@ -124,6 +135,8 @@ int diff_rule_parse(const char *text, struct diff_rule *rule, char *err, size_t 
 	memcpy(num, p, len);
 	num[len] = '\0';
 	rule->value = strtod(num, NULL);
+	if (!isfinite(rule->value))
+		return fail(err, err_size, "%s is out of range", num);
 	p = skip_space(p + len);
 	if (*p == '%') {
 		rule->unit = DIFF_PERCENT;

@@ -84,6 +84,9 @@ TEST(test_rules_that_parse)
 		{ "thread_wait>+1pt", "thread_wait>+1pt", DIFF_STATE, PP_THREAD_WAIT, '>', DIFF_POINTS, 1 },
 		{ "verdict!=SAME", "verdict!=SAME", DIFF_VERDICT, 0, '!', DIFF_CHANGED, 0 },
 		{ "verdict != same", "verdict!=SAME", DIFF_VERDICT, 0, '!', DIFF_CHANGED, 0 },
+		/* What the canonical form writes of small and large values parses back. */
+		{ "step_p50>1e-05%", "step_p50>+1e-05%", DIFF_STEP_P50, 0, '>', DIFF_PERCENT, 1e-5 },
+		{ "step_p50<-2E+6%", "step_p50<-2e+06%", DIFF_STEP_P50, 0, '<', DIFF_PERCENT, -2e6 },
 	};
 	char err[256], buf[64];
 
@@ -122,6 +125,8 @@ TEST(test_rules_refused)
 		{ "step_p50>inf%", "no number" },
 		{ "step_p50>nan%", "no number" },
 		{ "step_p50>0x10%", "unit" },
+		{ "step_p50>1e%", "unit" },
+		{ "step_p50>1e999%", "1e999 is out of range" },
 		{ "step_p50>+10", "unit" },
 		{ "step_p50>+10ms", "unit" },
 		{ "step_p50>+10%%", "unexpected text after the value: '%'" },
