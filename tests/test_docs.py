@@ -104,6 +104,13 @@ def sections(text):
     return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
 
+def test_manpage_version_is_the_program_s():
+    r = subprocess.run([PIPEPROF, "--version"], capture_output=True, text=True, timeout=30)
+    with open(MANPAGE) as f:
+        th = next(line for line in f if line.startswith(".TH "))
+    assert '"%s"' % r.stdout.strip() in th, (r.stdout, th)
+
+
 def test_manpage_names_every_subcommand(page):
     r = subprocess.run([PIPEPROF, "--help"], capture_output=True, text=True, timeout=30)
     listed = set(re.findall(r"pipeprof \[OPTION\.\.\.\] ([a-z]+)", r.stdout))
