@@ -33,7 +33,8 @@ PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hi
 	user/recommend.c user/pystack.c user/where.c user/callsite.c user/flamegraph.c user/steps.c \
 	user/steps_report.c user/memory.c user/memory_report.c user/gpumem.c user/gpumem_report.c \
 	user/ranks.c \
-	user/html_svg.c user/html_report.c
+	user/html_svg.c user/html_report.c \
+	user/diff.c user/diff_report.c
 PLUMBING_SRCS := $(filter-out $(PURE_SRCS),$(wildcard user/*.c))
 PURE_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PURE_SRCS))
 PLUMBING_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PLUMBING_SRCS))
@@ -221,6 +222,9 @@ bench-progs: pipeprof fixtures $(BENCH_BINS)
 
 install: pipeprof
 	install -D -m 0755 pipeprof $(DESTDIR)$(PREFIX)/sbin/pipeprof
+	install -D -m 0644 tools/pipeprof.8 $(DESTDIR)$(PREFIX)/share/man/man8/pipeprof.8
+	install -D -m 0644 tools/pipeprof.bash-completion \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/pipeprof
 	install -D -m 0644 tools/pipeprof.service $(DESTDIR)/etc/systemd/system/pipeprof.service
 	sed -i 's|/usr/local/sbin/pipeprof|$(PREFIX)/sbin/pipeprof|' $(DESTDIR)/etc/systemd/system/pipeprof.service
 	test -e $(DESTDIR)/etc/pipeprof/daemon.conf || \

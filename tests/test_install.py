@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""`make install` puts the binary, the systemd unit and a default daemon config in place, and
-systemd accepts the unit."""
+"""`make install` puts the binary, the manual page, the bash completion, the systemd unit and a
+default daemon config in place, and systemd accepts the unit."""
 import os
 import shutil
 import subprocess
@@ -20,6 +20,11 @@ def test_install_and_unit(tmp_path):
     conf = dest / "etc/pipeprof/daemon.conf"
     assert os.access(binary, os.X_OK)
     assert conf.exists()
+    for installed, source in (("usr/local/share/man/man8/pipeprof.8", "tools/pipeprof.8"),
+                              ("usr/local/share/bash-completion/completions/pipeprof",
+                               "tools/pipeprof.bash-completion")):
+        with open(os.path.join(REPO, source)) as f:
+            assert (dest / installed).read_text() == f.read(), installed
     text = unit.read_text()
     assert "ExecStart=/usr/local/sbin/pipeprof daemon --config /etc/pipeprof/daemon.conf" in text
     assert "ExecReload=/bin/kill -HUP $MAINPID" in text

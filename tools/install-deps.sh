@@ -16,6 +16,8 @@ packages=(
 	bpftrace
 	# tests: the flame graph drawn by a browser, its picture read back
 	chromium python3-pil
+	# tests: the manual page rendered and checked for warnings, the bash completion loaded
+	man-db groff-base bash-completion
 )
 
 missing=()

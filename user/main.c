@@ -3,6 +3,7 @@
 #include <argp.h>
 #include <string.h>
 #include "daemon_cmd.h"
+#include "diff_cmd.h"
 #include "flamegraph_cmd.h"
 #include "hist_cmd.h"
 #include "report_cmd.h"
@@ -28,6 +29,10 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "flamegraph")) {
 		argv[1] = "pipeprof flamegraph";
 		return flamegraph_cmd_main(argc - 1, argv + 1);
+	}
+	if (argc > 1 && !strcmp(argv[1], "diff")) {
+		argv[1] = "pipeprof diff";
+		return diff_cmd_main(argc - 1, argv + 1);
 	}
 	if (report_cmd_parse(argc, argv, 0, &opts))
 		return 2;

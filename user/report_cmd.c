@@ -55,6 +55,9 @@ static const char report_doc[] =
 	"  pipeprof daemon             trace every training job on the host and\n"
 	"                              serve Prometheus metrics (see 'pipeprof daemon\n"
 	"                              --help')\n"
+	"  pipeprof diff BEFORE.json AFTER.json\n"
+	"                              two JSON reports compared, with --fail-if\n"
+	"                              rules for CI (see 'pipeprof diff --help')\n"
 	"\n"
 	"Options of the report:\v"
 	"The trainer thread's time is split into the stall model's states (RUNNING,\n"
@@ -247,7 +250,7 @@ int report_cmd_parse(int argc, char **argv, unsigned int flags, struct report_op
 		.parser = report_parse,
 		.args_doc = "-p PID\n[-- COMMAND [ARGS...]]\nhist -p PID KIND... [INTERVAL [COUNT]]\n"
 			    "profile -p PID -o FILE\nflamegraph FOLDED -o FILE.svg\n"
-			    "daemon [OPTION...]",
+			    "daemon [OPTION...]\ndiff BEFORE.json AFTER.json [--fail-if RULE]...",
 		.doc = report_doc,
 	};
 	error_t err;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * pipeprof's command line: the input is argv[1..], NUL-separated, dispatched as main() does
- * ("hist", "profile", "flamegraph" and "daemon" pick their subcommand, anything else is the report's). Each argument
+ * ("hist", "profile", "flamegraph", "daemon" and "diff" pick their subcommand, anything else is the report's). Each argument
  * is an allocation of its own, so a read past one is caught rather than landing in the next.
  * ARGP_NO_EXIT keeps a usage error or --help from exiting; the parsers then return the error.
  */
@@ -11,6 +11,7 @@
 #include <string.h>
 #include "classify.h"
 #include "daemon_cmd.h"
+#include "diff_cmd.h"
 #include "flamegraph_cmd.h"
 #include "fuzz.h"
 #include "hist_cmd.h"
@@ -63,6 +64,27 @@ static void check_daemon(const struct daemon_config *c)
 	FUZZ_CHECK(c->window_s >= 1 && c->window_s <= 86400);
 }
 
+static void check_diff(const struct diff_cmd_opts *o)
+{
+	char buf[64];
+
+	FUZZ_CHECK(o->before && *o->before && o->after && *o->after);
+	FUZZ_CHECK(o->nr_rules >= 0 && o->nr_rules <= DIFF_MAX_RULES);
+	for (int i = 0; i < o->nr_rules; i++) {
+		const struct diff_rule *r = &o->rules[i];
+		struct diff_rule again;
+		char err[256];
+
+		FUZZ_CHECK(r->op == '>' || r->op == '<' || (r->op == '!' && r->metric == DIFF_VERDICT));
+		FUZZ_CHECK(r->unit != DIFF_POINTS || r->metric == DIFF_STATE);
+		FUZZ_CHECK(r->metric != DIFF_STATE || r->state < PP_NR_STATES);
+		/* The canonical form parses back to the same rule. */
+		FUZZ_CHECK(!diff_rule_parse(diff_rule_format(r, buf, sizeof(buf)), &again, err,
+					    sizeof(err)));
+		FUZZ_CHECK(again.metric == r->metric && again.op == r->op && again.unit == r->unit);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *args[MAX_ARGS + 2], *argv[MAX_ARGS + 2];
@@ -71,6 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct report_opts ropts;
 	struct hist_opts hopts;
 	struct flamegraph_cmd_opts fopts;
+	struct diff_cmd_opts dopts;
 	struct fuzz_quiet q;
 	int argc = 1, ret;
 
@@ -111,6 +134,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!ret)
 			FUZZ_CHECK(fopts.output && *fopts.output &&
 				   (!fopts.unit || (*fopts.unit && strlen(fopts.unit) <= 32)));
+	} else if (argc > 1 && !strcmp(argv[1], "diff")) {
+		ret = diff_cmd_parse(argc - 1, argv + 1, ARGP_NO_EXIT, &dopts);
+		fuzz_quiet_end(&q);
+		if (!ret)
+			check_diff(&dopts);
 	} else if (argc > 1 && !strcmp(argv[1], "daemon")) {
 		ret = daemon_cmd_parse(argc - 1, argv + 1, ARGP_NO_EXIT, &cli);
 		fuzz_quiet_end(&q);
