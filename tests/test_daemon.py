@@ -50,7 +50,7 @@ VERDICTS = ("data_loading_bound", "gpu_bound", "cpu_bound", "io_bound", "cpu_con
             "communication_bound", "undetermined", "data_loading_thread", "waiting_on_thread",
             "gpu_unobserved", "wait_not_ended", "gpu_backlog")
 JSONL_TYPES = ("snapshot", "verdict_change", "step_regression", "attach", "detach")
-ALLOWED_LABELS = {"pid", "comm", "role", "state", "verdict", "le"}
+ALLOWED_LABELS = {"pid", "comm", "role", "state", "verdict", "le", "dist_job", "rank"}
 JOB_FAMILIES = {
     "pipeprof_job_info": "gauge",
     "pipeprof_job_state_seconds_total": "counter",
@@ -707,6 +707,49 @@ def test_prometheus_scrapes_data_loading_verdict(daemons, procs, job_python, tmp
 
 
 # -- 2. job churn ----------------------------------------------------------------------------
+
+def test_ranks_of_one_job_and_the_straggler(daemons, procs, job_python, tmp_path):
+    """ddp_gloo.py's two ranks (RANK, LOCAL_RANK, WORLD_SIZE and MASTER_ADDR/PORT in their
+    environment, as torchrun sets them; rank 1 burns extra CPU before each step): each is a job
+    of its own, both under one dist_job; rank 1 is the straggler in the metrics, and the shipped
+    PipeprofStraggler alert goes pending for it in a real Prometheus."""
+    d = daemons(["--window", "2"])
+    w = procs([job_python, os.path.join(WORKLOADS, "ddp_gloo.py"), "--duration", "120",
+               "--truth", str(tmp_path / "truth.json")], name="ddp_gloo.py")
+    m = w.wait_line(r"^READY pid=(\d+) tid=(\d+)", READY_TIMEOUT)
+    assert m, "ddp_gloo.py did not start\n%s" % w.output()
+    rank0 = int(m.group(1))
+    ranks = [p for p in descendants(w.p.pid) if p != rank0]
+    assert len(ranks) == 1, ranks
+    rank1 = ranks[0]
+    for pid in (rank0, rank1):
+        m, _ = d.wait_line(r"\battached PID %d\b" % pid, ATTACH_S + 20)
+        assert m, "the daemon did not attach to rank PID %d\n%s" % (pid, d.log())
+    prom, prom_port = start_prometheus(procs, tmp_path, d.port)
+    query = 'pipeprof_rank_straggler{pid="%d",rank="1"}' % rank1
+    took = wait_prom_value(prom_port, query, 1.0, 60)
+    text, _ = scrape(d.port)
+    samples, types = parse_exposition(text)
+    info = {int(l["pid"]): l for n, l, v in samples if n == "pipeprof_rank_info"}
+    assert took is not None and took >= 0, ("Prometheus never saw %s == 1" % query,
+                                            prom_query(prom_port, "pipeprof_rank_straggler"),
+                                            d.log())
+    assert set(info) >= {rank0, rank1}, info
+    assert info[rank0]["rank"] == "0" and info[rank1]["rank"] == "1", info
+    assert info[rank0]["dist_job"] == info[rank1]["dist_job"], info
+    assert info[rank0]["dist_job"].startswith("127.0.0.1:"), info
+    assert values(samples, "pipeprof_rank_straggler", pid=rank0) == [0.0], text
+    # Rank 0 is not rank 1's worker, nor rank 1 rank 0's: each trainer waits in collectives.
+    frac = prom_query(prom_port, 'pipeprof_job_state_fraction{pid="%d",role="TRAINER",'
+                                 'state="COMM_WAIT"}' % rank0)
+    assert frac and frac[0][1] >= 0.2, frac
+    assert not prom_query(prom_port, 'pipeprof_job_state_fraction{pid="%d",role="WORKER"} > 0'
+                          % rank0), "rank 0 has workers"
+    alert = 'ALERTS{alertname="PipeprofStraggler",rank="1"}'
+    took = wait_prom_value(prom_port, alert, 1.0, 30)
+    assert took is not None and took >= 0, ("no %s" % alert, prom_query(prom_port, "ALERTS"))
+    print("\n%s" % "\n".join(l for l in text.splitlines() if "rank" in l))
+
 
 def churn(d, py, lib, cycles, hold_s=0.2):
     """CYCLES short jobs, one after the other (never two alive): each is started, its

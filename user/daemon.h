@@ -39,6 +39,10 @@ struct thread_snap {
 struct job {
 	pid_t pid;
 	char comm[16];
+	/* A rank of a distributed job: the RANK its environment names (-1: none) and the job it
+	 * belongs to, MASTER_ADDR:MASTER_PORT as torchrun sets them, else its launcher's pid. */
+	int rank;
+	char dist_job[80];
 	struct tracer tracer;
 	struct thread_snap *snaps;
 	int nr_snaps, cap_snaps;

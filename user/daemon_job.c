@@ -60,6 +60,28 @@ static json_object *event(const char *type, const struct job *j)
 	return o;
 }
 
+/* Which rank of which distributed job a process is, from what its launcher put in its
+ * environment; the ranks of one job share its rendezvous address, or at least their launcher. */
+static void job_rank(struct job *j)
+{
+	char addr[48], port[16], path[64], stat[512];
+	pid_t ppid = 0;
+	char state;
+
+	j->rank = proc_env_rank(PROCFS, j->pid);
+	if (j->rank < 0)
+		return;
+	if (!proc_env_value(PROCFS, j->pid, "MASTER_ADDR", addr, sizeof(addr)) &&
+	    !proc_env_value(PROCFS, j->pid, "MASTER_PORT", port, sizeof(port))) {
+		snprintf(j->dist_job, sizeof(j->dist_job), "%s:%s", addr, port);
+		return;
+	}
+	snprintf(path, sizeof(path), PROCFS "/%d/stat", (int)j->pid);
+	if (proc_read_line(path, stat, sizeof(stat)) >= 0)
+		proc_parse_stat(stat, &ppid, &state);
+	snprintf(j->dist_job, sizeof(j->dist_job), "launcher-%d", (int)ppid);
+}
+
 void attach_job(struct daemon *d, pid_t pid)
 {
 	struct tracer_opts opts = {
@@ -74,6 +96,7 @@ void attach_job(struct daemon *d, pid_t pid)
 		return;
 	j->pid = pid;
 	proc_comm(PROCFS, pid, pid, j->comm, sizeof(j->comm));
+	job_rank(j);
 	err = tracer_start(&j->tracer, &opts);
 	if (err) {
 		tracer_stop(&j->tracer);

@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 #include "classify.h"
 #include "daemon.h"
+#include "ranks.h"
 #include "discover.h"
 #include "discover.skel.h"
 #include "gpu_apis.h"
@@ -59,6 +60,63 @@ static void role_state_samples(FILE *f, const char *name, const struct job *j,
 				    values[r][s]);
 }
 
+/*
+ * The ranks of each distributed job (jobs whose environment names a RANK, grouped by
+ * dist_job), and over the last window the straggler: the rank whose trainer waited least in
+ * collectives while every other rank's waited there over the threshold and well more
+ * (ranks.c). Each rank is traced as a job of its own, so its workers stay its own.
+ */
+static void rank_samples(FILE *f, struct daemon *d)
+{
+	char pid[16], rank[16];
+
+	prom_family(f, "pipeprof_rank_info", "gauge",
+		    "A traced job that is a rank of a distributed job (dist_job: its rendezvous "
+		    "address, else its launcher)");
+	for (struct job *j = d->jobs; j; j = j->next) {
+		if (j->rank < 0)
+			continue;
+		snprintf(pid, sizeof(pid), "%d", j->pid);
+		snprintf(rank, sizeof(rank), "%d", j->rank);
+		prom_sample(f, "pipeprof_rank_info", LABELS({ "pid", pid }, { "comm", j->comm },
+							    { "dist_job", j->dist_job },
+							    { "rank", rank }), 1);
+	}
+	prom_family(f, "pipeprof_rank_straggler", "gauge",
+		    "1 for the rank the others waited for in collectives over the last window, 0 "
+		    "for the others (only for a job of two or more ranks with a window each)");
+	for (struct job *j = d->jobs; j; j = j->next) {
+		struct job *members[MAX_RANKS];
+		double comm[MAX_RANKS];
+		bool first = true;
+		int n = 0, s;
+
+		if (j->rank < 0 || !j->have_window)
+			continue;
+		/* Each job's ranks once: from its first member in the list. */
+		for (struct job *k = d->jobs; k != j && first; k = k->next)
+			first = !(k->rank >= 0 && k->have_window && !strcmp(k->dist_job, j->dist_job));
+		if (!first)
+			continue;
+		for (struct job *k = j; k && n < MAX_RANKS; k = k->next)
+			if (k->rank >= 0 && k->have_window && !strcmp(k->dist_job, j->dist_job)) {
+				members[n] = k;
+				comm[n++] = k->fraction[ROLE_TRAINER][PP_COMM_WAIT];
+			}
+		if (n < 2)
+			continue;
+		s = ranks_pick_straggler(comm, n, 0.20, NULL);
+		for (int i = 0; i < n; i++) {
+			snprintf(pid, sizeof(pid), "%d", members[i]->pid);
+			snprintf(rank, sizeof(rank), "%d", members[i]->rank);
+			prom_sample(f, "pipeprof_rank_straggler",
+				    LABELS({ "pid", pid }, { "comm", members[i]->comm },
+					   { "dist_job", members[i]->dist_job }, { "rank", rank }),
+				    i == s);
+		}
+	}
+}
+
 /* The whole exposition, rebuilt each second; the HTTP thread only copies it. */
 static char *build_metrics(struct daemon *d)
 {
@@ -77,6 +135,7 @@ static char *build_metrics(struct daemon *d)
 		snprintf(pid, sizeof(pid), "%d", j->pid);
 		prom_sample(f, "pipeprof_job_info", LABELS({ "pid", pid }, { "comm", j->comm }), 1);
 	}
+	rank_samples(f, d);
 	prom_family(f, "pipeprof_job_state_seconds_total", "counter",
 		    "Thread time per role and stall-model state, summed over the role's threads");
 	for (struct job *j = d->jobs; j; j = j->next)

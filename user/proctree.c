@@ -272,9 +272,10 @@ int proc_env_rank_text(const char *env, size_t len)
 	return rank >= 0 ? rank : local;
 }
 
-int proc_env_rank(const char *procfs, pid_t pid)
+/* The first 64 KB of a process's environment, NUL-terminated; its length, or -1. */
+static ssize_t read_environ(const char *procfs, pid_t pid, char *buf, size_t size)
 {
-	char path[PATH_MAX], buf[65536];
+	char path[PATH_MAX];
 	ssize_t n;
 	int fd;
 
@@ -282,10 +283,34 @@ int proc_env_rank(const char *procfs, pid_t pid)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, size - 1);
 	close(fd);
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
-	return proc_env_rank_text(buf, n);
+	return n;
+}
+
+int proc_env_rank(const char *procfs, pid_t pid)
+{
+	char buf[65536];
+	ssize_t n = read_environ(procfs, pid, buf, sizeof(buf));
+
+	return n < 0 ? -1 : proc_env_rank_text(buf, n);
+}
+
+int proc_env_value(const char *procfs, pid_t pid, const char *name, char *out, size_t size)
+{
+	char buf[65536];
+	ssize_t n = read_environ(procfs, pid, buf, sizeof(buf));
+	size_t len = strlen(name);
+
+	if (n < 0 || !size)
+		return -ENOENT;
+	for (const char *p = buf, *end = buf + n; p < end; p += strnlen(p, end - p) + 1)
+		if (!strncmp(p, name, len) && p[len] == '=') {
+			snprintf(out, size, "%s", p + len + 1);
+			return 0;
+		}
+	return -ENOENT;
 }

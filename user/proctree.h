@@ -34,6 +34,9 @@ void proc_comm(const char *procfs, pid_t tgid, pid_t tid, char *buf, size_t size
  * an environ block of len bytes (NUL-separated). */
 int proc_env_rank(const char *procfs, pid_t pid);
 int proc_env_rank_text(const char *env, size_t len);
+/* The value of variable name in a process's environment, into out; -ENOENT when it has none
+ * (or cannot be read). */
+int proc_env_value(const char *procfs, pid_t pid, const char *name, char *out, size_t size);
 
 /* Thread ids of a process. Returns the count or -errno (-ESRCH when gone). */
 int proc_threads(const char *procfs, pid_t pid, pid_t *out, int max);

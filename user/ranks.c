@@ -111,29 +111,35 @@ static void append(char *buf, size_t size, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The straggler: the rank waiting least in collectives, when every other rank waits there
- * over the threshold and STRAGGLER_MARGIN more than it does. */
-static void name_straggler(struct job_ranks *job, double threshold)
+int ranks_pick_straggler(const double *comm, int n, double threshold, double *others_mean)
 {
 	int least = 0;
 	double others = 0;
 
-	if (job->nr < 2)
-		return;
-	for (int i = 1; i < job->nr; i++)
-		if (job->ranks[i].share[PP_COMM_WAIT] < job->ranks[least].share[PP_COMM_WAIT])
+	if (n < 2)
+		return -1;
+	for (int i = 1; i < n; i++)
+		if (comm[i] < comm[least])
 			least = i;
-	for (int i = 0; i < job->nr; i++) {
+	for (int i = 0; i < n; i++) {
 		if (i == least)
 			continue;
-		if (job->ranks[i].share[PP_COMM_WAIT] < threshold ||
-		    job->ranks[i].share[PP_COMM_WAIT] <
-		    job->ranks[least].share[PP_COMM_WAIT] + STRAGGLER_MARGIN)
-			return;
-		others += job->ranks[i].share[PP_COMM_WAIT];
+		if (comm[i] < threshold || comm[i] < comm[least] + STRAGGLER_MARGIN)
+			return -1;
+		others += comm[i];
 	}
-	job->straggler = least;
-	job->others_comm = others / (job->nr - 1);
+	if (others_mean)
+		*others_mean = others / (n - 1);
+	return least;
+}
+
+static void name_straggler(struct job_ranks *job, double threshold)
+{
+	double comm[MAX_RANKS];
+
+	for (int i = 0; i < job->nr; i++)
+		comm[i] = job->ranks[i].share[PP_COMM_WAIT];
+	job->straggler = ranks_pick_straggler(comm, job->nr, threshold, &job->others_comm);
 }
 
 static void summarise(struct job_ranks *job)

@@ -42,6 +42,11 @@ struct job_ranks {
 	char summary[512];
 };
 
+/* The straggler among n ranks whose trainers waited comm[i] of their time in collectives: the
+ * one waiting least, when every other waits over threshold and STRAGGLER_MARGIN more than it;
+ * -1 for none. *others_mean (may be NULL): the others' mean. */
+int ranks_pick_straggler(const double *comm, int n, double threshold, double *others_mean);
+
 /* Whether process pid is rank-like: a descendant of root (not root) whose environment names a
  * rank, or that has child processes of its own (a trainer with DataLoader workers). The
  * highest such process on each branch is the rank; what runs under it is its own. */
