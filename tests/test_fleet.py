@@ -62,7 +62,7 @@ def concrete(expr):
 def test_rules_pass_promtool():
     r = promtool("check", "rules", RULES)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "SUCCESS: 8 rules found" in r.stdout, r.stdout
+    assert "SUCCESS: 9 rules found" in r.stdout, r.stdout
     r = promtool("test", "rules", RULE_TESTS)
     assert r.returncode == 0 and "SUCCESS" in r.stdout, r.stdout + r.stderr
     # Every alert is exercised by the unit tests.
