@@ -210,6 +210,12 @@ class Recorder:
         self.recording = False
         if not path:
             return
+        if os.path.exists(path) and not os.path.isfile(path):
+            # /dev/null, a FIFO: written through, never replaced by a renamed regular file
+            # (which left the machine with a /dev/null that tmux and others cannot use).
+            with open(path, "w") as f:
+                json.dump(self.to_json(), f, separators=(",", ":"))
+            return
         tmp = "%s.tmp.%d" % (path, os.getpid())
         with open(tmp, "w") as f:
             json.dump(self.to_json(), f, separators=(",", ":"))
