@@ -30,18 +30,11 @@
  * preallocated in the kernel for each job, so it is kept small. */
 #define STEP_HISTS_PER_JOB 256
 
-struct thread_snap {
-	__u32 tid;
-	__u64 ns[PP_NR_STATES];
-	__u64 gpu_calls;
-};
-
 struct job {
 	pid_t pid;
 	char comm[16];
 	struct tracer tracer;
-	struct thread_snap *snaps;
-	int nr_snaps, cap_snaps;
+	struct thread_snaps snaps;			/* state times at the last window */
 	__u64 window_start_ns;
 	struct cpu_window cpu;				/* the host's CPUs over this window */
 	double seconds[NR_ROLES][PP_NR_STATES];		/* cumulative, closed episodes */
