@@ -141,6 +141,28 @@ static void end_line(struct line *l)
 	l->rows++;
 }
 
+/* Text over up to two rows, broken at a space; the second indented, and clipped. */
+static void put_wrapped(struct line *l, const char *s)
+{
+	int room = l->width - l->col, len = strlen(s), cut;
+
+	if (len <= room) {
+		put_text(l, s);
+		end_line(l);
+		return;
+	}
+	for (cut = room; cut > 0 && s[cut] != ' '; cut--)
+		;
+	if (cut <= 0)
+		cut = room;
+	put_fmt(l, "%.*s", cut, s);
+	end_line(l);
+	while (s[cut] == ' ')
+		cut++;
+	put_fmt(l, "    %s", s + cut);
+	end_line(l);
+}
+
 static enum pp_state dominant(const struct top_second *sec)
 {
 	enum pp_state best = PP_OTHER;
@@ -293,11 +315,16 @@ void top_view_render(FILE *out, const struct top_view *v, int width, int height,
 	end_line(&l);
 	put_fmt(&l, "command: %s", cmdline[0] ? cmdline : comm);
 	end_line(&l);
-	if (v->have_verdict)
-		put_fmt(&l, "verdict (last %d s): %s", v->verdict_seconds, v->verdict_line);
-	else
+	if (v->have_verdict) {
+		char verdict[sizeof(v->verdict_line) + 32];
+
+		snprintf(verdict, sizeof(verdict), "verdict (last %d s): %s", v->verdict_seconds,
+			 v->verdict_line);
+		put_wrapped(&l, verdict);
+	} else {
 		put_text(&l, "verdict: measuring the first second...");
-	end_line(&l);
+		end_line(&l);
+	}
 	if (v->steps_per_s >= 0)
 		put_fmt(&l, "steps: %.2f/s over the last %d s (trainer TID %u)", v->steps_per_s,
 			v->verdict_seconds, v->trainer_tid);
@@ -327,16 +354,17 @@ void top_view_render(FILE *out, const struct top_view *v, int width, int height,
 		if (r == ROLE_TRAINER) {
 			put_fmt(&l, "%-8s %4s  ", "", "");
 			put_sparkline(&l, role, stall);
-			put_fmt(&l, "  the trainer's %s a second (%s 0%%, # 100%%)", state_name(stall),
-				"' '");
+			put_fmt(&l, "  the trainer's %s a second (_ little, # all)",
+				state_name(stall));
 			end_line(&l);
 		}
 	}
 	end_line(&l);
 	{
 		for (int s = 0; s < PP_NR_STATES; s++) {
+			put_text(&l, s ? "  " : "");
 			put_cell(&l, top_state_letter(s), s);
-			put_fmt(&l, " %s  ", state_legend[s]);
+			put_fmt(&l, " %s", state_legend[s]);
 		}
 		end_line(&l);
 	}

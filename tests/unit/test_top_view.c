@@ -165,6 +165,9 @@ TEST(test_ansi_frame_and_clipping)
 
 	s = render(&v, 40, 40, false);
 	CHECK_MSG(longest_line(s) <= 40, "%s", s);
+	/* A verdict longer than the screen goes on over a second row, broken at a space. */
+	CHECK_MSG(strstr(s, "verdict (last 5 s): DATA-LOADING BOUND:\n    75.0% DATA_WAIT\n"),
+		  "%s", s);
 	free(s);
 	/* A short terminal: no more rows than it has, less one so that it never scrolls. */
 	s = render(&v, 120, 6, true);
