@@ -124,36 +124,36 @@ int tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms
 
 /* ---- per-window thread deltas (the daemon, top) ---- */
 
-static struct thread_snap *snap_of(struct thread_snaps *j, __u32 tid)
+static struct thread_snap *snap_of(struct thread_snaps *snaps, __u32 tid)
 {
-	for (int i = 0; i < j->nr; i++)
-		if (j->v[i].tid == tid)
-			return &j->v[i];
-	if (j->nr == j->cap) {
-		int cap = j->cap ? 2 * j->cap : 64;
-		void *grown = realloc(j->v, cap * sizeof(*j->v));
+	for (int i = 0; i < snaps->nr; i++)
+		if (snaps->v[i].tid == tid)
+			return &snaps->v[i];
+	if (snaps->nr == snaps->cap) {
+		int cap = snaps->cap ? 2 * snaps->cap : 64;
+		void *grown = realloc(snaps->v, cap * sizeof(*snaps->v));
 
 		if (!grown)
 			return NULL;
-		j->v = grown;
-		j->cap = cap;
+		snaps->v = grown;
+		snaps->cap = cap;
 	}
-	memset(&j->v[j->nr], 0, sizeof(j->v[0]));
-	j->v[j->nr].tid = tid;
-	return &j->v[j->nr++];
+	memset(&snaps->v[snaps->nr], 0, sizeof(snaps->v[0]));
+	snaps->v[snaps->nr].tid = tid;
+	return &snaps->v[snaps->nr++];
 }
 
-static void forget_snap(struct thread_snaps *j, __u32 tid)
+static void forget_snap(struct thread_snaps *snaps, __u32 tid)
 {
-	for (int i = 0; i < j->nr; i++)
-		if (j->v[i].tid == tid) {
-			j->v[i] = j->v[--j->nr];
+	for (int i = 0; i < snaps->nr; i++)
+		if (snaps->v[i].tid == tid) {
+			snaps->v[i] = snaps->v[--snaps->nr];
 			return;
 		}
 }
 
 /* Exited threads and processes leave the maps here: one caller reads a tracer's windows. */
-int tracer_window_threads(struct tracer *t, struct thread_snaps *j, __u64 now_ns,
+int tracer_window_threads(struct tracer *t, struct thread_snaps *snaps, __u64 now_ns,
 			  struct thread_result **out, int *nr)
 {
 	int tfd = bpf_map__fd(t->skel->maps.threads), n = 0, cap = 64;
@@ -174,7 +174,7 @@ int tracer_window_threads(struct tracer *t, struct thread_snaps *j, __u64 now_ns
 		prev = &key;
 		if (bpf_map_lookup_elem(tfd, &key, &th))
 			continue;
-		s = snap_of(j, key);
+		s = snap_of(snaps, key);
 		if (!s)
 			continue;
 		if (n == cap) {
@@ -203,7 +203,7 @@ int tracer_window_threads(struct tracer *t, struct thread_snaps *j, __u64 now_ns
 	}
 	for (int i = 0; i < nr_gone; i++) {
 		bpf_map_delete_elem(tfd, &gone[i]);
-		forget_snap(j, gone[i]);
+		forget_snap(snaps, gone[i]);
 	}
 	free(gone);
 
