@@ -3,7 +3,8 @@
 (data_bound.py, one DataLoader worker). Within 3 s of its start the screen names the job and
 the verdict DATA-LOADING BOUND; it redraws (the elapsed time moves); `q` quits with status 0,
 as SIGTERM does, and every BPF program it held is gone afterwards. Its standard output in a
-pipe gets plain frames, one a second. Skips where tmux is missing (Debian: tmux)."""
+pipe gets plain frames, one a second. Without -p it finds the job as the daemon would. The
+terminal tests skip where tmux is missing (Debian: tmux)."""
 import os
 import re
 import shutil
@@ -159,3 +160,20 @@ def test_top_in_a_pipe_prints_plain_frames(procs, pipeprof_bin, tmp_path):
     assert "\033" not in r.stdout
     assert r.stdout.count("pipeprof top - PID %d" % pid) == 2, r.stdout
     assert "DATA-LOADING BOUND" in r.stdout, r.stdout
+
+
+def test_top_without_pid_finds_the_job(procs, pipeprof_bin, tmp_path):
+    """The job the daemon would find: ours, unless the host runs others (the machine may be
+    shared), when they are listed, ours among them, and nothing is traced."""
+    _, pid, _ = start_workload(procs, "data_bound.py", [], str(tmp_path / "truth.json"))
+    r = subprocess.run([PIPEPROF, "top", "-n", "1"], capture_output=True, text=True, timeout=30)
+    if r.returncode == 0:
+        assert "pipeprof top - PID %d " % pid in r.stdout, r.stdout
+        return
+    assert r.returncode == 2, r.stderr
+    assert "training jobs; give -p" in r.stderr, r.stderr
+    listed = [int(x) for x in re.findall(r"^ +(\d+)  ", r.stderr, re.M)]
+    assert pid in listed, r.stderr
+    # Its DataLoader worker maps torch too, but runs under the job.
+    workers = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    assert not set(map(int, workers.split())) & set(listed), r.stderr

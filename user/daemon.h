@@ -78,6 +78,10 @@ struct daemon {
 };
 
 /* daemon_discover.c */
+/* The host's jobs as the daemon finds them at start: each process that maps an ML library
+ * (libtorch, libcudart, libcuda, libnccl) and has no ancestor that does, this one aside; no
+ * --match or cgroup filter. Up to max into pids; returns how many, or -errno. */
+int discover_jobs(pid_t *pids, int max);
 void check_candidates(struct daemon *d);
 void scan_existing(struct daemon *d);
 int start_discovery(struct daemon *d);

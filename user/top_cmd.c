@@ -13,14 +13,18 @@
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include "classify.h"
+#include "daemon.h"
 #include "pipeprof.h"
 #include "proctree.h"
+#include "sanitize.h"
 #include "target.h"
 #include "top_cmd.h"
 #include "top_view.h"
 #include "tracer.h"
 
-#define TICK_NS 1000000000ULL
+#define TOP_TICK_NS 1000000000ULL
+/* Jobs listed when there are several to choose from. */
+#define MAX_LISTED_JOBS 64
 /* How often keys are looked for between frames: q is answered within this. */
 #define KEY_POLL_MS 100
 /* Step histograms: one per thread running backward passes, a few per job. */
@@ -40,6 +44,10 @@ static const char top_doc[] =
 	"redrawn every second: each role's time per state over the last 30 seconds,\n"
 	"the last second's shares, the verdict of the last 5 seconds and the\n"
 	"trainer's steps a second.\v"
+	"Without -p, the job is the one the daemon would find: a process that maps\n"
+	"libtorch, libcudart, libcuda or libnccl, under no other that does. With\n"
+	"several, they are listed and nothing is traced.\n"
+	"\n"
 	"Keys: q quits (so do Ctrl-C and SIGTERM); everything is detached on the\n"
 	"way out. When standard output is not a terminal, one plain frame is\n"
 	"printed a second instead, with no colours and no keys read.\n"
@@ -49,15 +57,18 @@ static const char top_doc[] =
 	"strip shows each second's largest state, its bar the last second's shares.\n"
 	"\n"
 	"EXAMPLES:\n"
+	"  sudo pipeprof top                      # the host's one training job\n"
 	"  sudo pipeprof top -p 4242              # until q\n"
 	"  sudo pipeprof top -p 4242 -t 4250      # the trainer is thread 4250\n"
 	"  sudo pipeprof top -p 4242 -n 10 > top.log   # ten plain frames\n"
 	"\n"
 	"Exit status: 0 quit by q, a signal, -n or the job's exit, 1 tracing\n"
-	"failed, 2 bad arguments or no such process.";
+	"failed, 2 bad arguments, no such process, or without -p no job or\n"
+	"several.";
 
 static const struct argp_option top_options[] = {
-	{ "pid", 'p', "PID", 0, "Process to watch (with its descendants)", 0 },
+	{ "pid", 'p', "PID", 0, "Process to watch (with its descendants; default: the host's one "
+	  "training job)", 0 },
 	{ "tid", 't', "TID", 0, "The trainer thread (default: most GPU calls, else the main "
 	  "thread)", 0 },
 	{ "iterations", 'n', "N", 0, "Draw N frames, then exit", 0 },
@@ -107,8 +118,8 @@ static error_t top_parse(int key, char *arg, struct argp_state *state)
 		argp_error(state, "unexpected argument: %s", arg);
 		return EINVAL;
 	case ARGP_KEY_END:
-		if (!o->pid) {
-			argp_error(state, "nothing to watch: give -p PID");
+		if (o->tid && !o->pid) {
+			argp_error(state, "--tid needs -p PID");
 			return EINVAL;
 		}
 		break;
@@ -123,7 +134,7 @@ int top_cmd_parse(int argc, char **argv, unsigned int flags, struct top_opts *o)
 	const struct argp argp = {
 		.options = top_options,
 		.parser = top_parse,
-		.args_doc = "-p PID",
+		.args_doc = "[-p PID]",
 		.doc = top_doc,
 	};
 	error_t err;
@@ -429,7 +440,7 @@ static int top_run(const struct top_opts *o)
 		if (exiting || quit_typed(&term))
 			break;
 		now = monotonic_ns();
-		if (!target_gone && now - s->last_tick_ns < TICK_NS)
+		if (!target_gone && now - s->last_tick_ns < TOP_TICK_NS)
 			continue;
 		err = take_second(s, o, now);
 		if (err) {
@@ -466,6 +477,41 @@ cleanup:
 	return status;
 }
 
+/*
+ * No -p: the job the daemon would find, when the host has one. With several, which one is
+ * meant is the user's to say: they are listed, and nothing is traced.
+ */
+static int pick_job(pid_t *pid)
+{
+	pid_t jobs[MAX_LISTED_JOBS];
+	int n = discover_jobs(jobs, MAX_LISTED_JOBS);
+
+	if (n < 0) {
+		fprintf(stderr, "pipeprof top: cannot list processes: %s\n", strerror(-n));
+		return n;
+	}
+	if (n == 1) {
+		*pid = jobs[0];
+		return 0;
+	}
+	if (!n) {
+		fprintf(stderr, "pipeprof top: no training job found (no process maps libtorch, "
+			"libcudart, libcuda or libnccl); give -p PID\n");
+		return -ESRCH;
+	}
+	fprintf(stderr, "pipeprof top: %d training jobs; give -p with one of them:\n", n);
+	for (int i = 0; i < n; i++) {
+		char comm[16], cmdline[256], shown[SAN_TEXT_SIZE(sizeof(cmdline))];
+
+		proc_comm(PROCFS, jobs[i], jobs[i], comm, sizeof(comm));
+		proc_cmdline(PROCFS, jobs[i], cmdline, sizeof(cmdline));
+		/* Their owners chose the names: escaped, lest they drive the terminal. */
+		san_text(shown, sizeof(shown), cmdline[0] ? cmdline : comm, sizeof(cmdline));
+		fprintf(stderr, "  %7d  %s\n", (int)jobs[i], shown);
+	}
+	return -EINVAL;
+}
+
 int top_cmd_main(int argc, char **argv)
 {
 	struct top_opts opts;
@@ -473,6 +519,8 @@ int top_cmd_main(int argc, char **argv)
 
 	if (top_cmd_parse(argc, argv, 0, &opts))
 		return 2;
+	if (!opts.pid)
+		return pick_job(&opts.pid) ? 2 : top_run(&opts);
 	err = target_resolve(PROCFS, &opts.pid, &opts.tid);
 	if (err)
 		return err == -ESRCH || err == -EINVAL ? 2 : 1;
