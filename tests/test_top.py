@@ -2,7 +2,7 @@
 """`pipeprof top -p PID`, driven in a terminal: tmux runs it at 120x40 on a data-bound job
 (data_bound.py, one DataLoader worker). Within 3 s of its start the screen names the job and
 the verdict DATA-LOADING BOUND; it redraws (the elapsed time moves); `q` quits with status 0,
-as SIGTERM does, and every BPF program it held is gone afterwards. Its standard output in a
+as Ctrl-C and SIGTERM do, and every BPF program it held is gone afterwards. Its standard output in a
 pipe gets plain frames, one a second. Without -p it finds the job as the daemon would. The
 terminal tests skip where tmux is missing (Debian: tmux)."""
 import os
@@ -119,7 +119,8 @@ def held_programs(top_pid):
     return held
 
 
-def test_top_shows_the_job_refreshes_and_quits_on_q(procs, pipeprof_bin, tmux, tmp_path):
+@pytest.mark.parametrize("key", ["q", "C-c"])
+def test_top_shows_the_job_refreshes_and_quits(procs, pipeprof_bin, tmux, tmp_path, key):
     w, pid, _ = start_workload(procs, "data_bound.py", [], str(tmp_path / "truth.json"))
     top_pid, status, started = start_top(tmux, tmp_path, pid)
 
@@ -135,8 +136,9 @@ def test_top_shows_the_job_refreshes_and_quits_on_q(procs, pipeprof_bin, tmux, t
     m, text = wait_screen(tmux, r"elapsed (?!%s)\d+:\d\d" % first, time.monotonic() + 3)
     assert m, "the screen was not redrawn (elapsed still %s):\n%s" % (first, text)
 
-    tmux("send-keys", "-t", "top", "q")
-    assert wait_exit(status) == "EXIT=0", "pipeprof top did not quit on q:\n%s" % screen(tmux)
+    tmux("send-keys", "-t", "top", key)
+    assert wait_exit(status) == "EXIT=0", "pipeprof top did not quit on %s:\n%s" % (
+        key, screen(tmux))
     assert_detached(held)
     assert w.p.poll() is None, "the job died with pipeprof top"
 
