@@ -154,7 +154,8 @@ struct term {
 };
 
 /* The alternate screen keeps the user's scrollback as it was; keys arrive one by one, unechoed,
- * while Ctrl-C still raises SIGINT. */
+ * while Ctrl-C still raises SIGINT. Ctrl-Z is off: stopped, the view would leave the terminal
+ * in its modes, on its screen, with the probes still attached. */
 static void term_enter(struct term *t)
 {
 	struct termios raw;
@@ -167,6 +168,7 @@ static void term_enter(struct term *t)
 		raw.c_lflag &= ~(ICANON | ECHO);
 		raw.c_cc[VMIN] = 0;
 		raw.c_cc[VTIME] = 0;
+		raw.c_cc[VSUSP] = _POSIX_VDISABLE;
 		t->keys = !tcsetattr(STDIN_FILENO, TCSANOW, &raw);
 	}
 	fputs("\033[?1049h\033[?25l\033[H\033[2J", stdout);
