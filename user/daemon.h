@@ -93,10 +93,14 @@ void attach_job(struct daemon *d, pid_t pid);
 void job_costs(struct job *j, __u64 *lost, double *bpf_run_s);
 void detach_job(struct daemon *d, struct job *j, const char *why);
 void process_window(struct daemon *d, struct job *j, __u64 now);
+/* The GPU and I/O evidence the verdict and the advice weigh, over the tracer's life so far
+ * (the daemon's windows, top's seconds). */
+void gpu_io_input(struct tracer *t, struct analysis_input *in);
 
 /* daemon_metrics.c */
-void gpu_sync_hist(struct job *j, __u64 *slots, double *sum_s);
-void io_hist(struct job *j, __u64 *slots, double *sum_s);
+/* Synchronising GPU calls and block requests since the attach, summed over APIs and disks. */
+void gpu_sync_hist(struct tracer *t, __u64 *slots, double *sum_s);
+void io_hist(struct tracer *t, __u64 *slots, double *sum_s);
 char *http_metrics(void *ctx, int *status, const char **content_type);
 char *http_report(void *ctx, long pid, int *status, const char **content_type);
 void refresh_metrics(struct daemon *d);

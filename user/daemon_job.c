@@ -234,17 +234,16 @@ cleanup:
 	return buf;
 }
 
-/* The GPU and I/O evidence the recommendations weigh, over the job's life so far. */
-static void job_gpu_io_input(struct job *j, struct analysis_input *in)
+void gpu_io_input(struct tracer *t, struct analysis_input *in)
 {
 	__u64 slots[PP_HIST_SLOTS] = {}, calls;
 	double sum = 0;
 
-	gpu_sync_hist(j, slots, &sum);
+	gpu_sync_hist(t, slots, &sum);
 	calls = hist_total(slots, PP_HIST_SLOTS);
 	in->gpu_sync_mean_us = calls ? sum * 1e6 / calls : 0;
 	memset(slots, 0, sizeof(slots));
-	io_hist(j, slots, &sum);
+	io_hist(t, slots, &sum);
 	in->io_requests = hist_total(slots, PP_HIST_SLOTS);
 }
 
@@ -285,7 +284,7 @@ void process_window(struct daemon *d, struct job *j, __u64 now)
 	cpu_window_start(&j->cpu, cpu_ok, busy, total);
 	if (tracer_window_threads(&j->tracer, &j->snaps, now, &threads, &nr))
 		return;
-	job_gpu_io_input(j, &in);
+	gpu_io_input(&j->tracer, &in);
 	in.gpu_unprobed = tracer_gpu_unprobed(&j->tracer);
 	in.gpu_mapped = tracer_gpu_mapped(&j->tracer);
 	analyse(threads, nr, &in, &an);

@@ -270,6 +270,7 @@ static void base_input(struct top_state *s, const struct top_opts *o,
 		.root_pid = o->pid, .tid_override = o->tid, .threshold = 0.20,
 		.ncpus = sysconf(_SC_NPROCESSORS_ONLN), .cpu_busy = -1, .runnable_avg = -1,
 	};
+	gpu_io_input(&s->tracer, in);
 	in->gpu_unprobed = tracer_gpu_unprobed(&s->tracer);
 	in->gpu_mapped = tracer_gpu_mapped(&s->tracer);
 }
