@@ -18,6 +18,8 @@ packages=(
 	chromium python3-pil
 	# tests: the manual page rendered and checked for warnings, the bash completion loaded
 	man-db groff-base bash-completion
+	# tests: pipeprof top driven in a terminal
+	tmux
 )
 
 missing=()

@@ -30,12 +30,6 @@
  * preallocated in the kernel for each job, so it is kept small. */
 #define STEP_HISTS_PER_JOB 256
 
-struct thread_snap {
-	__u32 tid;
-	__u64 ns[PP_NR_STATES];
-	__u64 gpu_calls;
-};
-
 struct job {
 	pid_t pid;
 	char comm[16];
@@ -44,8 +38,7 @@ struct job {
 	int rank;
 	char dist_job[80];
 	struct tracer tracer;
-	struct thread_snap *snaps;
-	int nr_snaps, cap_snaps;
+	struct thread_snaps snaps;			/* state times at the last window */
 	__u64 window_start_ns;
 	struct cpu_window cpu;				/* the host's CPUs over this window */
 	double seconds[NR_ROLES][PP_NR_STATES];		/* cumulative, closed episodes */
@@ -89,6 +82,10 @@ struct daemon {
 };
 
 /* daemon_discover.c */
+/* The host's jobs as the daemon finds them at start: each process that maps an ML library
+ * (libtorch, libcudart, libcuda, libnccl) and has no ancestor that does, this one aside; no
+ * --match or cgroup filter. Up to max into pids; returns how many, or -errno. */
+int discover_jobs(pid_t *pids, int max);
 void check_candidates(struct daemon *d);
 void scan_existing(struct daemon *d);
 int start_discovery(struct daemon *d);
@@ -100,10 +97,14 @@ void attach_job(struct daemon *d, pid_t pid);
 void job_costs(struct job *j, __u64 *lost, double *bpf_run_s);
 void detach_job(struct daemon *d, struct job *j, const char *why);
 void process_window(struct daemon *d, struct job *j, __u64 now);
+/* The GPU and I/O evidence the verdict and the advice weigh, over the tracer's life so far
+ * (the daemon's windows, top's seconds). */
+void gpu_io_input(struct tracer *t, struct analysis_input *in);
 
 /* daemon_metrics.c */
-void gpu_sync_hist(struct job *j, __u64 *slots, double *sum_s);
-void io_hist(struct job *j, __u64 *slots, double *sum_s);
+/* Synchronising GPU calls and block requests since the attach, summed over APIs and disks. */
+void gpu_sync_hist(struct tracer *t, __u64 *slots, double *sum_s);
+void io_hist(struct tracer *t, __u64 *slots, double *sum_s);
 char *http_metrics(void *ctx, int *status, const char **content_type);
 char *http_report(void *ctx, long pid, int *status, const char **content_type);
 void refresh_metrics(struct daemon *d);

@@ -102,6 +102,33 @@ static bool maps_ml_library(pid_t pid)
 	return procmaps_find_libs(pid, mask, libs, 4) > 0;
 }
 
+/* A DataLoader worker's parent maps the same libraries: the job is the topmost process. */
+static bool under_a_job(pid_t pid)
+{
+	for (pid_t up = parent_of(pid); up > 1; up = parent_of(up))
+		if (maps_ml_library(up))
+			return true;
+	return false;
+}
+
+int discover_jobs(pid_t *pids, int max)
+{
+	DIR *dir = opendir(PROCFS);
+	struct dirent *de;
+	int n = 0;
+
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir)) && n < max) {
+		pid_t pid = atoi(de->d_name);
+
+		if (pid > 0 && pid != getpid() && maps_ml_library(pid) && !under_a_job(pid))
+			pids[n++] = pid;
+	}
+	closedir(dir);
+	return n;
+}
+
 static bool wanted(struct daemon *d, pid_t pid)
 {
 	char comm[16];
@@ -166,8 +193,7 @@ void scan_existing(struct daemon *d)
 	if (!dir)
 		return;
 	while ((de = readdir(dir))) {
-		pid_t pid = atoi(de->d_name), up;
-		bool under_job = false;
+		pid_t pid = atoi(de->d_name);
 
 		if (pid <= 0 || pid == getpid() || part_of_a_job(d, pid))
 			continue;
@@ -178,9 +204,7 @@ void scan_existing(struct daemon *d)
 				add_candidate(d, pid, age);
 			continue;
 		}
-		for (up = parent_of(pid); up > 1 && !under_job; up = parent_of(up))
-			under_job = maps_ml_library(up);
-		if (!under_job)
+		if (!under_a_job(pid))
 			attach_job(d, pid);
 	}
 	closedir(dir);

@@ -142,7 +142,7 @@ void job_costs(struct job *j, __u64 *lost, double *bpf_run_s)
 static void free_job(struct job *j)
 {
 	tracer_stop(&j->tracer);
-	free(j->snaps);
+	thread_snaps_free(&j->snaps);
 	free(j->report_json);
 	free(j);
 }
@@ -169,111 +169,6 @@ void detach_job(struct daemon *d, struct job *j, const char *why)
 }
 
 /* ---- windows ---- */
-
-static struct thread_snap *snap_of(struct job *j, __u32 tid)
-{
-	for (int i = 0; i < j->nr_snaps; i++)
-		if (j->snaps[i].tid == tid)
-			return &j->snaps[i];
-	if (j->nr_snaps == j->cap_snaps) {
-		int cap = j->cap_snaps ? 2 * j->cap_snaps : 64;
-		void *grown = realloc(j->snaps, cap * sizeof(*j->snaps));
-
-		if (!grown)
-			return NULL;
-		j->snaps = grown;
-		j->cap_snaps = cap;
-	}
-	memset(&j->snaps[j->nr_snaps], 0, sizeof(j->snaps[0]));
-	j->snaps[j->nr_snaps].tid = tid;
-	return &j->snaps[j->nr_snaps++];
-}
-
-static void forget_snap(struct job *j, __u32 tid)
-{
-	for (int i = 0; i < j->nr_snaps; i++)
-		if (j->snaps[i].tid == tid) {
-			j->snaps[i] = j->snaps[--j->nr_snaps];
-			return;
-		}
-}
-
-/* Exited threads and processes leave the maps here. */
-static int window_threads(struct job *j, __u64 now_ns, struct thread_result **out, int *nr)
-{
-	int tfd = bpf_map__fd(j->tracer.skel->maps.threads), n = 0, cap = 64;
-	int pfd = bpf_map__fd(j->tracer.skel->maps.tracked_procs);
-	struct thread_result *res = calloc(cap, sizeof(*res));
-	__u32 key, next, *prev = NULL, *gone = NULL;
-	int nr_gone = 0;
-	struct pp_thread th;
-	struct pp_proc proc;
-
-	if (!res)
-		return -ENOMEM;
-	while (!bpf_map_get_next_key(tfd, prev, &next)) {
-		struct thread_snap *s;
-		struct thread_result *r;
-
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(tfd, &key, &th))
-			continue;
-		s = snap_of(j, key);
-		if (!s)
-			continue;
-		if (n == cap) {
-			void *grown = realloc(res, 2 * cap * sizeof(*res));
-
-			if (!grown)
-				break;
-			res = grown;
-			cap *= 2;
-		}
-		r = &res[n++];
-		/* Cumulative since the tracer started, the open phase included. */
-		thread_close(&th, j->tracer.start_ns, now_ns, 0, r);
-		r->tid = key;
-		window_delta(r->ns, s->ns, r->ns, &r->wall_ns);
-		r->gpu_calls = th.gpu_calls - s->gpu_calls;
-		s->gpu_calls = th.gpu_calls;
-		if (r->exited) {
-			void *grown = realloc(gone, (nr_gone + 1) * sizeof(*gone));
-
-			if (grown) {
-				gone = grown;
-				gone[nr_gone++] = key;
-			}
-		}
-	}
-	for (int i = 0; i < nr_gone; i++) {
-		bpf_map_delete_elem(tfd, &gone[i]);
-		forget_snap(j, gone[i]);
-	}
-	free(gone);
-
-	prev = NULL;
-	nr_gone = 0;
-	gone = NULL;
-	while (!bpf_map_get_next_key(pfd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (!bpf_map_lookup_elem(pfd, &key, &proc) && proc.exit_ns && !proc.is_root) {
-			void *grown = realloc(gone, (nr_gone + 1) * sizeof(*gone));
-
-			if (grown) {
-				gone = grown;
-				gone[nr_gone++] = key;
-			}
-		}
-	}
-	for (int i = 0; i < nr_gone; i++)
-		bpf_map_delete_elem(pfd, &gone[i]);
-	free(gone);
-	*out = res;
-	*nr = n;
-	return 0;
-}
 
 struct step_drain {
 	__u32 trainer_tid;	/* 0: any thread's */
@@ -362,17 +257,16 @@ cleanup:
 	return buf;
 }
 
-/* The GPU and I/O evidence the recommendations weigh, over the job's life so far. */
-static void job_gpu_io_input(struct job *j, struct analysis_input *in)
+void gpu_io_input(struct tracer *t, struct analysis_input *in)
 {
 	__u64 slots[PP_HIST_SLOTS] = {}, calls;
 	double sum = 0;
 
-	gpu_sync_hist(j, slots, &sum);
+	gpu_sync_hist(t, slots, &sum);
 	calls = hist_total(slots, PP_HIST_SLOTS);
 	in->gpu_sync_mean_us = calls ? sum * 1e6 / calls : 0;
 	memset(slots, 0, sizeof(slots));
-	io_hist(j, slots, &sum);
+	io_hist(t, slots, &sum);
 	in->io_requests = hist_total(slots, PP_HIST_SLOTS);
 }
 
@@ -411,9 +305,9 @@ void process_window(struct daemon *d, struct job *j, __u64 now)
 
 	cpu_window_result(&j->cpu, cpu_ok, busy, total, &in.cpu_busy, &in.runnable_avg);
 	cpu_window_start(&j->cpu, cpu_ok, busy, total);
-	if (window_threads(j, now, &threads, &nr))
+	if (tracer_window_threads(&j->tracer, &j->snaps, now, &threads, &nr))
 		return;
-	job_gpu_io_input(j, &in);
+	gpu_io_input(&j->tracer, &in);
 	in.gpu_unprobed = tracer_gpu_unprobed(&j->tracer);
 	in.gpu_mapped = tracer_gpu_mapped(&j->tracer);
 	analyse(threads, nr, &in, &an);

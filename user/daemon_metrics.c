@@ -18,9 +18,9 @@
 
 /* ---- metrics ---- */
 
-void gpu_sync_hist(struct job *j, __u64 *slots, double *sum_s)
+void gpu_sync_hist(struct tracer *t, __u64 *slots, double *sum_s)
 {
-	int fd = bpf_map__fd(j->tracer.skel->maps.gpu_api_stats);
+	int fd = bpf_map__fd(t->skel->maps.gpu_api_stats);
 
 	for (__u32 api = 0; api < (__u32)gpu_sync_api_count; api++) {
 		struct pp_gpu_api_stats s;
@@ -33,12 +33,12 @@ void gpu_sync_hist(struct job *j, __u64 *slots, double *sum_s)
 	}
 }
 
-void io_hist(struct job *j, __u64 *slots, double *sum_s)
+void io_hist(struct tracer *t, __u64 *slots, double *sum_s)
 {
 	struct pp_io_stats s;
 	__u32 zero = 0;
 
-	if (bpf_map_lookup_elem(bpf_map__fd(j->tracer.skel->maps.io_stats), &zero, &s))
+	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.io_stats), &zero, &s))
 		return;
 	memcpy(slots, s.slots, sizeof(s.slots));
 	*sum_s = s.total_ns / 1e9;
@@ -168,7 +168,7 @@ static char *build_metrics(struct daemon *d)
 		__u64 slots[PP_HIST_SLOTS] = {};
 		double sum = 0;
 
-		gpu_sync_hist(j, slots, &sum);
+		gpu_sync_hist(&j->tracer, slots, &sum);
 		snprintf(pid, sizeof(pid), "%d", j->pid);
 		prom_log2_histogram(f, "pipeprof_job_gpu_sync_seconds",
 				    LABELS({ "pid", pid }, { "comm", j->comm }), slots, PP_HIST_SLOTS,
@@ -180,7 +180,7 @@ static char *build_metrics(struct daemon *d)
 		__u64 slots[PP_HIST_SLOTS] = {};
 		double sum = 0;
 
-		io_hist(j, slots, &sum);
+		io_hist(&j->tracer, slots, &sum);
 		snprintf(pid, sizeof(pid), "%d", j->pid);
 		prom_log2_histogram(f, "pipeprof_job_io_latency_seconds",
 				    LABELS({ "pid", pid }, { "comm", j->comm }), slots, PP_HIST_SLOTS,

@@ -7,6 +7,7 @@
 #include "flamegraph_cmd.h"
 #include "hist_cmd.h"
 #include "report_cmd.h"
+#include "top_cmd.h"
 
 const char *argp_program_version = "pipeprof 0.1";
 
@@ -33,6 +34,10 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "diff")) {
 		argv[1] = "pipeprof diff";
 		return diff_cmd_main(argc - 1, argv + 1);
+	}
+	if (argc > 1 && !strcmp(argv[1], "top")) {
+		argv[1] = "pipeprof top";
+		return top_cmd_main(argc - 1, argv + 1);
 	}
 	if (report_cmd_parse(argc, argv, 0, &opts))
 		return 2;

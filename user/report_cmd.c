@@ -46,6 +46,8 @@ static const char report_doc[] =
 	"  pipeprof -p PID             the report: a verdict on where the time goes\n"
 	"  pipeprof hist -p PID KIND   BCC-style histograms of one job\n"
 	"                              (see 'pipeprof hist --help' for the kinds)\n"
+	"  pipeprof top [-p PID]       a live view, redrawn every second: each role's\n"
+	"                              states over the last 30 s, the verdict, steps/s\n"
 	"  pipeprof profile -p PID -o FILE\n"
 	"                              folded stacks for a flame graph: CPU samples\n"
 	"                              with Python frames, or the trainer's waits\n"
@@ -250,7 +252,8 @@ int report_cmd_parse(int argc, char **argv, unsigned int flags, struct report_op
 		.parser = report_parse,
 		.args_doc = "-p PID\n[-- COMMAND [ARGS...]]\nhist -p PID KIND... [INTERVAL [COUNT]]\n"
 			    "profile -p PID -o FILE\nflamegraph FOLDED -o FILE.svg\n"
-			    "daemon [OPTION...]\ndiff BEFORE.json AFTER.json [--fail-if RULE]...",
+			    "daemon [OPTION...]\ndiff BEFORE.json AFTER.json [--fail-if RULE]...\n"
+			    "top [-p PID] [-n N]",
 		.doc = report_doc,
 	};
 	error_t err;

@@ -283,6 +283,26 @@ void tracer_note_limits(struct tracer *t, __u64 end_ns, struct report *r);
 /* Says the report's figures lack something, and what (appended to r->partial_why). */
 void tracer_mark_partial(struct report *r, const char *why);
 
+/* A thread's cumulative figures when a window was last taken (tracer_window_threads). */
+struct thread_snap {
+	__u32 tid;
+	__u64 ns[PP_NR_STATES];
+	__u64 gpu_calls;
+};
+
+struct thread_snaps {
+	struct thread_snap *v;
+	int nr, cap;
+};
+
+/* Each tracked thread's state times and GPU calls since the previous call with the same snaps
+ * (since the attach at the first), its open phase closed at now_ns; *out is the caller's to
+ * free. Exited threads and processes leave the maps, so one caller reads a tracer's windows.
+ * 0 or -ENOMEM. */
+int tracer_window_threads(struct tracer *t, struct thread_snaps *snaps, __u64 now_ns,
+			  struct thread_result **out, int *nr);
+void thread_snaps_free(struct thread_snaps *s);
+
 /* Detaches and frees everything; safe on a partly started tracer. */
 void tracer_stop(struct tracer *t);
 

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Closing the report's window: waits still open at its end are given a grace to be named by
- * their wakeup before the maps are read. BPF plumbing, beside tracer.c. */
+ * their wakeup before the maps are read; and the live front-ends' windows (the daemon's,
+ * top's), each thread's figures since the last. BPF plumbing, beside tracer.c. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "pipeprof.h"	/* the types the skeleton's globals use */
 #include "pipeprof.skel.h"
+#include "daemon_window.h"
 #include "proctree.h"
 #include "tracer.h"
 
@@ -116,4 +120,118 @@ int tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms
 	tracer_wait_programs();
 	now = monotonic_ns();
 	return now > end_ns ? (int)((now - end_ns) / 1000000) : 0;
+}
+
+/* ---- per-window thread deltas (the daemon, top) ---- */
+
+static struct thread_snap *snap_of(struct thread_snaps *snaps, __u32 tid)
+{
+	for (int i = 0; i < snaps->nr; i++)
+		if (snaps->v[i].tid == tid)
+			return &snaps->v[i];
+	if (snaps->nr == snaps->cap) {
+		int cap = snaps->cap ? 2 * snaps->cap : 64;
+		void *grown = realloc(snaps->v, cap * sizeof(*snaps->v));
+
+		if (!grown)
+			return NULL;
+		snaps->v = grown;
+		snaps->cap = cap;
+	}
+	memset(&snaps->v[snaps->nr], 0, sizeof(snaps->v[0]));
+	snaps->v[snaps->nr].tid = tid;
+	return &snaps->v[snaps->nr++];
+}
+
+static void forget_snap(struct thread_snaps *snaps, __u32 tid)
+{
+	for (int i = 0; i < snaps->nr; i++)
+		if (snaps->v[i].tid == tid) {
+			snaps->v[i] = snaps->v[--snaps->nr];
+			return;
+		}
+}
+
+/* Exited threads and processes leave the maps here: one caller reads a tracer's windows. */
+int tracer_window_threads(struct tracer *t, struct thread_snaps *snaps, __u64 now_ns,
+			  struct thread_result **out, int *nr)
+{
+	int tfd = bpf_map__fd(t->skel->maps.threads), n = 0, cap = 64;
+	int pfd = bpf_map__fd(t->skel->maps.tracked_procs);
+	struct thread_result *res = calloc(cap, sizeof(*res));
+	__u32 key, next, *prev = NULL, *gone = NULL;
+	int nr_gone = 0;
+	struct pp_thread th;
+	struct pp_proc proc;
+
+	if (!res)
+		return -ENOMEM;
+	while (!bpf_map_get_next_key(tfd, prev, &next)) {
+		struct thread_snap *s;
+		struct thread_result *r;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(tfd, &key, &th))
+			continue;
+		s = snap_of(snaps, key);
+		if (!s)
+			continue;
+		if (n == cap) {
+			void *grown = realloc(res, 2 * cap * sizeof(*res));
+
+			if (!grown)
+				break;
+			res = grown;
+			cap *= 2;
+		}
+		r = &res[n++];
+		/* Cumulative since the tracer started, the open phase included. */
+		thread_close(&th, t->start_ns, now_ns, 0, r);
+		r->tid = key;
+		window_delta(r->ns, s->ns, r->ns, &r->wall_ns);
+		r->gpu_calls = th.gpu_calls - s->gpu_calls;
+		s->gpu_calls = th.gpu_calls;
+		if (r->exited) {
+			void *grown = realloc(gone, (nr_gone + 1) * sizeof(*gone));
+
+			if (grown) {
+				gone = grown;
+				gone[nr_gone++] = key;
+			}
+		}
+	}
+	for (int i = 0; i < nr_gone; i++) {
+		bpf_map_delete_elem(tfd, &gone[i]);
+		forget_snap(snaps, gone[i]);
+	}
+	free(gone);
+
+	prev = NULL;
+	nr_gone = 0;
+	gone = NULL;
+	while (!bpf_map_get_next_key(pfd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (!bpf_map_lookup_elem(pfd, &key, &proc) && proc.exit_ns && !proc.is_root) {
+			void *grown = realloc(gone, (nr_gone + 1) * sizeof(*gone));
+
+			if (grown) {
+				gone = grown;
+				gone[nr_gone++] = key;
+			}
+		}
+	}
+	for (int i = 0; i < nr_gone; i++)
+		bpf_map_delete_elem(pfd, &gone[i]);
+	free(gone);
+	*out = res;
+	*nr = n;
+	return 0;
+}
+
+void thread_snaps_free(struct thread_snaps *s)
+{
+	free(s->v);
+	*s = (struct thread_snaps){};
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * pipeprof's command line: the input is argv[1..], NUL-separated, dispatched as main() does
- * ("hist", "profile", "flamegraph", "daemon" and "diff" pick their subcommand, anything else is the report's). Each argument
+ * ("hist", "top", "profile", "flamegraph", "daemon" and "diff" pick their subcommand, anything else is the report's). Each argument
  * is an allocation of its own, so a read past one is caught rather than landing in the next.
  * ARGP_NO_EXIT keeps a usage error or --help from exiting; the parsers then return the error.
  */
@@ -18,6 +18,7 @@
 #include "pipeprof.h"
 #include "report_cmd.h"
 #include "steps.h"
+#include "top_cmd.h"
 
 #define MAX_ARGS 24
 
@@ -57,6 +58,12 @@ static void check_hist(const struct hist_opts *o)
 	FUZZ_CHECK(o->nr_numbers >= 0 && o->nr_numbers <= 2);
 }
 
+static void check_top(const struct top_opts *o)
+{
+	FUZZ_CHECK(o->pid >= 0 && o->tid >= 0 && (!o->tid || o->pid));
+	FUZZ_CHECK(o->iterations >= 0 && o->iterations <= INT_MAX);
+}
+
 static void check_daemon(const struct daemon_config *c)
 {
 	FUZZ_CHECK(FUZZ_TERMINATED(c->listen) && c->listen[0]);
@@ -94,6 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct hist_opts hopts;
 	struct flamegraph_cmd_opts fopts;
 	struct diff_cmd_opts dopts;
+	struct top_opts topts;
 	struct fuzz_quiet q;
 	int argc = 1, ret;
 
@@ -123,6 +131,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_quiet_end(&q);
 		if (!ret)
 			check_hist(&hopts);
+	} else if (argc > 1 && !strcmp(argv[1], "top")) {
+		ret = top_cmd_parse(argc - 1, argv + 1, ARGP_NO_EXIT, &topts);
+		fuzz_quiet_end(&q);
+		if (!ret)
+			check_top(&topts);
 	} else if (argc > 1 && !strcmp(argv[1], "profile")) {
 		ret = profile_cmd_parse(argc - 1, argv + 1, ARGP_NO_EXIT, &ropts);
 		fuzz_quiet_end(&q);
