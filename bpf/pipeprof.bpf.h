@@ -69,6 +69,14 @@ int switch_in(struct pp_thread *t, __u32 tid, __u64 now);
 int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 source);
 /* Record who ended each wait (the wakers map), for the report's "waited on". */
 extern const volatile bool record_wakers;
+/* `pipeprof record`: every state episode goes to the episodes ring buffer (record.bpf.c),
+ * at most record_cap per CPU per PP_EPISODE_SLOT_NS. False everywhere else: the verifier
+ * then prunes every trace of it from the scheduler programs. */
+extern const volatile bool record_on;
+extern const volatile __u32 record_cap;
+/* record.bpf.c; state may carry PP_EP_WOKEN: the thread's waker fields name who ended it. */
+#define PP_EP_WOKEN 0x100
+int record_episode(struct pp_thread *t, __u32 tid, __u32 state, __u64 from, __u64 to);
 /* Where this CPU's preempt count lies relative to its run queue (core_fixes.bpf.h); 0 when
  * userspace could not find both in the kernel's BTF. */
 extern const volatile __s64 preempt_count_rq_delta;
@@ -401,13 +409,25 @@ static __always_inline bool naming(__u64 now)
 	return accounting(now) || (window_start_ns && now <= naming_until_ns);
 }
 
-static __always_inline void add_state(struct pp_thread *t, __u32 state, __u64 from, __u64 to)
+/* woken: a constant at each call site, so that without record_on no code differs. */
+static __always_inline void add_state_ep(struct pp_thread *t, __u32 tid, __u32 state, __u64 from,
+					 __u64 to, bool woken)
 {
 	/* An event that read the clock just before the window closed. */
 	if (window_end_ns && to > window_end_ns)
 		to = window_end_ns;
-	if (to > from)
+	if (to > from) {
 		t->ns[STATE_IDX(state)] += to - from;
+		/* Exactly what the total got: the trace's slices sum to the report's states. */
+		if (record_on)
+			record_episode(t, tid, woken ? state | PP_EP_WOKEN : state, from, to);
+	}
+}
+
+static __always_inline void add_state(struct pp_thread *t, __u32 tid, __u32 state, __u64 from,
+				      __u64 to)
+{
+	add_state_ep(t, tid, state, from, to, false);
 }
 
 static __always_inline __u32 oncpu_state(struct pp_thread *t)
@@ -514,10 +534,10 @@ static __always_inline __u64 relay_run_from(struct pp_thread *t)
 	return t->last_wait_end_ns > t->oncpu_since_ns ? t->last_wait_end_ns : t->oncpu_since_ns;
 }
 
-static __always_inline void account_oncpu(struct pp_thread *t, __u64 now)
+static __always_inline void account_oncpu(struct pp_thread *t, __u32 tid, __u64 now)
 {
 	if (t->phase == PP_PHASE_ONCPU || t->phase == PP_PHASE_UNKNOWN)
-		add_state(t, oncpu_state(t), t->phase_start_ns, now);
+		add_state(t, tid, oncpu_state(t), t->phase_start_ns, now);
 }
 
 /* Whether a probed call entered with stack pointer sp runs inside the outermost call in

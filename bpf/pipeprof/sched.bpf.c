@@ -46,7 +46,7 @@ static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 	__u32 cause;
 
 	if (t->phase == PP_PHASE_RUNNABLE) {
-		add_state(t, t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ, since, now);
+		add_state(t, tid, t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ, since, now);
 		if (hist_kinds)
 			hist_switch_in(t, tid, PP_RUNQ, since, since, since, now);
 		return;
@@ -72,12 +72,13 @@ static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 	 * waking up) is part of the wait, not CPU contention. */
 	runq_from = t->enqueued_ns >= t->woken_ns ? t->enqueued_ns : t->woken_ns;
 	if (t->gpu_depth) {
-		add_state(t, PP_GPU_WAIT, since, now);
+		add_state(t, tid, PP_GPU_WAIT, since, now);
 	} else if (cause != PP_RUNQ && t->woken_ns > since && runq_from <= now) {
-		add_state(t, cause, since, runq_from);
-		add_state(t, PP_RUNQ, runq_from, now);
+		/* The one place a wait ends at its wakeup: the trace's flow from its waker. */
+		add_state_ep(t, tid, cause, since, runq_from, true);
+		add_state(t, tid, PP_RUNQ, runq_from, now);
 	} else {
-		add_state(t, cause, since, now);
+		add_state(t, tid, cause, since, now);
 	}
 	if (hist_kinds) {
 		bool woken = t->woken_ns > since && runq_from <= now;
@@ -176,7 +177,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		if (t->phase == PP_PHASE_ONCPU)
 			t->ran_since_wait_ns += now - relay_run_from(t);
 		t->exec_at_out_ns = exec_now;
-		account_oncpu(t, now);
+		account_oncpu(t, prev->pid, now);
 		t->phase_start_ns = now;
 		if (preempt || prev_state == TASK_RUNNING) {
 			t->phase = PP_PHASE_RUNNABLE;
@@ -385,7 +386,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct *p)
 
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t && t->phase != PP_PHASE_EXITED && accounting(now)) {
-		account_oncpu(t, now);
+		account_oncpu(t, tid, now);
 		t->phase = PP_PHASE_EXITED;
 		t->phase_start_ns = now;
 		t->exit_ns = now;
