@@ -63,8 +63,9 @@ extern const volatile __u32 step_wait_tid;
 int py_wait_begins(__u32 tid, __u32 tgid);
 int py_wait_woken(__u32 wakee_tid);
 int py_wait_ends(__u32 tid, __u32 cause, __u64 wait_ns);
-/* sched.bpf.c */
+/* sched.bpf.c; switch_in_rec() also sends the episodes (`record`). */
 int switch_in(struct pp_thread *t, __u32 tid, __u64 now);
+int switch_in_rec(struct pp_thread *t, __u32 tid, __u64 now);
 /* gpu.bpf.c */
 int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 source);
 /* Record who ended each wait (the wakers map), for the report's "waited on". */
@@ -409,9 +410,13 @@ static __always_inline bool naming(__u64 now)
 	return accounting(now) || (window_start_ns && now <= naming_until_ns);
 }
 
-/* woken: a constant at each call site, so that without record_on no code differs. */
+/*
+ * woken and rec: constants at each call site. The scheduler programs come in two builds
+ * (sched.bpf.c), rec false and true, so that without `record` not one instruction of it is
+ * left in them; the others pass record_on, which the verifier prunes.
+ */
 static __always_inline void add_state_ep(struct pp_thread *t, __u32 tid, __u32 state, __u64 from,
-					 __u64 to, bool woken)
+					 __u64 to, bool woken, bool rec)
 {
 	/* An event that read the clock just before the window closed. */
 	if (window_end_ns && to > window_end_ns)
@@ -419,7 +424,7 @@ static __always_inline void add_state_ep(struct pp_thread *t, __u32 tid, __u32 s
 	if (to > from) {
 		t->ns[STATE_IDX(state)] += to - from;
 		/* Exactly what the total got: the trace's slices sum to the report's states. */
-		if (record_on)
+		if (rec)
 			record_episode(t, tid, woken ? state | PP_EP_WOKEN : state, from, to);
 	}
 }
@@ -427,7 +432,7 @@ static __always_inline void add_state_ep(struct pp_thread *t, __u32 tid, __u32 s
 static __always_inline void add_state(struct pp_thread *t, __u32 tid, __u32 state, __u64 from,
 				      __u64 to)
 {
-	add_state_ep(t, tid, state, from, to, false);
+	add_state_ep(t, tid, state, from, to, false, record_on);
 }
 
 static __always_inline __u32 oncpu_state(struct pp_thread *t)
@@ -455,7 +460,10 @@ static __always_inline void seen_on_cpu(struct pp_thread *t, __u32 tid, __u64 no
 	if (!in)
 		return;
 	count(PP_CNT_SWITCH_IN_MISSED);
-	switch_in(t, tid, in);
+	if (record_on)
+		switch_in_rec(t, tid, in);
+	else
+		switch_in(t, tid, in);
 }
 
 /* The record of a live process pipeprof follows, or NULL. An exited one's pid may have been
@@ -534,10 +542,15 @@ static __always_inline __u64 relay_run_from(struct pp_thread *t)
 	return t->last_wait_end_ns > t->oncpu_since_ns ? t->last_wait_end_ns : t->oncpu_since_ns;
 }
 
-static __always_inline void account_oncpu(struct pp_thread *t, __u32 tid, __u64 now)
+static __always_inline void account_oncpu_ep(struct pp_thread *t, __u32 tid, __u64 now, bool rec)
 {
 	if (t->phase == PP_PHASE_ONCPU || t->phase == PP_PHASE_UNKNOWN)
-		add_state(t, tid, oncpu_state(t), t->phase_start_ns, now);
+		add_state_ep(t, tid, oncpu_state(t), t->phase_start_ns, now, false, rec);
+}
+
+static __always_inline void account_oncpu(struct pp_thread *t, __u32 tid, __u64 now)
+{
+	account_oncpu_ep(t, tid, now, record_on);
 }
 
 /* Whether a probed call entered with stack pointer sp runs inside the outermost call in

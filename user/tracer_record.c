@@ -33,6 +33,9 @@ void tracer_record_size(struct tracer *t)
 		size <<= 1;
 	bpf_map__set_max_entries(t->skel->maps.episodes, size);
 	t->skel->rodata->record_on = t->record;
+	/* The scheduler's program in the build that sends episodes, or the one with none of it. */
+	bpf_program__set_autoload(t->skel->progs.on_sched_switch, !t->record);
+	bpf_program__set_autoload(t->skel->progs.on_sched_switch_rec, t->record);
 	if (ncpus < 1)
 		ncpus = 1;
 	per_slot = (__u64)RECORD_MAX_RATE * PP_EPISODE_SLOT_NS / 1000000000ULL / ncpus;

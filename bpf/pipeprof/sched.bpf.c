@@ -40,13 +40,14 @@ static __noinline void record_waker(struct pp_thread *t, __u32 tid, __u32 cause,
 }
 
 /* Close the off-CPU (or unknown) stretch that ends now with the thread getting a CPU. */
-static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
+static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now,
+					      const bool rec)
 {
 	__u64 since = t->phase_start_ns, runq_from;
 	__u32 cause;
 
 	if (t->phase == PP_PHASE_RUNNABLE) {
-		add_state(t, tid, t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ, since, now);
+		add_state_ep(t, tid, t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ, since, now, false, rec);
 		if (hist_kinds)
 			hist_switch_in(t, tid, PP_RUNQ, since, since, since, now);
 		return;
@@ -72,13 +73,13 @@ static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 	 * waking up) is part of the wait, not CPU contention. */
 	runq_from = t->enqueued_ns >= t->woken_ns ? t->enqueued_ns : t->woken_ns;
 	if (t->gpu_depth) {
-		add_state(t, tid, PP_GPU_WAIT, since, now);
+		add_state_ep(t, tid, PP_GPU_WAIT, since, now, false, rec);
 	} else if (cause != PP_RUNQ && t->woken_ns > since && runq_from <= now) {
 		/* The one place a wait ends at its wakeup: the trace's flow from its waker. */
-		add_state_ep(t, tid, cause, since, runq_from, true);
-		add_state(t, tid, PP_RUNQ, runq_from, now);
+		add_state_ep(t, tid, cause, since, runq_from, true, rec);
+		add_state_ep(t, tid, PP_RUNQ, runq_from, now, false, rec);
 	} else {
-		add_state(t, tid, cause, since, now);
+		add_state_ep(t, tid, cause, since, now, false, rec);
 	}
 	if (hist_kinds) {
 		bool woken = t->woken_ns > since && runq_from <= now;
@@ -110,17 +111,12 @@ static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 	t->ran_since_wait_ns = 0;
 }
 
-/*
- * The thread gets a CPU at `now`. Global, so the verifier checks the switch-in's accounting
- * once per program rather than once per call site (its cost at attach), and the other files'
- * programs share it: a switch-in no sched_switch showed is placed by a program that saw the
- * thread on a CPU (seen_on_cpu).
- */
-__noinline int switch_in(struct pp_thread *t, __u32 tid, __u64 now)
+/* The thread gets a CPU at `now`. */
+static __always_inline int do_switch_in(struct pp_thread *t, __u32 tid, __u64 now, const bool rec)
 {
 	if (!t)
 		return 0;
-	account_switch_in(t, tid, now);
+	account_switch_in(t, tid, now, rec);
 	t->phase = PP_PHASE_ONCPU;
 	t->phase_start_ns = now;
 	t->oncpu_since_ns = now;
@@ -131,8 +127,27 @@ __noinline int switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 	return 1;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+/*
+ * Global, so the verifier checks the switch-in's accounting once per program rather than once
+ * per call site (its cost at attach), and the other files' programs share it: a switch-in no
+ * sched_switch showed is placed by a program that saw the thread on a CPU (seen_on_cpu).
+ * switch_in_rec() is the same for `record`, which also sends the episodes.
+ */
+__noinline int switch_in(struct pp_thread *t, __u32 tid, __u64 now)
+{
+	return do_switch_in(t, tid, now, false);
+}
+
+__noinline int switch_in_rec(struct pp_thread *t, __u32 tid, __u64 now)
+{
+	return do_switch_in(t, tid, now, true);
+}
+
+/* Two builds of one program: rec is a constant, and userspace loads the one it needs, so the
+ * report's program has no instruction of `record` (not even a test of record_on). */
+static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
+					struct task_struct *prev, struct task_struct *next,
+					const bool rec)
 {
 	struct pp_thread *t;
 	__s64 prev_state;
@@ -168,7 +183,10 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 			count(PP_CNT_SWITCH_IN_MISSED);
 			if (in) {
-				switch_in(t, prev->pid, in);
+				if (rec)
+					switch_in_rec(t, prev->pid, in);
+				else
+					switch_in(t, prev->pid, in);
 			} else {
 				/* The time since its last event goes unclaimed (OTHER). */
 				count(PP_CNT_SWITCH_IN_UNPLACED);
@@ -177,7 +195,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		if (t->phase == PP_PHASE_ONCPU)
 			t->ran_since_wait_ns += now - relay_run_from(t);
 		t->exec_at_out_ns = exec_now;
-		account_oncpu(t, prev->pid, now);
+		account_oncpu_ep(t, prev->pid, now, rec);
 		t->phase_start_ns = now;
 		if (preempt || prev_state == TASK_RUNNING) {
 			t->phase = PP_PHASE_RUNNABLE;
@@ -197,9 +215,25 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			if (!naming(now))
 				return 0;
 		}
-		switch_in(t, next->pid, now);
+		if (rec)
+			switch_in_rec(t, next->pid, now);
+		else
+			switch_in(t, next->pid, now);
 	}
 	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return sched_switch(ctx, preempt, prev, next, false);
+}
+
+/* `record`'s build (loaded instead of on_sched_switch: tracer_record.c). */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch_rec, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return sched_switch(ctx, preempt, prev, next, true);
 }
 
 /* The trainer hands out work, not data: its wakeups never relay. Where --tid does not name it,
