@@ -23,7 +23,7 @@ from conftest import PIPEPROF, ROOT, Proc, finish_workload, start_workload
 
 WINDOW_S = 5
 # Bound on the trace of a 10 s window of data_bound.py (a few thousand switches a second):
-# about 5.5 MB here, so 20 MB leaves room for a slower or busier machine.
+# 3.5 to 5.5 MB here, so 20 MB leaves room for a slower or busier machine.
 TRACE_MB_PER_10S = 20
 # JSON timestamps are microseconds with three decimals: slack for float rounding.
 EPS_US = 0.002
