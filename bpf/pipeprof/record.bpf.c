@@ -72,3 +72,10 @@ __noinline int record_episode(struct pp_thread *t, __u32 tid, __u32 state, __u64
 	count(PP_CNT_EPISODES);
 	return 1;
 }
+
+/* switch_in() (sched.bpf.c) that also sends the episodes; here, not beside it, so that clang
+ * compiles switch_in() as it would without `record`. */
+__noinline int switch_in_rec(struct pp_thread *t, __u32 tid, __u64 now)
+{
+	return do_switch_in(t, tid, now, true);
+}
