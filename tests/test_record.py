@@ -166,3 +166,15 @@ def test_trace_processor_loads_it(recorded):
                        input="select count(*) from slice;", capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_usage_errors(pipeprof_bin, tmp_path):
+    """No trace file, or standard output for it (the report's with -j): exit 2, nothing traced."""
+    for argv in (["-p", "1"], ["-p", "1", "-o", "-"], ["-p", "1", "-o", str(tmp_path / "t"),
+                                                       "--report", "-"], ["-o", "x"]):
+        r = subprocess.run([PIPEPROF, "record"] + argv, capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2, (argv, r)
+    r = subprocess.run([PIPEPROF, "record", "-p", str(2**22 + 1), "-d", "1", "-o",
+                        str(tmp_path / "t")], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "no such process" in r.stderr, r
+    assert not os.path.exists(tmp_path / "t")
