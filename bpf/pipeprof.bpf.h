@@ -63,12 +63,21 @@ extern const volatile __u32 step_wait_tid;
 int py_wait_begins(__u32 tid, __u32 tgid);
 int py_wait_woken(__u32 wakee_tid);
 int py_wait_ends(__u32 tid, __u32 cause, __u64 wait_ns);
-/* sched.bpf.c */
+/* sched.bpf.c; switch_in_rec() also sends the episodes (`record`). */
 int switch_in(struct pp_thread *t, __u32 tid, __u64 now);
+int switch_in_rec(struct pp_thread *t, __u32 tid, __u64 now);
 /* gpu.bpf.c */
 int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 source);
 /* Record who ended each wait (the wakers map), for the report's "waited on". */
 extern const volatile bool record_wakers;
+/* `pipeprof record`: every state episode goes to the episodes ring buffer (record.bpf.c),
+ * at most record_cap per CPU per PP_EPISODE_SLOT_NS. False everywhere else: the verifier
+ * then prunes every trace of it from the scheduler programs. */
+extern const volatile bool record_on;
+extern const volatile __u32 record_cap;
+/* record.bpf.c; state may carry PP_EP_WOKEN: the thread's waker fields name who ended it. */
+#define PP_EP_WOKEN 0x100
+int record_episode(struct pp_thread *t, __u32 tid, __u32 state, __u64 from, __u64 to);
 /* Where this CPU's preempt count lies relative to its run queue (core_fixes.bpf.h); 0 when
  * userspace could not find both in the kernel's BTF. */
 extern const volatile __s64 preempt_count_rq_delta;
@@ -401,13 +410,29 @@ static __always_inline bool naming(__u64 now)
 	return accounting(now) || (window_start_ns && now <= naming_until_ns);
 }
 
-static __always_inline void add_state(struct pp_thread *t, __u32 state, __u64 from, __u64 to)
+/*
+ * woken and rec: constants at each call site. The scheduler programs come in two builds
+ * (sched.bpf.c), rec false and true, so that without `record` not one instruction of it is
+ * left in them; the others pass record_on, which the verifier prunes.
+ */
+static __always_inline void add_state_ep(struct pp_thread *t, __u32 tid, __u32 state, __u64 from,
+					 __u64 to, bool woken, bool rec)
 {
 	/* An event that read the clock just before the window closed. */
 	if (window_end_ns && to > window_end_ns)
 		to = window_end_ns;
-	if (to > from)
+	if (to > from) {
 		t->ns[STATE_IDX(state)] += to - from;
+		/* Exactly what the total got: the trace's slices sum to the report's states. */
+		if (rec)
+			record_episode(t, tid, woken ? state | PP_EP_WOKEN : state, from, to);
+	}
+}
+
+static __always_inline void add_state(struct pp_thread *t, __u32 tid, __u32 state, __u64 from,
+				      __u64 to)
+{
+	add_state_ep(t, tid, state, from, to, false, record_on);
 }
 
 static __always_inline __u32 oncpu_state(struct pp_thread *t)
@@ -435,7 +460,10 @@ static __always_inline void seen_on_cpu(struct pp_thread *t, __u32 tid, __u64 no
 	if (!in)
 		return;
 	count(PP_CNT_SWITCH_IN_MISSED);
-	switch_in(t, tid, in);
+	if (record_on)
+		switch_in_rec(t, tid, in);
+	else
+		switch_in(t, tid, in);
 }
 
 /* The record of a live process pipeprof follows, or NULL. An exited one's pid may have been
@@ -514,10 +542,15 @@ static __always_inline __u64 relay_run_from(struct pp_thread *t)
 	return t->last_wait_end_ns > t->oncpu_since_ns ? t->last_wait_end_ns : t->oncpu_since_ns;
 }
 
-static __always_inline void account_oncpu(struct pp_thread *t, __u64 now)
+static __always_inline void account_oncpu_ep(struct pp_thread *t, __u32 tid, __u64 now, bool rec)
 {
 	if (t->phase == PP_PHASE_ONCPU || t->phase == PP_PHASE_UNKNOWN)
-		add_state(t, oncpu_state(t), t->phase_start_ns, now);
+		add_state_ep(t, tid, oncpu_state(t), t->phase_start_ns, now, false, rec);
+}
+
+static __always_inline void account_oncpu(struct pp_thread *t, __u32 tid, __u64 now)
+{
+	account_oncpu_ep(t, tid, now, record_on);
 }
 
 /* Whether a probed call entered with stack pointer sp runs inside the outermost call in
@@ -532,6 +565,128 @@ static __always_inline bool nested_call(__u64 outer_sp, __u64 sp)
 static __always_inline struct pp_thread_gpu *thread_gpu_of(__u32 tid)
 {
 	return map_lookup_or_init(&thread_gpu, &tid, &zero_thread_gpu, PP_CNT_THREAD_GPU_FULL);
+}
+
+/*
+ * The switch-in's accounting (sched.bpf.c): here, so that switch_in() and `record`'s
+ * switch_in_rec() (record.bpf.c) are built from one body, each in its own file.
+ */
+/* The histograms of an off-CPU episode [since, woke) and the run-queue wait [queued, now)
+ * that followed it; a thread first seen asleep has no known start. */
+static __always_inline void hist_switch_in(struct pp_thread *t, __u32 tid, __u32 cause, __u64 since,
+					   __u64 woke, __u64 queued, __u64 now)
+{
+	if (t->phase == PP_PHASE_OFFCPU && woke > since) {
+		hist_time(PP_HK_OFFCPU, STATE_IDX(cause), tid, t->tgid, woke - since);
+		if (cause == PP_DATA_WAIT && hist_on(PP_HK_BATCH_WAIT) && in_root_process(t->tgid))
+			hist_time(PP_HK_BATCH_WAIT, 0, tid, t->tgid, woke - since);
+	}
+	if (queued && queued <= now)
+		hist_time(PP_HK_RUNQ, 0, tid, t->tgid, now - queued);
+}
+
+/* The wait of tid that ended after off_ns off-CPU was ended by the waker sched_waking saw. */
+static __noinline void record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 off_ns)
+{
+	struct pp_waker_key key = {
+		.wakee = tid, .waker = t->waker_tid, .waker_tgid = t->waker_tgid,
+		.ctx = t->wake_ctx, .cause = cause,
+	};
+	struct pp_waker_val *v, zero = {};
+
+	v = map_lookup_or_init(&wakers, &key, &zero, PP_CNT_WAKERS_FULL);
+	if (!v)
+		return;
+	__sync_fetch_and_add(&v->ns, off_ns);
+	__sync_fetch_and_add(&v->count, 1);
+}
+
+/* Close the off-CPU (or unknown) stretch that ends now with the thread getting a CPU. */
+static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now,
+					      const bool rec)
+{
+	__u64 since = t->phase_start_ns, runq_from;
+	__u32 cause;
+
+	if (t->phase == PP_PHASE_RUNNABLE) {
+		add_state_ep(t, tid, t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ, since, now, false, rec);
+		if (hist_kinds)
+			hist_switch_in(t, tid, PP_RUNQ, since, since, since, now);
+		return;
+	}
+	if (t->phase != PP_PHASE_OFFCPU && t->phase != PP_PHASE_UNKNOWN)
+		return;
+
+	if (t->phase == PP_PHASE_OFFCPU && t->offcpu_iowait)
+		cause = PP_IO_WAIT;
+	else if (t->woken_ns >= t->oncpu_since_ns)
+		/* Woken during this sleep, or raced with its switch-out. */
+		cause = t->wake_cause;
+	else if (t->phase == PP_PHASE_UNKNOWN)
+		/* Runnable at attach (preempted before we looked). */
+		cause = PP_RUNQ;
+	else {
+		cause = PP_OTHER;
+		count(PP_CNT_WAITS_UNWOKEN);
+	}
+
+	/* RUNQ starts when the thread is on a run queue, as the kernel's run_delay does; a
+	 * remote wakeup is queued to the target CPU by IPI, and that latency (an idle CPU
+	 * waking up) is part of the wait, not CPU contention. */
+	runq_from = t->enqueued_ns >= t->woken_ns ? t->enqueued_ns : t->woken_ns;
+	if (t->gpu_depth) {
+		add_state_ep(t, tid, PP_GPU_WAIT, since, now, false, rec);
+	} else if (cause != PP_RUNQ && t->woken_ns > since && runq_from <= now) {
+		/* The one place a wait ends at its wakeup: the trace's flow from its waker. */
+		add_state_ep(t, tid, cause, since, runq_from, true, rec);
+		add_state_ep(t, tid, PP_RUNQ, runq_from, now, false, rec);
+	} else {
+		add_state_ep(t, tid, cause, since, now, false, rec);
+	}
+	if (hist_kinds) {
+		bool woken = t->woken_ns > since && runq_from <= now;
+
+		hist_switch_in(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, since,
+			       woken ? runq_from : now, woken ? runq_from : 0, now);
+	}
+	if (cause == PP_RUNQ)
+		return;
+	if (record_wakers && t->phase == PP_PHASE_OFFCPU && t->woken_ns >= t->oncpu_since_ns) {
+		/* Only the part inside the window, as for the states. */
+		__u64 woke = window_end_ns && t->woken_ns > window_end_ns ? window_end_ns : t->woken_ns;
+
+		if (woke > since)
+			record_waker(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, woke - since);
+	}
+	if (t->phase == PP_PHASE_OFFCPU && wants_wait_stack(tid, t->tgid)) {
+		/* The wait up to its wakeup, inside the window, as the states count it. */
+		__u64 end = t->woken_ns > since ? t->woken_ns : now;
+
+		if (window_end_ns && end > window_end_ns)
+			end = window_end_ns;
+		py_wait_ends(tid, t->gpu_depth ? PP_GPU_WAIT : cause, end > since ? end - since : 0);
+	}
+	/* A blocking GPU sync is a GPU wait whoever woke it; a relay passes that on too. */
+	t->last_wait = t->gpu_depth ? PP_GPU_WAIT : cause;
+	t->last_wait_depth = t->gpu_depth || cause != t->wake_cause ? 0 : t->wake_depth;
+	t->last_wait_end_ns = now;
+	t->ran_since_wait_ns = 0;
+}
+
+/* The thread gets a CPU at `now`. */
+static __always_inline int do_switch_in(struct pp_thread *t, __u32 tid, __u64 now, const bool rec)
+{
+	if (!t)
+		return 0;
+	account_switch_in(t, tid, now, rec);
+	t->phase = PP_PHASE_ONCPU;
+	t->phase_start_ns = now;
+	t->oncpu_since_ns = now;
+	/* A batch arrived: one step each, where no backward pass marks them (userspace picks). */
+	if (step_wait_tid && tid == step_wait_tid && t->last_wait_end_ns == now &&
+	    t->last_wait == PP_DATA_WAIT)
+		record_step(t, tid, now, PP_STEP_FROM_DATA_WAIT);
+	return 1;
 }
 
 #endif

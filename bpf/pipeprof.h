@@ -249,6 +249,8 @@ enum pp_counter {
 	PP_CNT_PINNED_FULL,		/* pinned host regions not tracked: map full */
 	PP_CNT_THREAD_GPU_FULL,		/* threads whose syncs and copies went uncounted: map full */
 	PP_CNT_DEV_ALLOCS_FULL,		/* device allocations not tracked: map full */
+	PP_CNT_EPISODES,		/* `record`: state episodes sent */
+	PP_CNT_EPISODES_DROPPED,	/* ... dropped: over the rate cap or ring buffer full */
 	PP_NR_COUNTERS,
 };
 
@@ -514,5 +516,23 @@ struct pp_step_record {
 	__u32 source;			/* enum pp_step_source */
 	__u32 unused;
 };
+
+/*
+ * `pipeprof record`: one record per state episode a thread closed, [start_ns, end_ns) in one
+ * state of the stall model, exactly the interval add_state() adds to the thread's total. An
+ * off-CPU wait whose cause a task's wakeup decided names that waker and when it woke the
+ * thread (the trace's flow from the waker's slice to the wait's end).
+ */
+struct pp_episode {
+	__u32 tid, tgid;
+	__u32 state;			/* enum pp_state */
+	__u32 waker_tid;		/* 0: no task's wakeup ended it */
+	__u64 start_ns, end_ns;
+	__u64 wake_ns;			/* the waker's sched_waking, when waker_tid */
+};
+
+/* The rate cap: episodes each CPU may send per PP_EPISODE_SLOT_NS; userspace sets the count
+ * (record_cap rodata) from the job-wide cap and the number of CPUs. */
+#define PP_EPISODE_SLOT_NS	(10ULL * 1000000)
 
 #endif /* PIPEPROF_H */

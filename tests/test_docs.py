@@ -18,9 +18,9 @@ MANPAGE = os.path.join(ROOT, "tools", "pipeprof.8")
 COMPLETION = os.path.join(ROOT, "tools", "pipeprof.bash-completion")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "diff")
 
-SUBCOMMANDS = ["hist", "top", "profile", "flamegraph", "daemon", "diff"]
+SUBCOMMANDS = ["hist", "top", "profile", "record", "flamegraph", "daemon", "diff"]
 # Each command, and the section of the page that documents its options.
-COMMANDS = {"report": "REPORT OPTIONS", "hist": "HIST", "top": "TOP", "profile": "PROFILE",
+COMMANDS = {"report": "REPORT OPTIONS", "hist": "HIST", "top": "TOP", "profile": "PROFILE", "record": "RECORD",
             "flamegraph": "FLAMEGRAPH", "daemon": "DAEMON", "diff": "DIFF"}
 # argp's own, in every command's --help: documented once, under COMMON OPTIONS.
 COMMON = {"--help", "--usage", "--version"}

@@ -95,6 +95,23 @@ double speedup_bound(double f)
 	return 1.0 / (1.0 - f);
 }
 
+enum pp_state thread_open_state(const struct pp_thread *t, char proc_state)
+{
+	switch (t->phase) {
+	case PP_PHASE_ONCPU:
+		return t->gpu_depth ? PP_GPU_WAIT : PP_RUNNING;
+	case PP_PHASE_RUNNABLE:
+		return t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ;
+	case PP_PHASE_OFFCPU:
+		/* The wakeup that would name the cause has not happened yet. */
+		return t->gpu_depth ? PP_GPU_WAIT : t->offcpu_iowait ? PP_IO_WAIT : PP_OTHER;
+	case PP_PHASE_UNKNOWN:
+		return proc_state == 'R' ? PP_RUNNING : proc_state == 'D' ? PP_IO_WAIT : PP_OTHER;
+	default:
+		return PP_NR_STATES;
+	}
+}
+
 void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns, char proc_state,
 		  struct thread_result *out)
 {
@@ -113,25 +130,7 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 	out->gc_count = t->gc_count;
 	memcpy(out->ns, t->ns, sizeof(out->ns));
 
-	switch (t->phase) {
-	case PP_PHASE_ONCPU:
-		open_state = t->gpu_depth ? PP_GPU_WAIT : PP_RUNNING;
-		break;
-	case PP_PHASE_RUNNABLE:
-		open_state = t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ;
-		break;
-	case PP_PHASE_OFFCPU:
-		/* The wakeup that would name the cause has not happened yet. */
-		open_state = t->gpu_depth ? PP_GPU_WAIT :
-			     t->offcpu_iowait ? PP_IO_WAIT : PP_OTHER;
-		break;
-	case PP_PHASE_UNKNOWN:
-		open_state = proc_state == 'R' ? PP_RUNNING : proc_state == 'D' ? PP_IO_WAIT : PP_OTHER;
-		break;
-	default:
-		open_state = PP_NR_STATES;
-		break;
-	}
+	open_state = thread_open_state(t, proc_state);
 	if (open_state < PP_NR_STATES && last > since) {
 		out->ns[open_state] += last - since;
 		if (open_state == PP_OTHER && t->phase != PP_PHASE_ONCPU && t->phase != PP_PHASE_RUNNABLE)

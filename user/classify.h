@@ -157,6 +157,10 @@ const char *verdict_id(enum verdict verdict);
 /* The verdict a stall carries when it is the largest (NR_VERDICTS: not a stall). */
 enum verdict verdict_of_stall(enum pp_state state);
 
+/* The state the phase open at the window's close counts as, from its last event to the
+ * close (PP_NR_STATES: none, the thread exited); proc_state as for thread_close(). */
+enum pp_state thread_open_state(const struct pp_thread *t, char proc_state);
+
 /* Time after the last event, up to end_ns, goes to the state the thread's phase implies;
  * a thread never seen off its initial unknown phase is taken as asleep unless proc_state
  * (its /proc state letter, 0 if unknown) says it runs. */

@@ -31,6 +31,10 @@ int main(int argc, char **argv)
 		argv[1] = "pipeprof flamegraph";
 		return flamegraph_cmd_main(argc - 1, argv + 1);
 	}
+	if (argc > 1 && !strcmp(argv[1], "record")) {
+		argv[1] = "pipeprof record";
+		return record_cmd_main(argc - 1, argv + 1);
+	}
 	if (argc > 1 && !strcmp(argv[1], "diff")) {
 		argv[1] = "pipeprof diff";
 		return diff_cmd_main(argc - 1, argv + 1);

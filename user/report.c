@@ -546,6 +546,8 @@ static const char *const counter_names[PP_NR_COUNTERS] = {
 	[PP_CNT_PINNED_FULL] = "pinned_regions_lost_map_full",
 	[PP_CNT_THREAD_GPU_FULL] = "gpu_counts_lost_map_full",
 	[PP_CNT_DEV_ALLOCS_FULL] = "device_allocations_lost_map_full",
+	[PP_CNT_EPISODES] = "episodes_recorded",
+	[PP_CNT_EPISODES_DROPPED] = "episodes_dropped",
 };
 
 int report_print_json(FILE *out, const struct report *r)

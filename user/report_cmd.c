@@ -17,6 +17,7 @@
 #include "ranks.h"
 #include "flamegraph.h"
 #include "html_report.h"
+#include "record_cmd.h"
 #include "target.h"
 #include "tracer.h"
 
@@ -57,6 +58,9 @@ static const char report_doc[] =
 	"  pipeprof daemon             trace every training job on the host and\n"
 	"                              serve Prometheus metrics (see 'pipeprof daemon\n"
 	"                              --help')\n"
+	"  pipeprof record -p PID -o FILE\n"
+	"                              a timeline of every thread's states for\n"
+	"                              ui.perfetto.dev (see 'pipeprof record --help')\n"
 	"  pipeprof diff BEFORE.json AFTER.json\n"
 	"                              two JSON reports compared, with --fail-if\n"
 	"                              rules for CI (see 'pipeprof diff --help')\n"
@@ -251,7 +255,7 @@ int report_cmd_parse(int argc, char **argv, unsigned int flags, struct report_op
 		.options = report_options,
 		.parser = report_parse,
 		.args_doc = "-p PID\n[-- COMMAND [ARGS...]]\nhist -p PID KIND... [INTERVAL [COUNT]]\n"
-			    "profile -p PID -o FILE\nflamegraph FOLDED -o FILE.svg\n"
+			    "profile -p PID -o FILE\nrecord -p PID -o FILE\nflamegraph FOLDED -o FILE.svg\n"
 			    "daemon [OPTION...]\ndiff BEFORE.json AFTER.json [--fail-if RULE]...\n"
 			    "top [-p PID] [-n N]",
 		.doc = report_doc,
@@ -595,6 +599,7 @@ int report_cmd_run(const struct report_opts *o)
 							   .python_gc = true,
 							   .sample_hz = o->sample_hz, .steps = true,
 							   .memory = true,
+							   .record = o->record != NULL,
 							   .step_symbol = o->step_symbol,
 							   .wait_stack_scope = wait_stack_scope(o) });
 	if (err) {
@@ -706,7 +711,9 @@ int report_cmd_run(const struct report_opts *o)
 			goto cleanup;
 		}
 	}
-	if (o->profile)
+	if (o->record)
+		err = record_finish(o, &tracer, &report);
+	else if (o->profile)
 		fprintf(stderr, "pipeprof: %d %s%s written to %s\n", folded_count(o, &report),
 			o->folded_offcpu ? "waits of " : "CPU samples",
 			!o->folded_offcpu ? "" : o->folded_role >= 0 ? role_name(o->folded_role) :
@@ -720,7 +727,8 @@ int report_cmd_run(const struct report_opts *o)
 	if (fclose(stdout) && !err)
 		err = -errno;
 	if (err) {
-		fprintf(stderr, "pipeprof: cannot write the report: %s\n", strerror(-err));
+		if (!o->record)	/* record_finish() said which file */
+			fprintf(stderr, "pipeprof: cannot write the report: %s\n", strerror(-err));
 		goto cleanup;
 	}
 	/* After the report: a page that cannot be written costs the exit status, not the

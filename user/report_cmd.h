@@ -21,6 +21,8 @@ struct report_opts {
 	bool profile;		/* `pipeprof profile`: folded stacks only, no report */
 	const char *step_symbol;	/* --step-symbol FILE:SYMBOL; NULL: the autograd engine */
 	const char *html;	/* --html FILE: the report as an HTML page too; NULL: none */
+	const char *record;	/* `pipeprof record -o FILE`: the trace goes there, not the report */
+	const char *record_report;	/* record --report FILE: the JSON report of that window */
 };
 
 /*
@@ -37,6 +39,10 @@ int cli_parse_double(const char *arg, double min, double max, double *out);
 /* `pipeprof profile`'s options (argv[0] is the subcommand's name), into the same options. */
 int profile_cmd_parse(int argc, char **argv, unsigned int flags, struct report_opts *o);
 int profile_cmd_main(int argc, char **argv);
+
+/* `pipeprof record`'s options (record_cmd.c), into the same options; its command. */
+int record_cmd_parse(int argc, char **argv, unsigned int flags, struct report_opts *o);
+int record_cmd_main(int argc, char **argv);
 
 /* `pipeprof -p PID`: trace, then print the report. Returns the process exit status. */
 int report_cmd_run(const struct report_opts *opts);

@@ -281,6 +281,25 @@ static int boundaries(const struct pp_step_record *recs, int n, uint32_t tid,
 	return nr;
 }
 
+int steps_boundary_times(const struct pp_step_record *recs, int n, uint32_t tid, uint64_t **ts)
+{
+	const struct pp_step_record **mine;
+	unsigned int source;
+	int nr, others;
+
+	*ts = NULL;
+	nr = boundaries(recs, n, tid, &mine, &source, &others);
+	if (nr <= 0) {
+		free(mine);
+		return nr;
+	}
+	*ts = malloc(nr * sizeof(**ts));
+	for (int i = 0; *ts && i < nr; i++)
+		(*ts)[i] = mine[i]->ts;
+	free(mine);
+	return *ts ? nr : -ENOMEM;
+}
+
 int steps_each(const struct pp_step_record *recs, int n, uint32_t tid, struct step_breakdown **out)
 {
 	const struct pp_step_record **mine;

@@ -388,6 +388,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	t->sample_hz = o->sample_hz;
 	t->wait_stack_scope = o->sample_hz ? o->wait_stack_scope : PP_WAIT_STACKS_TID;
 	t->steps = o->steps;
+	t->record = o->record;
 	t->memory = o->memory;
 	if (o->step_symbol) {
 		const char *colon = strchr(o->step_symbol, ':');
@@ -459,6 +460,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	tracer_size_sample_buffers(t);
 	t->skel->rodata->step_records_on = o->steps;
 	tracer_size_step_buffer(t);
+	tracer_record_size(t);
 	err = tracer_size_maps(t);
 	if (err)
 		return err;
@@ -522,6 +524,9 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		return err;
 	attach_phase(&clock, "libraries");
 	err = tracer_steps_start(t);
+	if (err)
+		return err;
+	err = tracer_record_start(t);
 	if (err)
 		return err;
 	/* The report goes on without the "where" section, and says why, when sampling fails. */
@@ -616,6 +621,7 @@ void tracer_stop(struct tracer *t)
 	tracer_python_close(t);
 	tracer_sampler_close(t);
 	tracer_steps_close(t);
+	tracer_record_close(t);
 	tracer_memory_close(t);
 	free(t->close_states);
 	t->close_states = NULL;

@@ -44,6 +44,7 @@ struct tracer_opts {
 	bool steps;		/* the report's steps: a record per backward pass */
 	bool memory;		/* the report's host memory: /proc readings through the window */
 	const char *step_symbol;	/* FILE:SYMBOL whose calls start steps; NULL: autograd */
+	bool record;		/* `pipeprof record`: every state episode (tracer_record.c) */
 };
 
 /* The probes on one library file in one process. */
@@ -133,6 +134,12 @@ struct tracer {
 	struct pp_step_record *step_recs;
 	int nr_step_recs, cap_step_recs;
 	__u64 step_recs_over_cap;
+	/* `pipeprof record`'s state episodes (tracer_record.c). */
+	bool record;
+	struct ring_buffer *record_rb;
+	struct pp_episode *eps;
+	size_t nr_eps, cap_eps;
+	__u64 eps_over_cap;
 	struct tracer_naming *naming;	/* names of what was sampled, kept from tick to tick */
 	char *verifier_logs;	/* -v: each program's verifier statistics (tracer_verifier.c) */
 	/* --step-symbol, split: steps start at calls of step_func in the file named step_file. */
@@ -200,6 +207,12 @@ int tracer_steps_start(struct tracer *t);
 void tracer_steps_poll(struct tracer *t);
 int tracer_collect_steps(struct tracer *t, struct report *r);
 void tracer_steps_close(struct tracer *t);
+/* tracer_record.c: `pipeprof record`'s episodes. Size (and set record_on) before load, start
+ * after, poll each tick; the episodes stay in t->eps until close. */
+void tracer_record_size(struct tracer *t);
+int tracer_record_start(struct tracer *t);
+void tracer_record_poll(struct tracer *t);
+void tracer_record_close(struct tracer *t);
 /* tracer_gpumem.c: device memory, for the steps only: size the maps and leave the programs
  * unloaded without them (before load); each process's figures into r. */
 void tracer_gpumem_size(struct tracer *t);

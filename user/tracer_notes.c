@@ -183,6 +183,7 @@ int tracer_wait(struct tracer *t, int pidfd, int timeout_ms)
 		return -errno;
 	tracer_sampler_poll(t);
 	tracer_steps_poll(t);
+	tracer_record_poll(t);
 	tracer_memory_poll(t, false);
 	if (pfd[1].revents & POLLIN) {
 		err = tracer_handle_notes(t);

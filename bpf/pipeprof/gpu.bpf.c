@@ -27,13 +27,13 @@ int BPF_KPROBE(on_gpu_enter)
 		/* The call in progress never returned (longjmp, or its return probe attached
 		 * after it began): its wait ended when this call began. */
 		count(PP_CNT_UNRETURNED_CALLS);
-		add_state(t, PP_GPU_WAIT, t->phase_start_ns, now);
+		add_state(t, task->pid, PP_GPU_WAIT, t->phase_start_ns, now);
 		t->phase_start_ns = now;
 		t->gpu_depth = 0;
 	}
 	if (t->gpu_depth == 0) {
 		seen_on_cpu(t, (__u32)bpf_get_current_pid_tgid(), now);
-		account_oncpu(t, now);
+		account_oncpu(t, task->pid, now);
 		t->phase = PP_PHASE_ONCPU;
 		t->phase_start_ns = now;
 		t->gpu_enter_ns = now;
@@ -74,7 +74,7 @@ int BPF_KRETPROBE(on_gpu_return)
 	if (--t->gpu_depth)
 		return 0;
 
-	add_state(t, PP_GPU_WAIT, t->phase_start_ns, now);
+	add_state(t, tid, PP_GPU_WAIT, t->phase_start_ns, now);
 	t->phase = PP_PHASE_ONCPU;
 	t->phase_start_ns = now;
 	/* A thread back from waiting on the GPU may relay that wait (stall model's chains). */

@@ -9,129 +9,23 @@
  */
 #include "pipeprof.bpf.h"
 
-/* The histograms of an off-CPU episode [since, woke) and the run-queue wait [queued, now)
- * that followed it; a thread first seen asleep has no known start. */
-static __always_inline void hist_switch_in(struct pp_thread *t, __u32 tid, __u32 cause, __u64 since,
-					   __u64 woke, __u64 queued, __u64 now)
-{
-	if (t->phase == PP_PHASE_OFFCPU && woke > since) {
-		hist_time(PP_HK_OFFCPU, STATE_IDX(cause), tid, t->tgid, woke - since);
-		if (cause == PP_DATA_WAIT && hist_on(PP_HK_BATCH_WAIT) && in_root_process(t->tgid))
-			hist_time(PP_HK_BATCH_WAIT, 0, tid, t->tgid, woke - since);
-	}
-	if (queued && queued <= now)
-		hist_time(PP_HK_RUNQ, 0, tid, t->tgid, now - queued);
-}
-
-/* The wait of tid that ended after off_ns off-CPU was ended by the waker sched_waking saw. */
-static __noinline void record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 off_ns)
-{
-	struct pp_waker_key key = {
-		.wakee = tid, .waker = t->waker_tid, .waker_tgid = t->waker_tgid,
-		.ctx = t->wake_ctx, .cause = cause,
-	};
-	struct pp_waker_val *v, zero = {};
-
-	v = map_lookup_or_init(&wakers, &key, &zero, PP_CNT_WAKERS_FULL);
-	if (!v)
-		return;
-	__sync_fetch_and_add(&v->ns, off_ns);
-	__sync_fetch_and_add(&v->count, 1);
-}
-
-/* Close the off-CPU (or unknown) stretch that ends now with the thread getting a CPU. */
-static void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now)
-{
-	__u64 since = t->phase_start_ns, runq_from;
-	__u32 cause;
-
-	if (t->phase == PP_PHASE_RUNNABLE) {
-		add_state(t, t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ, since, now);
-		if (hist_kinds)
-			hist_switch_in(t, tid, PP_RUNQ, since, since, since, now);
-		return;
-	}
-	if (t->phase != PP_PHASE_OFFCPU && t->phase != PP_PHASE_UNKNOWN)
-		return;
-
-	if (t->phase == PP_PHASE_OFFCPU && t->offcpu_iowait)
-		cause = PP_IO_WAIT;
-	else if (t->woken_ns >= t->oncpu_since_ns)
-		/* Woken during this sleep, or raced with its switch-out. */
-		cause = t->wake_cause;
-	else if (t->phase == PP_PHASE_UNKNOWN)
-		/* Runnable at attach (preempted before we looked). */
-		cause = PP_RUNQ;
-	else {
-		cause = PP_OTHER;
-		count(PP_CNT_WAITS_UNWOKEN);
-	}
-
-	/* RUNQ starts when the thread is on a run queue, as the kernel's run_delay does; a
-	 * remote wakeup is queued to the target CPU by IPI, and that latency (an idle CPU
-	 * waking up) is part of the wait, not CPU contention. */
-	runq_from = t->enqueued_ns >= t->woken_ns ? t->enqueued_ns : t->woken_ns;
-	if (t->gpu_depth) {
-		add_state(t, PP_GPU_WAIT, since, now);
-	} else if (cause != PP_RUNQ && t->woken_ns > since && runq_from <= now) {
-		add_state(t, cause, since, runq_from);
-		add_state(t, PP_RUNQ, runq_from, now);
-	} else {
-		add_state(t, cause, since, now);
-	}
-	if (hist_kinds) {
-		bool woken = t->woken_ns > since && runq_from <= now;
-
-		hist_switch_in(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, since,
-			       woken ? runq_from : now, woken ? runq_from : 0, now);
-	}
-	if (cause == PP_RUNQ)
-		return;
-	if (record_wakers && t->phase == PP_PHASE_OFFCPU && t->woken_ns >= t->oncpu_since_ns) {
-		/* Only the part inside the window, as for the states. */
-		__u64 woke = window_end_ns && t->woken_ns > window_end_ns ? window_end_ns : t->woken_ns;
-
-		if (woke > since)
-			record_waker(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, woke - since);
-	}
-	if (t->phase == PP_PHASE_OFFCPU && wants_wait_stack(tid, t->tgid)) {
-		/* The wait up to its wakeup, inside the window, as the states count it. */
-		__u64 end = t->woken_ns > since ? t->woken_ns : now;
-
-		if (window_end_ns && end > window_end_ns)
-			end = window_end_ns;
-		py_wait_ends(tid, t->gpu_depth ? PP_GPU_WAIT : cause, end > since ? end - since : 0);
-	}
-	/* A blocking GPU sync is a GPU wait whoever woke it; a relay passes that on too. */
-	t->last_wait = t->gpu_depth ? PP_GPU_WAIT : cause;
-	t->last_wait_depth = t->gpu_depth || cause != t->wake_cause ? 0 : t->wake_depth;
-	t->last_wait_end_ns = now;
-	t->ran_since_wait_ns = 0;
-}
-
 /*
- * The thread gets a CPU at `now`. Global, so the verifier checks the switch-in's accounting
- * once per program rather than once per call site (its cost at attach), and the other files'
- * programs share it: a switch-in no sched_switch showed is placed by a program that saw the
- * thread on a CPU (seen_on_cpu).
+ * Global, so the verifier checks the switch-in's accounting once per program rather than once
+ * per call site (its cost at attach), and the other files' programs share it: a switch-in no
+ * sched_switch showed is placed by a program that saw the thread on a CPU (seen_on_cpu).
+ * switch_in_rec() (record.bpf.c) is the same for `record`, which also sends the episodes: in
+ * a file of its own, so that clang compiles this one exactly as it would without it.
  */
 __noinline int switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 {
-	if (!t)
-		return 0;
-	account_switch_in(t, tid, now);
-	t->phase = PP_PHASE_ONCPU;
-	t->phase_start_ns = now;
-	t->oncpu_since_ns = now;
-	/* A batch arrived: one step each, where no backward pass marks them (userspace picks). */
-	if (step_wait_tid && tid == step_wait_tid && t->last_wait_end_ns == now &&
-	    t->last_wait == PP_DATA_WAIT)
-		record_step(t, tid, now, PP_STEP_FROM_DATA_WAIT);
-	return 1;
+	return do_switch_in(t, tid, now, false);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+/* Two builds of one program: rec is a constant, and userspace loads the one it needs, so the
+ * report's program has no instruction of `record` (not even a test of record_on). */
+static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
+					struct task_struct *prev, struct task_struct *next,
+					const bool rec)
 {
 	struct pp_thread *t;
 	__s64 prev_state;
@@ -167,7 +61,10 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 			count(PP_CNT_SWITCH_IN_MISSED);
 			if (in) {
-				switch_in(t, prev->pid, in);
+				if (rec)
+					switch_in_rec(t, prev->pid, in);
+				else
+					switch_in(t, prev->pid, in);
 			} else {
 				/* The time since its last event goes unclaimed (OTHER). */
 				count(PP_CNT_SWITCH_IN_UNPLACED);
@@ -176,7 +73,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		if (t->phase == PP_PHASE_ONCPU)
 			t->ran_since_wait_ns += now - relay_run_from(t);
 		t->exec_at_out_ns = exec_now;
-		account_oncpu(t, now);
+		account_oncpu_ep(t, prev->pid, now, rec);
 		t->phase_start_ns = now;
 		if (preempt || prev_state == TASK_RUNNING) {
 			t->phase = PP_PHASE_RUNNABLE;
@@ -196,9 +93,25 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			if (!naming(now))
 				return 0;
 		}
-		switch_in(t, next->pid, now);
+		if (rec)
+			switch_in_rec(t, next->pid, now);
+		else
+			switch_in(t, next->pid, now);
 	}
 	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return sched_switch(ctx, preempt, prev, next, false);
+}
+
+/* `record`'s build (loaded instead of on_sched_switch: tracer_record.c). */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch_rec, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return sched_switch(ctx, preempt, prev, next, true);
 }
 
 /* The trainer hands out work, not data: its wakeups never relay. Where --tid does not name it,
@@ -385,7 +298,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct *p)
 
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t && t->phase != PP_PHASE_EXITED && accounting(now)) {
-		account_oncpu(t, now);
+		account_oncpu(t, tid, now);
 		t->phase = PP_PHASE_EXITED;
 		t->phase_start_ns = now;
 		t->exit_ns = now;

@@ -23,6 +23,10 @@ const volatile bool step_records_on = false;
 const volatile __u32 step_wait_tid = 0;
 /* Record who ended each wait (the wakers map), for the report's "waited on". */
 const volatile bool record_wakers = false;
+/* `pipeprof record`: episodes to the episodes ring buffer, at most record_cap per CPU per
+ * PP_EPISODE_SLOT_NS (userspace derives it from the job-wide rate cap). */
+const volatile bool record_on = false;
+const volatile __u32 record_cap = 1000;
 /* Where this CPU's preempt count lies relative to its run queue (core_fixes.bpf.h); 0 when
  * userspace could not find both in the kernel's BTF. */
 const volatile __s64 preempt_count_rq_delta = 0;

@@ -141,6 +141,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_quiet_end(&q);
 		if (!ret)
 			check_profile(&ropts);
+	} else if (argc > 1 && !strcmp(argv[1], "record")) {
+		ret = record_cmd_parse(argc - 1, argv + 1, ARGP_NO_EXIT, &ropts);
+		fuzz_quiet_end(&q);
+		/* A trace file always, never standard output (the report's, with -j). */
+		if (!ret)
+			FUZZ_CHECK(ropts.record && *ropts.record && strcmp(ropts.record, "-") &&
+				   (!ropts.record_report || (*ropts.record_report &&
+							     strcmp(ropts.record_report, "-"))) &&
+				   !ropts.pid != !ropts.argv);
 	} else if (argc > 1 && !strcmp(argv[1], "flamegraph")) {
 		ret = flamegraph_cmd_parse(argc - 1, argv + 1, ARGP_NO_EXIT, &fopts);
 		fuzz_quiet_end(&q);

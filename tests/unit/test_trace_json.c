@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* `pipeprof record`'s trace (trace_json.c): valid JSON whatever the names, slices of a thread
+ * that never overlap and add up to its states, flows from a waker's slice to the wait. */
+#include <stdlib.h>
+#include <json-c/json.h>
+#include "classify.h"
+#include "trace_json.h"
+#include "unit.h"
+
+#define US 1000ULL
+#define T0 1000000000ULL
+
+static struct pp_episode ep(__u32 tid, __u32 tgid, __u32 state, __u64 from_us, __u64 to_us)
+{
+	return (struct pp_episode){ .tid = tid, .tgid = tgid, .state = state,
+				    .start_ns = T0 + from_us * US, .end_ns = T0 + to_us * US };
+}
+
+/* The trace of in, parsed; NULL (and a failed check) when it is not JSON. */
+static json_object *write_parse(struct trace_input *in, struct trace_stats *st)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	json_object *o;
+
+	CHECK_EQ_INT(trace_json_write(f, in, st), 0);
+	fclose(f);
+	o = json_tokener_parse(buf);
+	CHECK_MSG(o != NULL, "not JSON: %s", buf);
+	free(buf);
+	return o;
+}
+
+static json_object *events(json_object *o)
+{
+	json_object *ev = NULL;
+
+	json_object_object_get_ex(o, "traceEvents", &ev);
+	return ev;
+}
+
+static const char *str(json_object *e, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(e, key, &v) ? json_object_get_string(v) : "";
+}
+
+static double num(json_object *e, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(e, key, &v) ? json_object_get_double(v) : -1;
+}
+
+static bool near(double a, double b)
+{
+	return a - b < 1e-6 && b - a < 1e-6;
+}
+
+TEST(test_hostile_names)
+{
+	/* A quote, a backslash, a newline, an ESC and a byte that is not UTF-8. */
+	struct trace_thread th[] = {
+		{ .tid = 7, .tgid = 7, .comm = "a\"b\\c\n\x1b[2J\xff", .role = ROLE_TRAINER,
+		  .open_state = PP_RUNNING, .open_from = T0, .open_to = T0 + 10 * US },
+	};
+	struct trace_proc procs[] = { { .pid = 7, .comm = "\x01\"}]", .root = 1 } };
+	struct trace_input in = { .threads = th, .nr_threads = 1, .procs = procs, .nr_procs = 1,
+				  .start_ns = T0, .end_ns = T0 + 10 * US, .cmdline = "x\"\\\t" };
+	struct trace_stats st;
+	json_object *o = write_parse(&in, &st), *ev = o ? events(o) : NULL;
+	bool named = false, proc_named = false;
+
+	for (size_t i = 0; ev && i < json_object_array_length(ev); i++) {
+		json_object *e = json_object_array_get_idx(ev, i), *args, *name;
+
+		if (!json_object_object_get_ex(e, "args", &args) ||
+		    !json_object_object_get_ex(args, "name", &name))
+			continue;
+		if (!strcmp(str(e, "name"), "thread_name")) {
+			CHECK_STR(json_object_get_string(name), "TRAINER a\"b\\c\n\x1b[2J\xef\xbf\xbd");
+			named = true;
+		} else if (!strcmp(str(e, "name"), "process_name")) {
+			CHECK_STR(json_object_get_string(name), "\x01\"}]");
+			proc_named = true;
+		}
+	}
+	CHECK(named && proc_named);
+	CHECK_EQ_INT(st.slices, 1);
+	json_object_put(o);
+}
+
+/* Per thread, in the order written: no slice starts before the one before it ended. */
+TEST(test_slices_never_overlap)
+{
+	struct trace_thread th[] = {
+		{ .tid = 7, .tgid = 7, .comm = "t", .role = ROLE_TRAINER, .open_state = PP_RUNNING,
+		  .open_from = T0 + 90 * US, .open_to = T0 + 100 * US },
+		{ .tid = 8, .tgid = 7, .comm = "h", .role = ROLE_HELPER, .open_state = PP_NR_STATES },
+	};
+	struct pp_episode eps[] = {
+		ep(7, 7, PP_RUNNING, 0, 20),
+		ep(7, 7, PP_OTHER, 40, 90),
+		ep(7, 7, PP_RUNQ, 15, 40),	/* placed 5 us into the one before */
+		ep(8, 7, PP_RUNNING, 0, 50),
+		ep(8, 7, PP_RUNNING, 50, 100),	/* joined with the one before */
+		ep(9, 9, PP_RUNNING, 0, 100),	/* a thread the report does not have */
+	};
+	struct trace_input in = { .threads = th, .nr_threads = 2, .eps = eps, .nr_eps = 6,
+				  .start_ns = T0, .end_ns = T0 + 100 * US };
+	struct trace_stats st;
+	json_object *o = write_parse(&in, &st), *ev = o ? events(o) : NULL;
+	double end[10] = { 0 }, sum[10][PP_NR_STATES] = { { 0 } };
+	int slices = 0;
+
+	for (size_t i = 0; ev && i < json_object_array_length(ev); i++) {
+		json_object *e = json_object_array_get_idx(ev, i);
+		int tid = (int)num(e, "tid");
+
+		if (strcmp(str(e, "ph"), "X"))
+			continue;
+		CHECK(tid == 7 || tid == 8);
+		if (tid != 7 && tid != 8)
+			continue;
+		CHECK_MSG(num(e, "ts") >= end[tid] - 1e-9, "tid %d: %f before %f", tid, num(e, "ts"),
+			  end[tid]);
+		end[tid] = num(e, "ts") + num(e, "dur");
+		for (int s = 0; s < PP_NR_STATES; s++)
+			if (!strcmp(str(e, "name"), state_name(s)))
+				sum[tid][s] += num(e, "dur");
+		slices++;
+	}
+	CHECK_EQ_INT(slices, 5);
+	CHECK_EQ_U64(st.overlap_ns, 5 * US);
+	CHECK_EQ_INT(st.episodes_unknown, 1);
+	CHECK(near(sum[7][PP_RUNNING], 30) && near(sum[7][PP_RUNQ], 20) && near(sum[7][PP_OTHER], 50));
+	CHECK(near(sum[8][PP_RUNNING], 100));
+	json_object_put(o);
+}
+
+/* A worker's wakeup ends the trainer's DATA_WAIT: the flow starts in the worker's slice at the
+ * wakeup and ends in the trainer's wait, just before the RUNQ that follows it. */
+TEST(test_flows_join_waker_and_wait)
+{
+	struct trace_thread th[] = {
+		{ .tid = 7, .tgid = 7, .comm = "python3", .role = ROLE_TRAINER, .open_state = PP_NR_STATES },
+		{ .tid = 20, .tgid = 20, .comm = "pt_data_worker", .role = ROLE_WORKER,
+		  .open_state = PP_NR_STATES },
+	};
+	struct pp_episode eps[] = {
+		ep(7, 7, PP_DATA_WAIT, 0, 31),
+		ep(7, 7, PP_RUNQ, 31, 35),
+		ep(7, 7, PP_RUNNING, 35, 60),
+		ep(7, 7, PP_THREAD_WAIT, 60, 80),	/* its waker, 99, is not traced */
+		ep(7, 7, PP_RUNNING, 80, 100),
+		ep(20, 20, PP_OTHER, 0, 10),
+		ep(20, 20, PP_RUNNING, 10, 50),
+		ep(20, 20, PP_OTHER, 50, 100),
+	};
+	struct trace_input in = { .threads = th, .nr_threads = 2, .eps = eps, .nr_eps = 8,
+				  .start_ns = T0, .end_ns = T0 + 100 * US };
+	struct trace_stats st;
+	json_object *o, *ev;
+	int starts = 0, ends = 0;
+
+	eps[0].waker_tid = 20;
+	eps[0].wake_ns = T0 + 30 * US;
+	eps[3].waker_tid = 99;
+	eps[3].wake_ns = T0 + 79 * US;
+	o = write_parse(&in, &st);
+	ev = o ? events(o) : NULL;
+	CHECK_EQ_INT(st.flows, 1);
+	for (size_t i = 0; ev && i < json_object_array_length(ev); i++) {
+		json_object *e = json_object_array_get_idx(ev, i);
+
+		if (!strcmp(str(e, "ph"), "s")) {
+			/* In the worker's RUNNING slice [10, 50), at the wakeup. */
+			CHECK(num(e, "tid") == 20 && near(num(e, "ts"), 30));
+			CHECK_STR(str(e, "bp"), "e");
+			starts++;
+		} else if (!strcmp(str(e, "ph"), "f")) {
+			/* In the trainer's DATA_WAIT [0, 31), a nanosecond before it gives way to
+			 * RUNQ. */
+			CHECK(num(e, "tid") == 7 && near(num(e, "ts"), 30.999));
+			CHECK_STR(str(e, "bp"), "e");
+			CHECK_STR(str(e, "name"), "DATA_WAIT");
+			ends++;
+		}
+	}
+	CHECK(starts == 1 && ends == 1);
+	json_object_put(o);
+}
+
+/* No thread and no episode: still a trace the viewers open. */
+TEST(test_empty_trace)
+{
+	struct trace_input in = { .start_ns = T0, .end_ns = T0 };
+	struct trace_stats st;
+	json_object *o = write_parse(&in, &st);
+
+	CHECK(o && events(o) && json_object_array_length(events(o)) == 1);
+	json_object_put(o);
+}
+
+int main(void)
+{
+	RUN_TEST(test_hostile_names);
+	RUN_TEST(test_slices_never_overlap);
+	RUN_TEST(test_flows_join_waker_and_wait);
+	RUN_TEST(test_empty_trace);
+	return unit_summary();
+}
