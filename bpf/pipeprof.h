@@ -529,6 +529,8 @@ struct pp_episode {
 	__u32 waker_tid;		/* 0: no task's wakeup ended it */
 	__u64 start_ns, end_ns;
 	__u64 wake_ns;			/* the waker's sched_waking, when waker_tid */
+	__u32 api;			/* GPU_WAIT: the synchronising call's id + 1; else 0 */
+	__u32 pad;
 };
 
 /* The rate cap: episodes each CPU may send per PP_EPISODE_SLOT_NS; userspace sets the count

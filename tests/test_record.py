@@ -178,3 +178,31 @@ def test_usage_errors(pipeprof_bin, tmp_path):
                         str(tmp_path / "t")], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "no such process" in r.stderr, r
     assert not os.path.exists(tmp_path / "t")
+
+
+def test_gpu_calls_on_their_own_track(procs, pipeprof_bin, fakecuda, tmp_path):
+    """The fake runtime's loop (gpu.py, one cudaStreamSynchronize a step): each synchronising
+    call is a slice named by its API on the trainer's GPU track, as many as the report of the
+    same window counts (+-2 at the window's edges), each over a GPU_WAIT slice of the trainer."""
+    truth = str(tmp_path / "truth.json")
+    w, pid, tid = start_workload(procs, "gpu.py", ["--gpu-ms", "5"], truth, duration=60)
+    trace_path, report_path = str(tmp_path / "trace.json"), str(tmp_path / "report.json")
+    r = subprocess.run([PIPEPROF, "record", "-p", str(pid), "-d", "3", "-o", trace_path,
+                        "--report", report_path], capture_output=True, text=True, timeout=120,
+                       cwd=ROOT)
+    finish_workload(w, truth)
+    assert r.returncode == 0, r.stderr
+    trace = json.load(open(trace_path))
+    report = json.load(open(report_path))
+    calls = {a["name"]: a["calls"] for a in report["gpu"]["apis"]}
+    gpu = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "gpu"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    waits = [s for s in slices_by_thread(trace)[(pid, tid)] if s[2] == "GPU_WAIT"]
+    assert gpu and {e["name"] for e in gpu} == {"cudaStreamSynchronize"}, gpu[:3]
+    assert abs(len(gpu) - calls["cudaStreamSynchronize"]) <= 2, (len(gpu), calls)
+    for e in gpu:
+        assert e["pid"] == pid and e["tid"] != tid, e
+        assert names.get((e["pid"], e["tid"])) == "GPU calls of %d" % tid, e
+        s = slice_at(waits, e["ts"] + e["dur"] / 2)
+        assert s and s[0] - EPS_US <= e["ts"] and e["ts"] + e["dur"] <= s[1] + EPS_US, (e, s)

@@ -18,6 +18,7 @@
 #include "pipeprof.skel.h"
 #include "proctree.h"
 #include "record_cmd.h"
+#include "gpu_apis.h"
 #include "report.h"
 #include "report_cmd.h"
 #include "steps.h"
@@ -198,14 +199,19 @@ static int write_trace(const struct report_opts *o, struct tracer *t, const stru
 		.start_ns = r->start_ns, .end_ns = r->end_ns, .cmdline = r->cmdline,
 		.episodes_dropped = tracer_counter(t, PP_CNT_EPISODES_DROPPED) + t->eps_over_cap,
 	};
+	const char **api_names = calloc(gpu_api_count ? gpu_api_count : 1, sizeof(*api_names));
 	const struct thread_result *trainer = NULL;
 	struct trace_stats st;
 	uint64_t *steps = NULL;
 	FILE *f = NULL;
 	int err = -ENOMEM;
 
-	if (!procs || !threads)
+	if (!procs || !threads || !api_names)
 		goto cleanup;
+	for (int i = 0; i < gpu_api_count; i++)
+		api_names[i] = gpu_apis[i].name;
+	in.api_names = api_names;
+	in.nr_api_names = gpu_api_count;
 	for (int i = 0; i < r->nr_procs; i++)
 		procs[i] = (struct trace_proc){ .pid = r->procs[i].pid, .comm = r->procs[i].comm,
 						.root = r->procs[i].root };
@@ -230,10 +236,12 @@ static int write_trace(const struct report_opts *o, struct tracer *t, const stru
 	if (fclose(f) && !err)
 		err = -errno;
 	if (!err)
-		fprintf(stderr, "pipeprof: %zu slices of %d threads, %zu wakeup flows, %zu steps "
-			"written to %s (%llu episodes dropped)\n", st.slices, r->nr_threads, st.flows,
-			st.steps, o->record, (unsigned long long)in.episodes_dropped);
+		fprintf(stderr, "pipeprof: %zu slices of %d threads, %zu wakeup flows, %zu steps, "
+			"%zu GPU calls written to %s (%llu episodes dropped)\n", st.slices,
+			r->nr_threads, st.flows, st.steps, st.gpu_calls, o->record,
+			(unsigned long long)in.episodes_dropped);
 cleanup:
+	free(api_names);
 	free(steps);
 	free(threads);
 	free(procs);

@@ -148,7 +148,8 @@ static struct pp_episode *build_slices(struct trace_input *in, const struct trac
 		if (e.end_ns <= e.start_ns || e.state >= PP_NR_STATES)
 			continue;
 		if (last && last->tid == e.tid && last->end_ns == e.start_ns &&
-		    last->state == e.state && !last->waker_tid && !e.waker_tid) {
+		    last->state == e.state && !last->waker_tid && !e.waker_tid &&
+		    last->api == e.api) {
 			last->end_ns = e.end_ns;
 			continue;
 		}
@@ -156,6 +157,13 @@ static struct pp_episode *build_slices(struct trace_input *in, const struct trac
 		last = &s[(*nr)++];
 	}
 	return s;
+}
+
+/* A GPU API's name (from a trusted table: no escaping), or NULL. */
+static const char *api_name(const struct trace_input *in, __u32 api)
+{
+	return in->api_names && api > 0 && (int)api <= in->nr_api_names ? in->api_names[api - 1] :
+		NULL;
 }
 
 static void write_metadata(FILE *out, const struct trace_input *in, bool *first)
@@ -209,8 +217,40 @@ static void write_slices(FILE *out, const struct trace_input *in, const struct p
 		fprintf(out, ",\"cname\":\"%s\"", state_cname[s[i].state]);
 		if (s[i].waker_tid)
 			fprintf(out, ",\"args\":{\"waker_tid\":%u}", s[i].waker_tid);
+		else if (api_name(in, s[i].api))
+			fprintf(out, ",\"args\":{\"api\":\"%s\"}", api_name(in, s[i].api));
 		fputc('}', out);
 	}
+}
+
+/* Each thread's synchronising GPU calls, as slices named by the API on the thread's GPU track
+ * (the same intervals as its GPU_WAIT slices, which the state track keeps). */
+static size_t write_gpu_calls(FILE *out, const struct trace_input *in,
+			      const struct pp_episode *s, size_t n)
+{
+	size_t calls = 0;
+	__u32 named = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *name = api_name(in, s[i].api);
+
+		if (s[i].state != PP_GPU_WAIT || !name)
+			continue;
+		/* The slices come by thread: a track is named at its first call. */
+		if (!calls || named != s[i].tid) {
+			named = s[i].tid;
+			fprintf(out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,"
+				"\"tid\":%u,\"args\":{\"name\":\"GPU calls of %u\"}}", s[i].tgid,
+				s[i].tid | TRACE_GPU_TID_BIT, s[i].tid);
+		}
+		fprintf(out, ",\n{\"ph\":\"X\",\"cat\":\"gpu\",\"name\":\"%s\",\"pid\":%u,"
+			"\"tid\":%u", name, s[i].tgid, s[i].tid | TRACE_GPU_TID_BIT);
+		put_us(out, "ts", s[i].start_ns - in->start_ns);
+		put_us(out, "dur", s[i].end_ns - s[i].start_ns);
+		fputc('}', out);
+		calls++;
+	}
+	return calls;
 }
 
 /* Flow v1 events, each bound to its enclosing slice ("bp":"e"): the start at the wakeup in
@@ -300,6 +340,7 @@ int trace_json_write(FILE *out, struct trace_input *in, struct trace_stats *st)
 		fputs("\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"args\":"
 		      "{\"name\":\"nothing traced\"}}", out);
 	write_slices(out, in, slices, nr_slices);
+	st->gpu_calls = write_gpu_calls(out, in, slices, nr_slices);
 	st->flows = write_flows(out, in, slices, nr_slices);
 	st->steps = write_steps(out, in);
 	fputs("\n]}\n", out);

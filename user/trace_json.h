@@ -48,16 +48,22 @@ struct trace_input {
 	const __u64 *step_ts;
 	int nr_steps;
 	__u32 step_tid, step_tgid;
+	/* The GPU API names by id (pp_episode.api - 1): each thread's synchronising calls go on
+	 * a track of their own beside it; NULL: none drawn. */
+	const char *const *api_names;
+	int nr_api_names;
 };
 
 struct trace_stats {
-	size_t slices, flows, steps;
+	size_t slices, flows, steps, gpu_calls;
 	size_t episodes_unknown;	/* of threads the report does not have */
 	__u64 overlap_ns;		/* clipped so a thread's slices never overlap */
 };
 
 /* The synthetic tid of the steps track: beyond any pid_max (2^22). */
 #define TRACE_STEPS_TID 0x40000000u
+/* A thread's GPU calls track: its tid with this bit set. */
+#define TRACE_GPU_TID_BIT 0x20000000u
 
 /* Writes the trace. Returns 0, -ENOMEM or -EIO. */
 int trace_json_write(FILE *out, struct trace_input *in, struct trace_stats *st);

@@ -62,6 +62,9 @@ __noinline int record_episode(struct pp_thread *t, __u32 tid, __u32 state, __u64
 	e->end_ns = to;
 	e->waker_tid = 0;
 	e->wake_ns = 0;
+	/* GPU_WAIT is only ever inside a synchronising call: the last one entered. */
+	e->api = e->state == PP_GPU_WAIT ? t->gpu_api + 1 : 0;
+	e->pad = 0;
 	/* A wait a task ended: judge_wakeup() named it from that task's context. */
 	if ((state & PP_EP_WOKEN) && t->wake_ctx == PP_WAKE_TASK && t->waker_tid &&
 	    t->waker_tid != tid) {

@@ -2,6 +2,7 @@
 /* `pipeprof record`'s trace (trace_json.c): valid JSON whatever the names, slices of a thread
  * that never overlap and add up to its states, flows from a waker's slice to the wait. */
 #include <stdlib.h>
+#include <string.h>
 #include <json-c/json.h>
 #include "classify.h"
 #include "trace_json.h"
@@ -194,6 +195,64 @@ TEST(test_flows_join_waker_and_wait)
 }
 
 /* No thread and no episode: still a trace the viewers open. */
+/* Synchronising GPU calls: a slice named by the API on the thread's GPU track, over the same
+ * time as its GPU_WAIT slices; two calls back to back stay two. */
+TEST(test_gpu_calls_track)
+{
+	static const char *const names[] = { "cudaStreamSynchronize", "cudaDeviceSynchronize" };
+	struct trace_thread th[] = {
+		{ .tid = 9, .tgid = 9, .comm = "python3", .role = ROLE_TRAINER,
+		  .open_state = PP_NR_STATES },
+	};
+	struct trace_proc procs[] = { { .pid = 9, .comm = "python3", .root = 1 } };
+	struct pp_episode eps[] = {
+		ep(9, 9, PP_RUNNING, 0, 10),
+		ep(9, 9, PP_GPU_WAIT, 10, 30),
+		ep(9, 9, PP_GPU_WAIT, 30, 40),	/* the same call, split at a switch: one slice */
+		ep(9, 9, PP_GPU_WAIT, 40, 45),	/* the next call, another API */
+		ep(9, 9, PP_RUNNING, 45, 60),
+	};
+	struct trace_input in = { .threads = th, .nr_threads = 1, .procs = procs, .nr_procs = 1,
+				  .eps = eps, .nr_eps = 5, .start_ns = T0, .end_ns = T0 + 60 * US,
+				  .api_names = names, .nr_api_names = 2 };
+	struct trace_stats st;
+	json_object *o, *ev;
+	int gpu = 0, named = 0;
+	double gpu_us = 0, wait_us = 0;
+
+	eps[1].api = eps[2].api = 1;
+	eps[3].api = 2;
+	o = write_parse(&in, &st);
+	ev = o ? events(o) : NULL;
+	for (size_t i = 0; ev && i < json_object_array_length(ev); i++) {
+		json_object *e = json_object_array_get_idx(ev, i), *args, *name;
+
+		if (!strcmp(str(e, "ph"), "X") && !strcmp(str(e, "cat"), "gpu")) {
+			gpu++;
+			gpu_us += num(e, "dur");
+			CHECK(num(e, "tid") == (9 | TRACE_GPU_TID_BIT));
+			CHECK_STR(str(e, "name"), gpu == 1 ? names[0] : names[1]);
+		}
+		if (!strcmp(str(e, "ph"), "X") && !strcmp(str(e, "name"), "GPU_WAIT"))
+			wait_us += num(e, "dur");
+		if (!strcmp(str(e, "ph"), "M") && num(e, "tid") == (9 | TRACE_GPU_TID_BIT) &&
+		    json_object_object_get_ex(e, "args", &args) &&
+		    json_object_object_get_ex(args, "name", &name))
+			named += !strcmp(json_object_get_string(name), "GPU calls of 9");
+	}
+	CHECK_EQ_INT(gpu, 2);
+	CHECK_EQ_INT((int)st.gpu_calls, 2);
+	CHECK_EQ_INT(named, 1);
+	CHECK(near(gpu_us, 35) && near(wait_us, 35));
+	json_object_put(o);
+
+	/* Without the names, no GPU track. */
+	in.api_names = NULL;
+	o = write_parse(&in, &st);
+	CHECK_EQ_INT((int)st.gpu_calls, 0);
+	json_object_put(o);
+}
+
 TEST(test_empty_trace)
 {
 	struct trace_input in = { .start_ns = T0, .end_ns = T0 };
@@ -209,6 +268,7 @@ int main(void)
 	RUN_TEST(test_hostile_names);
 	RUN_TEST(test_slices_never_overlap);
 	RUN_TEST(test_flows_join_waker_and_wait);
+	RUN_TEST(test_gpu_calls_track);
 	RUN_TEST(test_empty_trace);
 	return unit_summary();
 }
