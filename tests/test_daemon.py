@@ -714,8 +714,9 @@ def test_ranks_of_one_job_and_the_straggler(daemons, procs, job_python, tmp_path
     of its own, both under one dist_job; rank 1 is the straggler in the metrics, and the shipped
     PipeprofStraggler alert goes pending for it in a real Prometheus."""
     d = daemons(["--window", "2"])
+    # --slow-ms 25: rank 0's COMM_WAIT well over the threshold (9 ms leaves it near 20-28%).
     w = procs([job_python, os.path.join(WORKLOADS, "ddp_gloo.py"), "--duration", "120",
-               "--truth", str(tmp_path / "truth.json")], name="ddp_gloo.py")
+               "--slow-ms", "25", "--truth", str(tmp_path / "truth.json")], name="ddp_gloo.py")
     m = w.wait_line(r"^READY pid=(\d+) tid=(\d+)", READY_TIMEOUT)
     assert m, "ddp_gloo.py did not start\n%s" % w.output()
     rank0 = int(m.group(1))
