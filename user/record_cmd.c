@@ -65,29 +65,11 @@ static const struct argp_option record_options[] = {
 static error_t record_parse(int key, char *arg, struct argp_state *state)
 {
 	struct report_opts *o = state->input;
-	long v;
+	int err = cli_parse_target_opt(key, arg, state, o);
 
+	if (err != ARGP_ERR_UNKNOWN)
+		return err;
 	switch (key) {
-	case 'p':
-		if (cli_parse_long(arg, 1, INT_MAX, &v)) {
-			argp_error(state, "invalid PID: %s", arg);
-			return EINVAL;
-		}
-		o->pid = (pid_t)v;
-		break;
-	case 't':
-		if (cli_parse_long(arg, 1, INT_MAX, &v)) {
-			argp_error(state, "invalid TID: %s", arg);
-			return EINVAL;
-		}
-		o->tid = (pid_t)v;
-		break;
-	case 'd':
-		if (cli_parse_double(arg, 0.001, 1e7, &o->duration)) {
-			argp_error(state, "invalid duration (seconds > 0): %s", arg);
-			return EINVAL;
-		}
-		break;
 	case 'o':
 		/* Standard output is the report's (-j). */
 		if (!*arg || !strcmp(arg, "-")) {

@@ -154,34 +154,41 @@ int cli_parse_double(const char *arg, double min, double max, double *out)
  * argp_error() exits, unless the caller passed ARGP_NO_EXIT (the fuzzer does): then the
  * parser must stop by itself, or it would go on with a value it never parsed.
  */
-static error_t report_parse(int key, char *arg, struct argp_state *state)
+int cli_parse_target_opt(int key, const char *arg, struct argp_state *state,
+			 struct report_opts *o)
 {
-	struct report_opts *o = state->input;
 	long v;
 
 	switch (key) {
 	case 'p':
+	case 't':
 		if (cli_parse_long(arg, 1, INT_MAX, &v)) {
-			argp_error(state, "invalid PID: %s", arg);
+			argp_error(state, "invalid %s: %s", key == 'p' ? "PID" : "TID", arg);
 			return EINVAL;
 		}
-		o->pid = v;
-		break;
+		*(key == 'p' ? &o->pid : &o->tid) = (pid_t)v;
+		return 0;
 	case 'd':
 		if (cli_parse_double(arg, 0.001, 1e7, &o->duration)) {
 			argp_error(state, "invalid duration (seconds > 0): %s", arg);
 			return EINVAL;
 		}
-		break;
+		return 0;
+	}
+	return ARGP_ERR_UNKNOWN;
+}
+
+static error_t report_parse(int key, char *arg, struct argp_state *state)
+{
+	struct report_opts *o = state->input;
+	int err = cli_parse_target_opt(key, arg, state, o);
+	long v;
+
+	if (err != ARGP_ERR_UNKNOWN)
+		return err;
+	switch (key) {
 	case 'j':
 		o->json = true;
-		break;
-	case 't':
-		if (cli_parse_long(arg, 1, INT_MAX, &v)) {
-			argp_error(state, "invalid TID: %s", arg);
-			return EINVAL;
-		}
-		o->tid = v;
 		break;
 	case 'T':
 		if (cli_parse_double(arg, 1, 100, &o->threshold)) {

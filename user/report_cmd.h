@@ -2,6 +2,7 @@
 #ifndef PIPEPROF_REPORT_CMD_H
 #define PIPEPROF_REPORT_CMD_H
 
+#include <argp.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -34,6 +35,10 @@ int report_cmd_parse(int argc, char **argv, unsigned int flags, struct report_op
 
 /* A whole-string number in [min, max] (NaN refused), or -EINVAL: the commands' option values. */
 int cli_parse_long(const char *arg, long min, long max, long *out);
+/* -p PID, -t TID and -d SECS, as the commands that trace a job take them: 0 when parsed,
+ * EINVAL after argp_error() for a bad value, ARGP_ERR_UNKNOWN for any other key. */
+int cli_parse_target_opt(int key, const char *arg, struct argp_state *state,
+			 struct report_opts *o);
 int cli_parse_double(const char *arg, double min, double max, double *out);
 
 /* `pipeprof profile`'s options (argv[0] is the subcommand's name), into the same options. */
