@@ -64,25 +64,6 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * part / whole : 0;
 }
 
-static const struct thread_result *trainer_of(const struct report *r)
-{
-	int i = r->analysis.trainer_index;
-
-	return i >= 0 && i < r->nr_threads ? &r->threads[i] : NULL;
-}
-
-static const char *trainer_choice_text(enum trainer_choice how)
-{
-	switch (how) {
-	case TRAINER_BY_GPU_CALLS:
-		return "most GPU calls";
-	case TRAINER_BY_OPTION:
-		return "--tid";
-	default:
-		return "main thread";
-	}
-}
-
 /* The states of a breakdown, largest first, those of 1% or more, at most four. */
 static void shares_text(char *buf, size_t size, const double share[PP_NR_STATES])
 {
@@ -123,7 +104,7 @@ static void put_head(FILE *out, const struct report *r)
 static void put_header(FILE *out, const struct report *r)
 {
 	const struct analysis *a = &r->analysis;
-	const struct thread_result *tr = trainer_of(r);
+	const struct thread_result *tr = report_trainer(r);
 	double secs = (r->end_ns - r->start_ns) / 1e9;
 
 	fputs("<header>\n<h1>pipeprof report</h1>\n<p class=\"target\">PID ", out);
@@ -243,7 +224,7 @@ cleanup:
 
 static int put_steps(FILE *out, const struct report *r)
 {
-	const struct thread_result *tr = trainer_of(r);
+	const struct thread_result *tr = report_trainer(r);
 	const char *source = steps_source(r);
 	struct svg_bar whole = { .label = "whole window" };
 	char shares[160];

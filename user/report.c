@@ -38,14 +38,14 @@ static double api_percentile_us(const struct api_result *api, double p)
 	return api->max_ns && v > api->max_ns / 1e3 ? api->max_ns / 1e3 : v;
 }
 
-static const struct thread_result *trainer_of(const struct report *r)
+const struct thread_result *report_trainer(const struct report *r)
 {
 	int i = r->analysis.trainer_index;
 
 	return i >= 0 && i < r->nr_threads ? &r->threads[i] : NULL;
 }
 
-static const char *trainer_choice_text(enum trainer_choice how)
+const char *trainer_choice_text(enum trainer_choice how)
 {
 	switch (how) {
 	case TRAINER_BY_GPU_CALLS:
@@ -214,7 +214,7 @@ static void print_recommendations(FILE *out, const struct analysis *a, char *sho
 void report_print_text(FILE *out, const struct report *r)
 {
 	const struct analysis *a = &r->analysis;
-	const struct thread_result *tr = trainer_of(r);
+	const struct thread_result *tr = report_trainer(r);
 	double secs = (r->end_ns - r->start_ns) / 1e9;
 	char label[64], shown[SAN_TEXT_SIZE(sizeof(a->recs[0].text))];
 
@@ -553,7 +553,7 @@ static const char *const counter_names[PP_NR_COUNTERS] = {
 int report_print_json(FILE *out, const struct report *r)
 {
 	const struct analysis *a = &r->analysis;
-	const struct thread_result *tr = trainer_of(r);
+	const struct thread_result *tr = report_trainer(r);
 	json_object *root = json_object_new_object(), *o, *arr;
 	const char *text;
 	int err = 0;

@@ -187,6 +187,10 @@ struct json_object *where_json(const struct report *r);
 void where_free(struct report *r);
 
 void report_not_traced(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The report's trainer thread (NULL when none was seen), and how it was chosen, in words. */
+const struct thread_result *report_trainer(const struct report *r);
+const char *trainer_choice_text(enum trainer_choice how);
+
 void report_print_text(FILE *out, const struct report *r);
 int report_print_json(FILE *out, const struct report *r);
 
