@@ -2,9 +2,10 @@
 """A distributed job attached at its launcher.
 
 test_launcher_ranks_and_straggler: `pipeprof -p <launcher>` of ddp_gloo.py (two
-gloo ranks on loopback, RANK/LOCAL_RANK/WORLD_SIZE in their environment as torchrun sets them;
-rank 1 burns extra CPU before each step) must find both ranks, not take them for DataLoader
-workers: rank 0 COMMUNICATION BOUND, waiting for rank 1, the straggler, which computes (CPU-BOUND,
+gloo ranks on loopback, RANK/LOCAL_RANK/WORLD_SIZE in their environment as torchrun sets them,
+or [no_rank_env] none of them, as mp.spawn starts ranks: then known by their connections to each
+other and numbered by pid; rank 1 burns extra CPU before each step) must find both ranks, not
+take them for DataLoader workers: rank 0 COMMUNICATION BOUND, waiting for rank 1, the straggler, which computes (CPU-BOUND,
 or CPU CONTENTION on a loaded machine); rank
 0's shares within TOLERANCE of its own record (plus the hypervisor's steal), in every one of
 ATTACHES attaches to the one running job; and the report's own sections are rank 1's.
@@ -21,18 +22,26 @@ TOLERANCE = 0.05
 STATES = groundtruth.STATES
 
 
-def check_attach(i, report, truth, rank0_pid, rank1_pid, stolen):
+def check_attach(i, report, truth, rank0_pid, rank1_pid, stolen, rank_env):
+    """Ranks are named by the workload's numbers; without RANK in their environment pipeprof
+    numbers them by pid, and the report is read through that."""
     job = report.get("job")
     problems = []
     if not job:
         return ["attach %d: no job section (the ranks were not found)" % i], "no job"
-    ranks = {r["rank"]: r for r in job["ranks"]}
-    if sorted(ranks) != [0, 1] or ranks[0]["pid"] != rank0_pid or ranks[1]["pid"] != rank1_pid:
-        problems.append("attach %d: ranks %s, want 0 = pid %d, 1 = pid %d" % (
-            i, {k: v["pid"] for k, v in ranks.items()}, rank0_pid, rank1_pid))
+    by_pid = {r["pid"]: r for r in job["ranks"]}
+    pids = (rank0_pid, rank1_pid)
+    numbers = (0, 1) if rank_env else tuple(sorted(pids).index(p) for p in pids)
+    if sorted(by_pid) != sorted(pids) or \
+            [by_pid[p]["rank"] for p in pids] != list(numbers) or \
+            any(r["rank_from_env"] != rank_env for r in job["ranks"]):
+        problems.append("attach %d: ranks %s, want %s, rank_from_env %s" % (
+            i, {r["rank"]: r["pid"] for r in job["ranks"]}, dict(zip(numbers, pids)), rank_env))
         return problems, job.get("summary")
-    if job.get("straggler_rank") != 1:
-        problems.append("attach %d: straggler %r, want rank 1" % (i, job.get("straggler_rank")))
+    ranks = {k: by_pid[p] for k, p in enumerate(pids)}
+    if job.get("straggler_rank") != numbers[1]:
+        problems.append("attach %d: straggler %r, want rank %d (pid %d)" % (
+            i, job.get("straggler_rank"), numbers[1], rank1_pid))
     if ranks[0]["verdict"] != "COMMUNICATION BOUND":
         problems.append("attach %d: rank 0 %r, want COMMUNICATION BOUND" % (i, ranks[0]["verdict"]))
     # Rank 1 computes: on-CPU or waiting for one, as the machine's load has it.
@@ -62,11 +71,13 @@ def check_attach(i, report, truth, rank0_pid, rank1_pid, stolen):
     return problems, table
 
 
-def test_launcher_ranks_and_straggler(procs, pipeprof_bin, tmp_path):
+@pytest.mark.parametrize("rank_env", [True, False], ids=["rank_env", "no_rank_env"])
+def test_launcher_ranks_and_straggler(procs, pipeprof_bin, tmp_path, rank_env):
     truth_path = str(tmp_path / "truth.json")
     # A clear straggler: with the default 9 ms, rank 0's COMM_WAIT sits at 21-28% on a quiet
     # VM, a few points from the threshold, and the verdict may fall either side of it.
-    w, rank0_pid, _ = start_workload(procs, "ddp_gloo.py", ["--slow-ms", "25"], truth_path,
+    args = ["--slow-ms", "25"] + ([] if rank_env else ["--no-rank-env"])
+    w, rank0_pid, _ = start_workload(procs, "ddp_gloo.py", args, truth_path,
                                      duration=SECONDS * ATTACHES + 60)
     launcher = w.p.pid
     runs = attach_repeatedly(w, launcher, ATTACHES, SECONDS)
@@ -77,12 +88,14 @@ def test_launcher_ranks_and_straggler(procs, pipeprof_bin, tmp_path):
         if run["report"] is None:
             problems.append("attach %d: no report: %s" % (i, run["error"]))
             continue
-        p, table = check_attach(i, run["report"], truth, rank0_pid, rank1_pid, run["stolen"])
+        p, table = check_attach(i, run["report"], truth, rank0_pid, rank1_pid, run["stolen"],
+                                rank_env)
         problems += p
         lines.append(table)
     text = "\n".join(lines)
     print("\n" + text)
-    save_result("ranks_launcher", {"table": text, "problems": problems})
+    save_result("ranks_launcher" + ("" if rank_env else "_no_rank_env"),
+                {"table": text, "problems": problems})
     if problems:
         pytest.fail("\n".join(problems) + "\n\n" + text, pytrace=False)
 

@@ -33,12 +33,19 @@ static bool under(const struct report *r, pid_t pid, pid_t ancestor)
 	return false;
 }
 
-static int hint_rank(const struct rank_hint *hints, int nr, pid_t pid)
+static const struct rank_hint *hint_of(const struct rank_hint *hints, int nr, pid_t pid)
 {
 	for (int i = 0; i < nr; i++)
 		if (hints[i].pid == pid)
-			return hints[i].rank;
-	return -1;
+			return &hints[i];
+	return NULL;
+}
+
+static bool rank_like(const struct rank_hint *hints, int nr, pid_t pid)
+{
+	const struct rank_hint *h = hint_of(hints, nr, pid);
+
+	return h && (h->rank >= 0 || h->joined);
 }
 
 static int by_rank(const void *a, const void *b)
@@ -55,34 +62,45 @@ static int by_rank(const void *a, const void *b)
 int ranks_find(const struct report *r, const struct rank_hint *hints, int nr_hints,
 	       struct job_ranks *out)
 {
+	const struct rank_hint *root = hint_of(hints, nr_hints, r->root_pid);
+	int unnamed = 0;
+
 	memset(out, 0, sizeof(*out));
 	out->straggler = out->focus = -1;
 	/* The root names a rank itself: it is the trainer, as without any rank. */
-	if (hint_rank(hints, nr_hints, r->root_pid) >= 0)
+	if (root && root->rank >= 0)
 		return 0;
 	for (int i = 0; i < r->nr_procs && out->nr < MAX_RANKS; i++) {
 		const struct proc_result *p = &r->procs[i];
-		int rank = hint_rank(hints, nr_hints, p->pid);
+		const struct rank_hint *h = hint_of(hints, nr_hints, p->pid);
 		bool nested = false;
 
-		if (p->root || rank < 0)
+		if (p->root || !rank_like(hints, nr_hints, p->pid))
 			continue;
 		/* A process under another rank-like one is that rank's own (a worker a rank's
 		 * code started with the variables it inherited). */
 		const struct proc_result *q = proc_of(r, p->parent);
 
 		for (int depth = 0; q && !q->root && !nested && depth < 64; depth++) {
-			nested = hint_rank(hints, nr_hints, q->pid) >= 0;
+			nested = rank_like(hints, nr_hints, q->pid);
 			q = proc_of(r, q->parent);
 		}
 		if (nested)
 			continue;
 		out->ranks[out->nr].pid = p->pid;
-		out->ranks[out->nr].rank = rank;
-		out->ranks[out->nr].rank_from_env = true;
+		out->ranks[out->nr].rank = h->rank;
+		out->ranks[out->nr].rank_from_env = h->rank >= 0;
 		out->nr++;
 	}
+	/* One rank alone is a trainer under a wrapper, not a distributed job. */
+	if (out->nr < 2 && !(out->nr == 1 && out->ranks[0].rank_from_env)) {
+		out->nr = 0;
+		return 0;
+	}
 	qsort(out->ranks, out->nr, sizeof(out->ranks[0]), by_rank);
+	for (int i = 0; i < out->nr; i++)
+		if (!out->ranks[i].rank_from_env)
+			out->ranks[i].rank = unnamed++;
 	return out->nr;
 }
 
@@ -148,6 +166,13 @@ static void summarise(struct job_ranks *job)
 	int shown = 0;
 
 	snprintf(job->summary, sizeof(job->summary), "%d ranks", job->nr);
+	for (int i = 0; i < job->nr; i++)
+		if (!job->ranks[i].rank_from_env) {
+			append(job->summary, sizeof(job->summary), " (%s by pid: no RANK in their "
+			       "environment, found by their connections to each other)",
+			       i ? "the last numbered" : "numbered");
+			break;
+		}
 	if (job->straggler < 0) {
 		append(job->summary, sizeof(job->summary), "; no rank waits on another in its "
 		       "collectives over the threshold: the report below is rank %d's",

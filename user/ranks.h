@@ -16,15 +16,20 @@ struct report;
  * for it: it is the straggler. */
 #define STRAGGLER_MARGIN 0.10
 
-/* What a process says of itself: its RANK (or LOCAL_RANK) from its environment, -1 if none. */
+/* What a process says of itself: its RANK (or LOCAL_RANK) from its environment, -1 if none;
+ * and whether it joined a process group (a TCP connection to another process of the job:
+ * procnet.h), as ranks started without those variables (mp.spawn, a hand-written launcher)
+ * do. */
 struct rank_hint {
 	pid_t pid;
 	int rank;
+	bool joined;
 };
 
 struct rank_result {
 	pid_t pid;
-	int rank;		/* RANK from its environment, else its place by pid */
+	int rank;		/* RANK from its environment, else its place by pid among the
+				 * ranks that name none */
 	bool rank_from_env;
 	__u32 trainer_tid;
 	int workers;		/* its own worker processes */
@@ -47,9 +52,10 @@ struct job_ranks {
  * -1 for none. *others_mean (may be NULL): the others' mean. */
 int ranks_pick_straggler(const double *comm, int n, double threshold, double *others_mean);
 
-/* Whether process pid is rank-like: a descendant of root (not root) whose environment names a
- * rank, or that has child processes of its own (a trainer with DataLoader workers). The
- * highest such process on each branch is the rank; what runs under it is its own. */
+/* The ranks under the root: each descendant (not root) whose environment names a rank or that
+ * joined a process group with another descendant, the highest such process on each branch;
+ * what runs under it is its own. Ranks that name a rank come first, by it; the others after
+ * them, numbered by pid. Returns how many. */
 int ranks_find(const struct report *r, const struct rank_hint *hints, int nr_hints,
 	       struct job_ranks *out);
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include "procnet.h"
 #include "proctree.h"
 #include "report_cmd.h"
 #include "ranks.h"
@@ -451,19 +452,25 @@ static void free_report(struct report *r)
  */
 static int prepare_ranks(struct report *r)
 {
-	struct rank_hint *hints = calloc(r->nr_procs ? r->nr_procs : 1, sizeof(*hints));
+	struct rank_hint *hints = calloc(r->nr_procs + 1, sizeof(*hints));
+	pid_t *pids = calloc(r->nr_procs ? r->nr_procs : 1, sizeof(*pids));
+	bool *joined = calloc(r->nr_procs ? r->nr_procs : 1, sizeof(*joined));
 	struct job_ranks *job = calloc(1, sizeof(*job));
 	struct thread_result *focus = NULL;
 	int n = 0, err = 0;
 
-	if (!hints || !job) {
+	if (!hints || !pids || !joined || !job) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
 	for (int i = 0; i < r->nr_procs; i++)
-		if (!r->procs[i].exited)
-			hints[n++] = (struct rank_hint){ r->procs[i].pid,
-							 proc_env_rank(PROCFS, r->procs[i].pid) };
+		if (!r->procs[i].exited && !r->procs[i].root)
+			pids[n++] = r->procs[i].pid;
+	/* Unreadable connections leave the environment to tell. */
+	proc_joined_peers(PROCFS, r->root_pid, pids, n, joined);
+	for (int i = 0; i < n; i++)
+		hints[i] = (struct rank_hint){ pids[i], proc_env_rank(PROCFS, pids[i]), joined[i] };
+	hints[n++] = (struct rank_hint){ r->root_pid, proc_env_rank(PROCFS, r->root_pid), false };
 	if (ranks_find(r, hints, n, job) <= 0)
 		goto cleanup;
 	err = ranks_analyse(r, job);
@@ -484,6 +491,8 @@ static int prepare_ranks(struct report *r)
 cleanup:
 	free(focus);
 	free(job);
+	free(joined);
+	free(pids);
 	free(hints);
 	return err;
 }

@@ -634,6 +634,7 @@ void tracer_stop(struct tracer *t)
 	bpf_link__destroy(t->selftest_links[1]);
 	t->selftest_links[0] = t->selftest_links[1] = NULL;
 	free(t->attached);
+	free(t->joined);
 	t->attached = NULL;
 	t->nr_attached = 0;
 	tracer_unmap_pids(t);

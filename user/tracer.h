@@ -77,6 +77,12 @@ struct tracer {
 	int ranks_marked;		/* processes found in a rank (tracer_mark_rank) */
 	bool root_rank_read;
 	int root_rank;			/* the rank the target's environment names, -1 none */
+	/* Processes under the root connected to another one (procnet.h), as of the last full
+	 * scan: ranks whose environment names none. */
+	pid_t *joined;
+	int nr_joined;
+	__u64 joined_set_sig;		/* which processes were looked at */
+	int joined_rechecks;		/* full scans left to look again at the same ones */
 	int libs_unreadable;
 	int seed_failures;	/* threads seen at attach that did not fit the thread map */
 	int seed_proc_failures;	/* processes seen at attach that did not fit the process map */

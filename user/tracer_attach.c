@@ -16,6 +16,7 @@
 #include "pipeprof.h"
 #include "pipeprof.skel.h"
 #include "procmaps.h"
+#include "procnet.h"
 #include "proctree.h"
 #include "sanitize.h"
 #include "tracer.h"
@@ -310,11 +311,91 @@ static void seed_pinned(struct tracer *t, pid_t pid, struct pinned_ranges *pinne
 	pinned->nr = 0;
 }
 
+/* A target that is itself a rank is the trainer: its workers inherit its RANK. */
+static void read_root_rank(struct tracer *t)
+{
+	if (!t->root_rank_read) {
+		t->root_rank = proc_env_rank(PROCFS, t->root);
+		t->root_rank_read = true;
+	}
+}
+
+static bool joined_group(const struct tracer *t, pid_t pid)
+{
+	for (int i = 0; i < t->nr_joined; i++)
+		if (t->joined[i] == pid)
+			return true;
+	return false;
+}
+
+/*
+ * Ranks that name no rank in their environment (mp.spawn, a hand-written launcher) are known
+ * by what they do: they connect to one another to form their process group, which no
+ * DataLoader worker does. Read at each full scan (the attach, and the safety scan, which
+ * catches a rank that joined its group after the attach), and only while two processes under
+ * the root are not in a rank yet. The host's TCP table may be long (tens of thousands of lines
+ * on a server), so the same processes are looked at again only for JOINED_RECHECKS scans after
+ * they changed: long enough for a rank started after the attach to import torch and join.
+ */
+#define JOINED_RECHECKS 6
+static void find_joined(struct tracer *t)
+{
+	int fd = bpf_map__fd(t->skel->maps.tracked_procs), n = 0, cap = 0, marked;
+	__u32 key, next, *prev = NULL;
+	pid_t *pids = NULL, *grown;
+	bool *joined = NULL;
+	struct pp_proc proc;
+	__u64 sig = 0;
+
+	t->nr_joined = 0;
+	if (t->root_rank >= 0)
+		return;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &proc) || proc.exit_ns || proc.is_root ||
+		    proc.rank_tgid)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			grown = realloc(pids, cap * sizeof(*pids));
+			if (!grown)
+				goto cleanup;
+			pids = grown;
+		}
+		pids[n++] = key;
+	}
+	for (int i = 0; i < n; i++)
+		sig += (__u64)pids[i] * 0x9E3779B97F4A7C15ULL;	/* whatever the order */
+	if (sig != t->joined_set_sig) {
+		t->joined_set_sig = sig;
+		t->joined_rechecks = JOINED_RECHECKS;
+	}
+	joined = calloc(n ? n : 1, sizeof(*joined));
+	if (n < 2 || !joined || t->joined_rechecks <= 0)
+		goto cleanup;
+	t->joined_rechecks--;
+	marked = proc_joined_peers(PROCFS, t->root, pids, n, joined);
+	if (marked <= 0)
+		goto cleanup;
+	grown = realloc(t->joined, marked * sizeof(*t->joined));
+	if (!grown)
+		goto cleanup;
+	t->joined = grown;
+	for (int i = 0; i < n; i++)
+		if (joined[i])
+			t->joined[t->nr_joined++] = pids[i];
+cleanup:
+	free(joined);
+	free(pids);
+}
+
 /*
  * A distributed job's ranks under the traced launcher: a process is a rank when its
- * environment names one and no process above it (below the root) does; what runs under a rank
- * is its own, which the fork program copies from the parent. A rank exec'd after the attach is
- * marked at its exec's note, its children still to come.
+ * environment names one, or it joined a process group (find_joined), and no process above it
+ * (below the root) does; what runs under a rank is its own, which the fork program copies from
+ * the parent. A rank exec'd after the attach is marked at its exec's note, its children still
+ * to come; one that names no rank, at the full scan after it joined its group.
  */
 void tracer_mark_rank(struct tracer *t, pid_t pid)
 {
@@ -322,11 +403,7 @@ void tracer_mark_rank(struct tracer *t, pid_t pid)
 	struct pp_proc proc, up;
 	__u32 rank = 0, cur = pid;
 
-	/* A target that is itself a rank is the trainer: its workers inherit its RANK. */
-	if (!t->root_rank_read) {
-		t->root_rank = proc_env_rank(PROCFS, t->root);
-		t->root_rank_read = true;
-	}
+	read_root_rank(t);
 	if (t->root_rank >= 0)
 		return;
 	if (bpf_map_lookup_elem(fd, &cur, &proc) || proc.is_root || proc.rank_tgid)
@@ -339,7 +416,7 @@ void tracer_mark_rank(struct tracer *t, pid_t pid)
 			rank = up.rank_tgid;
 			break;
 		}
-		if (proc_env_rank(PROCFS, cur) >= 0)
+		if (proc_env_rank(PROCFS, cur) >= 0 || joined_group(t, cur))
 			rank = cur;
 		if (!up.parent_tgid)
 			break;
@@ -413,6 +490,8 @@ int tracer_refresh(struct tracer *t)
 	struct pp_proc proc;
 
 	t->full_scans++;
+	read_root_rank(t);
+	find_joined(t);
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;

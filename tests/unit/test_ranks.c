@@ -125,11 +125,59 @@ TEST(test_rank_from_environment)
 	CHECK_EQ_INT(proc_env_rank(PROCFS, 0x7fffffff), -1);
 }
 
+/* mp.spawn's ranks name no rank: they are known by their connections to each other. A
+ * launcher (100), ranks 300 and 200 joined to each other, 301 rank 300's DataLoader worker,
+ * which holds no connection. */
+TEST(test_ranks_by_their_connections)
+{
+	struct thread_result threads[] = {
+		th(200, 200, 0.55, 0.45, 0),
+		th(300, 300, 0.30, 0.05, 0.65),
+		th(301, 301, 0.95, 0, 0),
+	};
+	struct rank_hint hints[] = { { 100, -1, false }, { 300, -1, true }, { 200, -1, true },
+				     { 301, -1, false } };
+	struct report r;
+	struct job_ranks *j = calloc(1, sizeof(*j));
+
+	if (!CHECK(j != NULL))
+		return;
+	job(&r, threads, 3);
+	CHECK_EQ_INT(ranks_find(&r, hints, 4, j), 2);
+	/* Numbered by pid, and said to be. */
+	CHECK_EQ_INT(j->ranks[0].pid, 200);
+	CHECK_EQ_INT(j->ranks[0].rank, 0);
+	CHECK_EQ_INT(j->ranks[1].pid, 300);
+	CHECK_EQ_INT(j->ranks[1].rank, 1);
+	CHECK(!j->ranks[0].rank_from_env && !j->ranks[1].rank_from_env);
+	CHECK_EQ_INT(ranks_analyse(&r, j), 0);
+	CHECK_EQ_INT(j->ranks[1].workers, 1);
+	CHECK_EQ_INT(j->straggler, 1);
+	CHECK_MSG(strstr(j->summary, "2 ranks (numbered by pid: no RANK in their environment") ==
+		  j->summary, "%s", j->summary);
+	/* A worker that joined its own rank's connections is still that rank's. */
+	hints[3].joined = true;
+	CHECK_EQ_INT(ranks_find(&r, hints, 4, j), 2);
+	/* One process alone, joined to nothing else under the root, is no job of ranks. */
+	hints[2].joined = false;
+	hints[3].joined = false;
+	CHECK_EQ_INT(ranks_find(&r, hints, 4, j), 0);
+	/* Ranks that name theirs come first, by it; the rest after them, numbered by pid. */
+	hints[2] = (struct rank_hint){ 200, 7, false };
+	CHECK_EQ_INT(ranks_find(&r, hints, 4, j), 2);
+	CHECK_EQ_INT(j->ranks[0].pid, 200);
+	CHECK_EQ_INT(j->ranks[0].rank, 7);
+	CHECK_EQ_INT(j->ranks[1].pid, 300);
+	CHECK_EQ_INT(j->ranks[1].rank, 0);
+	free(j);
+}
+
 int main(void)
 {
 	RUN_TEST(test_ranks_under_a_launcher);
 	RUN_TEST(test_no_straggler_when_ranks_are_even);
 	RUN_TEST(test_a_target_that_is_a_rank_has_none_below);
 	RUN_TEST(test_rank_from_environment);
+	RUN_TEST(test_ranks_by_their_connections);
 	return unit_summary();
 }

@@ -9,6 +9,10 @@ that much worker CPU) and --slow-data-ms makes rank 1's samples dearer: a stragg
 loading (use --slow-ms 0). Each rank k > 0 writes its record beside rank 0's (--truth.rankK),
 with a 'data' segment around next(loader).
 
+--no-rank-env starts the ranks with no RANK, LOCAL_RANK, WORLD_SIZE or MASTER_* in their
+environment (each told its rank and the rendezvous address on its command line, as mp.spawn and
+hand-written launchers do): pipeprof must know them as ranks by their connections to each other.
+
 Process layout: this script is a launcher (no torch) that starts both ranks as its children
 (siblings: `python3 ddp_gloo.py --rank N`, with RANK, LOCAL_RANK and WORLD_SIZE in their
 environment as torchrun sets them), relays rank 0's stdout (so READY names rank 0's pid and
@@ -83,18 +87,26 @@ def rank_env(rank, world):
 def launcher(args, argv):
     """Starts rank 1 then rank 0, relays rank 0's stdout; returns the exit status."""
     started_ns = time.time_ns()
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
-               GLOO_SOCKET_IFNAME="lo")
+    port = free_port()
     base = [sys.executable, os.path.abspath(__file__)] + argv + ["--launcher-pid", str(os.getpid())]
-    # RANK, LOCAL_RANK and WORLD_SIZE as torchrun sets them: what pipeprof knows a rank by.
-    others = [subprocess.Popen(base + ["--rank", str(k), "--quiet"],
-                               env=dict(env, **rank_env(k, args.world)), stdout=subprocess.DEVNULL)
+    if args.rank_env:
+        # RANK, LOCAL_RANK and WORLD_SIZE as torchrun sets them: what pipeprof knows a rank by.
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                   GLOO_SOCKET_IFNAME="lo")
+        envs = [dict(env, **rank_env(k, args.world)) for k in range(args.world)]
+    else:
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+        env["GLOO_SOCKET_IFNAME"] = "lo"
+        envs = [env] * args.world
+        base += ["--master-port", str(port)]
+    others = [subprocess.Popen(base + ["--rank", str(k), "--quiet"], env=envs[k],
+                               stdout=subprocess.DEVNULL)
               for k in range(1, args.world)]
     r1 = others[0]
     r0 = subprocess.Popen(base + ["--rank", "0", "--peer-pid", str(r1.pid), "--rank-pids",
                                   ",".join(str(r.pid) for r in others)],
-                          env=dict(env, **rank_env(0, args.world)), stdout=subprocess.PIPE,
-                          text=True)
+                          env=envs[0], stdout=subprocess.PIPE, text=True)
     ranks = [r0] + others
 
     def relay():
@@ -176,8 +188,9 @@ def rank_main(args):
         import torch.distributed as dist
         torch.set_num_threads(1)
         torch.set_num_interop_threads(1)
-        dist.init_process_group("gloo", rank=args.rank, world_size=args.world,
-                                timeout=datetime.timedelta(seconds=60))
+        init = "tcp://127.0.0.1:%d" % args.master_port if args.master_port else None
+        dist.init_process_group("gloo", init_method=init, rank=args.rank,
+                                world_size=args.world, timeout=datetime.timedelta(seconds=60))
         torch.manual_seed(0)  # same initial weights on both ranks, as DDP expects
         model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(),
                                     torch.nn.Linear(512, 512), torch.nn.ReLU(),
@@ -210,6 +223,7 @@ def rank_main(args):
                 "worker_pids": st.get("worker_pids", []), "data_ms": args.data_ms,
                 "slow_data_ms_rank1": args.slow_data_ms,
                 "slow_ms_rank1": args.slow_ms, "batch": args.batch, "pinned": args.pin,
+                "rank_env": args.rank_env,
                 "parameters": sum(p.numel() for p in model.parameters())}
 
     def cleanup():
@@ -239,7 +253,11 @@ def main(argv=None):
     p.add_argument("--slow-data-ms", type=float, default=0,
                    help="with --data-ms: rank 1's worker's CPU ms per sample instead, a "
                    "straggler by its data loading")
+    p.add_argument("--rank-env", action=argparse.BooleanOptionalAction, default=True,
+                   help="give each rank RANK, LOCAL_RANK, WORLD_SIZE and MASTER_* in its "
+                   "environment, as torchrun does (default: on; off, as mp.spawn)")
     p.add_argument("--rank", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--master-port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--rank-pids", default="", help=argparse.SUPPRESS)
     p.add_argument("--peer-pid", type=int, help=argparse.SUPPRESS)
     p.add_argument("--launcher-pid", type=int, help=argparse.SUPPRESS)
