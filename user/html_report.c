@@ -397,7 +397,7 @@ static int put_flamegraph(FILE *out, const struct report *r)
 	if (!r->sample_hz || r->sample_err[0] || !r->nr_where_samples) {
 		fputs("<p>No flame graph: ", out);
 		if (!r->sample_hz) {
-			fputs("sampling was off (-F 0)", out);
+			fputs("sampling was off (-F 0; pipeprof record does not sample)", out);
 		} else if (r->sample_err[0]) {
 			fputs("the job was not sampled (", out);
 			html_text(out, r->sample_err, sizeof(r->sample_err));

@@ -43,12 +43,13 @@ static const char record_doc[] =
 	"  sudo pipeprof record -p 4242 -d 10 -o trace.json\n"
 	"  sudo pipeprof record -p 4242 -d 10 -o trace.json --report report.json\n"
 	"  sudo pipeprof record -p 4242 -d 5 -o trace.json -j > report.json\n"
+	"  sudo pipeprof record -p 4242 -d 10 -o trace.json --html report.html\n"
 	"  sudo pipeprof record -d 10 -o trace.json -- /usr/bin/python3 train.py\n"
 	"\n"
 	"Exit status: 0 written, 1 tracing or writing failed, 2 bad arguments or no\n"
 	"such process.";
 
-enum { OPT_REPORT = 0x100 };
+enum { OPT_REPORT = 0x100, OPT_HTML };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (with its descendants)", 0 },
@@ -57,6 +58,8 @@ static const struct argp_option record_options[] = {
 	{ "report", OPT_REPORT, "FILE", 0, "Also write the JSON report (pipeprof.report/v1) of "
 	  "the same window to FILE", 0 },
 	{ "json", 'j', NULL, 0, "Also print the JSON report of the same window", 0 },
+	{ "html", OPT_HTML, "FILE", 0, "Also write the report of the same window as one "
+	  "self-contained HTML page to FILE", 0 },
 	{ "tid", 't', "TID", 0, "The trainer thread (default: most GPU calls, else the main thread)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose: libbpf logs and every probe attached", 0 },
 	{},
@@ -84,6 +87,13 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		o->record_report = arg;
+		break;
+	case OPT_HTML:
+		if (!*arg || !strcmp(arg, "-")) {
+			argp_error(state, "--html needs a file name (not -)");
+			return EINVAL;
+		}
+		o->html = arg;
 		break;
 	case 'j':
 		o->json = true;

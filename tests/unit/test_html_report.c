@@ -314,7 +314,7 @@ TEST(test_nothing_to_plot)
 	CHECK(!strstr(html, "id=\"hist-") && !strstr(html, "id=\"flamegraph\""));
 	CHECK(strstr(html, "GPU synchronising calls: not traced: no GPU library &lt;mapped&gt;."));
 	CHECK(strstr(html, "Block I/O: the job issued none in the window."));
-	CHECK(strstr(html, "No flame graph: sampling was off (-F 0)."));
+	CHECK(strstr(html, "No flame graph: sampling was off (-F 0; pipeprof record does not sample)."));
 	CHECK(strstr(html, "<p>Nothing: every probe attached, no events lost.</p>"));
 	CHECK(strstr(html, "<h2>Recommendations</h2>\n<p>None"));
 	free(html);
