@@ -33,11 +33,13 @@ static const char record_doc[] =
 	"ended a wait (a DataLoader worker handing the trainer a batch) to that wait,\n"
 	"and the trainer's steps on a track of their own. The file is Chrome\n"
 	"trace-event JSON: open it in https://ui.perfetto.dev or chrome://tracing.\n"
-	"GPU API calls are not drawn apart: their time is GPU_WAIT.\v"
-	"At most 200000 episodes a second are recorded (a job switching faster loses\n"
-	"the excess, counted as dropped_episodes in the trace's otherData), and at most\n"
-	"4 Mi episodes in all (160 MB of memory). A data-loading job switching a few\n"
-	"thousand times a second makes a few MB for 10 s.\n"
+	"Each thread's GPU calls are on a track beside it: a slice per synchronising\n"
+	"call (its time is also the thread's GPU_WAIT), a mark per kernel launch.\v"
+	"At most 200000 episodes (launches included) a second are recorded (a job\n"
+	"switching faster loses the excess, counted as dropped_episodes in the trace's\n"
+	"otherData), and at most 4 Mi episodes in all (160 MB of memory). A\n"
+	"data-loading job switching a few thousand times a second makes a few MB for\n"
+	"10 s.\n"
 	"\n"
 	"EXAMPLES:\n"
 	"  sudo pipeprof record -p 4242 -d 10 -o trace.json\n"
@@ -229,8 +231,8 @@ static int write_trace(const struct report_opts *o, struct tracer *t, const stru
 		err = -errno;
 	if (!err)
 		fprintf(stderr, "pipeprof: %zu slices of %d threads, %zu wakeup flows, %zu steps, "
-			"%zu GPU calls written to %s (%llu episodes dropped)\n", st.slices,
-			r->nr_threads, st.flows, st.steps, st.gpu_calls, o->record,
+			"%zu GPU calls, %zu kernel launches written to %s (%llu episodes dropped)\n",
+			st.slices, r->nr_threads, st.flows, st.steps, st.gpu_calls, st.launches, o->record,
 			(unsigned long long)in.episodes_dropped);
 cleanup:
 	free(api_names);
