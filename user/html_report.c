@@ -49,7 +49,7 @@ static const char page_style[] =
 	"svg.plot text.label{font-size:14px;fill:#1d2330}"
 	"table{border-collapse:collapse;font-size:.88rem;font-variant-numeric:tabular-nums;margin:.6rem 0}"
 	"th,td{padding:.2rem .8rem;text-align:right;border-bottom:1px solid #e6e9ee}"
-	"th:first-child,td:first-child,td.l{text-align:left}"
+	"th:first-child,td:first-child,th.l,td.l{text-align:left}"
 	"th{font-weight:600;color:#3a4250;vertical-align:bottom}"
 	".tw{overflow-x:auto}"
 	"tr.straggler td,tr.leak td{background:#fff4e0;font-weight:600}"

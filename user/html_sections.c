@@ -30,12 +30,12 @@ void html_put_job(FILE *out, const struct report *r)
 		return;
 	fputs("<section id=\"job\">\n<h2>Job: ranks</h2>\n<p>", out);
 	html_text(out, job->summary, sizeof(job->summary));
-	fputs(".</p>\n<div class=\"tw\"><table>\n<thead><tr><th>rank</th><th>pid</th><th>verdict"
-	      "</th><th>its trainer's time</th><th>workers</th></tr></thead>\n<tbody>\n", out);
+	fputs(".</p>\n<div class=\"tw\"><table>\n<thead><tr><th>rank</th><th>pid</th><th class=\"l\">verdict"
+	      "</th><th class=\"l\">its trainer's time</th><th>workers</th></tr></thead>\n<tbody>\n", out);
 	for (int i = 0; i < job->nr; i++) {
 		const struct rank_result *rk = &job->ranks[i];
 
-		fprintf(out, "<tr%s><td>%d%s</td><td>%d</td><td>%s</td><td class=\"l\">",
+		fprintf(out, "<tr%s><td>%d%s</td><td>%d</td><td class=\"l\">%s</td><td class=\"l\">",
 			i == job->straggler ? " class=\"straggler\"" : "", rk->rank,
 			i == job->straggler ? " (the straggler)" : "", (int)rk->pid,
 			verdict_name(rk->verdict));
@@ -59,8 +59,8 @@ void html_put_waited_on(FILE *out, const struct report *r)
 	fprintf(out, "<p class=\"note\">What ended the trainer's waits: each waker's share of the "
 		"%.3f s the trainer spent off-CPU until woken, what the trainer was waiting in, and "
 		"the waker's own time.</p>\n<div class=\"tw\"><table>\n<thead><tr><th>waker</th>"
-		"<th>role</th><th>pid</th><th>share</th><th>wakeups</th><th>the trainer waited in"
-		"</th><th>its own time</th></tr></thead>\n<tbody>\n", a->waited_total_ns / 1e9);
+		"<th class=\"l\">role</th><th>pid</th><th>share</th><th>wakeups</th><th class=\"l\">the trainer waited in"
+		"</th><th class=\"l\">its own time</th></tr></thead>\n<tbody>\n", a->waited_total_ns / 1e9);
 	for (int i = 0; i < a->nr_waited_on && i < 5; i++) {
 		const struct waited_on *w = &a->waited_on[i];
 		const struct thread_result *t = report_waker_thread(r, w);
@@ -69,7 +69,7 @@ void html_put_waited_on(FILE *out, const struct report *r)
 		format_waker_name(who, sizeof(who), w);
 		fputs("<tr><td><code>", out);
 		html_text(out, who, sizeof(who));
-		fprintf(out, "</code></td><td>%s</td><td>", report_waker_role(r, w));
+		fprintf(out, "</code></td><td class=\"l\">%s</td><td>", report_waker_role(r, w));
 		if (w->ctx == PP_WAKE_TASK)
 			fprintf(out, "%u", w->tgid);
 		fprintf(out, "</td><td>%.1f%%</td><td>%llu</td><td class=\"l\">",
@@ -175,7 +175,8 @@ void html_put_gpu_steps(FILE *out, const struct report *r)
 		snprintf(what, sizeof(what), "&nbsp;&nbsp;<code>%s</code>", gpu_apis[api].name);
 		gpu_row(out, what, s, g->sync_calls[api], 0, 0, false);
 	}
-	if (r->devmem_traced) {
+	/* As the text report: device figures where the steps allocated or freed. */
+	if (r->devmem_traced && (g->dev.allocs || g->dev.frees)) {
 		gpu_row(out, "device allocations", s, g->dev.allocs, g->dev_allocs_min,
 			g->dev_allocs_max, true);
 		gpu_row(out, "device frees", s, g->dev.frees, g->dev_frees_min, g->dev_frees_max, true);
@@ -258,14 +259,14 @@ void html_put_memory(FILE *out, const struct report *r)
 	fprintf(out, "<p class=\"note\">Resident memory (RSS) summed over each role's processes, "
 		"read from /proc every %.2f s (%d readings). Growth is a leak when it held all "
 		"window.</p>\n<div class=\"tw\"><table>\n<thead><tr><th>role</th><th>processes</th>"
-		"<th>now</th><th>peak</th><th>growth</th><th>major faults</th></tr></thead>\n"
+		"<th>now</th><th>peak</th><th class=\"l\">growth</th><th>major faults</th></tr></thead>\n"
 		"<tbody>\n", m->interval_s, m->readings);
 	for (int g = 0; g < NR_MEM_GROUPS; g++) {
 		const struct mem_group_summary *s = &m->group[g];
 
 		if (!s->processes)
 			continue;
-		fprintf(out, "<tr%s><td>%s</td><td>%d</td><td>%s</td><td>%s</td><td>",
+		fprintf(out, "<tr%s><td>%s</td><td>%d</td><td>%s</td><td>%s</td><td class=\"l\">",
 			s->leak ? " class=\"leak\"" : "", mem_group_name(g), s->processes,
 			report_fmt_bytes(v[0], sizeof(v[0]), (double)s->rss_bytes),
 			report_fmt_bytes(v[1], sizeof(v[1]), (double)s->peak_bytes));
