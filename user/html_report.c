@@ -51,7 +51,9 @@ static const char page_style[] =
 	"th,td{padding:.2rem .8rem;text-align:right;border-bottom:1px solid #e6e9ee}"
 	"th:first-child,td:first-child,th.l,td.l{text-align:left}"
 	"th{font-weight:600;color:#3a4250;vertical-align:bottom}"
-	".tw{overflow-x:auto}"
+	/* Figures stay whole on a narrow screen (the table scrolls); sentences wrap. */
+	".tw{overflow-x:auto}td{white-space:nowrap}td.l{white-space:normal;min-width:10em}"
+	"td code{overflow-wrap:normal}"
 	"tr.straggler td,tr.leak td{background:#fff4e0;font-weight:600}"
 	".alert{padding:.4rem .8rem;border-left:4px solid #d9822b;background:#fff4e0}"
 	"ol.recs{padding-left:1.4rem}ol.recs li{margin:0 0 .9rem}"
