@@ -21,7 +21,8 @@ sentence where it has none.
 The jobs: tools/workloads/data_bound.py (DATA-LOADING BOUND, steps from the autograd engine,
 CPU samples; with --leak-kb 64 attached twice for 6 s, the workers' memory leak in both pages),
 gpu.py on the fake CUDA runtime (GPU sync histograms; launches, allocations and a device leak a
-step for the GPU API per step and GPU memory sections), and hostile_names.py run
+step for the GPU API per step and GPU memory sections), ddp_gloo.py's two ranks attached at
+their launcher (the Job section, the straggler marked), and hostile_names.py run
 from a copy at a path that holds <script>alert(1)</script>&"', its main thread (the trainer)
 named <script>&"' and its command line carrying the same markup: the page must show each as
 text and hold no <script> element. Also: --html - is refused, and a page that cannot be written
@@ -224,6 +225,20 @@ def leak_pages(tmp_path_factory):
     finally:
         w.kill_group()
     yield pages
+
+
+@pytest.fixture(scope="module")
+def ranks_page(tmp_path_factory):
+    """ddp_gloo.py (two gloo ranks, rank 1 slower: --slow-ms 25, as tests/test_ranks.py runs
+    it) attached at its launcher."""
+    d = tmp_path_factory.mktemp("html-ranks")
+    w, _ = start([PYTHON, os.path.join(WORKLOADS, "ddp_gloo.py"), "--slow-ms", "25",
+                  "--duration", "120", "--truth", str(d / "truth.json")], "ddp_gloo.py")
+    try:
+        report, _ = attach(w, w.p.pid, d / "report.html")
+    finally:
+        w.kill_group()
+    yield {"report": report, "html": d / "report.html"}
 
 
 @pytest.fixture(scope="module")
@@ -452,6 +467,24 @@ def test_memory_leak_on_the_page(leak_pages):
 
 def test_leak_page_renders(leak_pages, tmp_path):
     check_render(leak_pages[0]["html"], tmp_path, "leak", DATA_WAIT_RGB)
+
+
+def test_ranks_on_the_page(ranks_page):
+    """A job of ranks: the Job section first, the JSON's summary, a row a rank with its pid
+    and verdict, the straggler's row marked as the JSON names it."""
+    p = check_page(ranks_page)
+    job = ranks_page["report"]["job"]
+    assert job and len(job["ranks"]) == 2, job
+    html = ranks_page["html"].read_text()
+    assert html.index('<section id="job">') < html.index('<section id="steps">')
+    assert job["summary"] in p.by_id["job"], (job["summary"], p.by_id["job"])
+    for rk in job["ranks"]:
+        straggler = rk["rank"] == job["straggler_rank"]
+        row = '<tr%s><td>%d%s</td><td>%d</td><td class="l">%s</td>' % (
+            ' class="straggler"' if straggler else "", rk["rank"],
+            " (the straggler)" if straggler else "", rk["pid"], rk["verdict"])
+        assert row in html, (row, p.by_id["job"])
+    assert html.count('class="straggler"') == (job["straggler_rank"] is not None)
 
 
 def test_hostile_names_are_text(hostile_page):
