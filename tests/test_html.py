@@ -311,7 +311,7 @@ def check_page(page):
 
 def check_text_sections(p, html, rep):
     """The text report's sections: each there, with the JSON's figures or a sentence."""
-    for sid in ("waited-on", "gpu-steps", "gpu-memory", "memory"):
+    for sid in ("waited-on", "gpu-steps", "gpu-memory", "memory", "waits"):
         assert sid in p.by_id, (sid, sorted(p.by_id))
     assert ("job" in p.by_id) == bool(rep.get("job")), rep.get("job")
     # Waited on: the first five wakers, each with its share of the trainer's woken time.
@@ -346,6 +346,15 @@ def check_text_sections(p, html, rep):
         for proc in gm["processes"]:
             assert "pid %d" % proc["pid"] in shown, (proc, shown)
     assert ("a probable device-memory leak" in shown) == bool(gm["leak"]), (gm, shown)
+    # Where the trainer waits: a heading a state of 1% or more of its waits, with their time.
+    states = rep["where"]["waits"]["states"]
+    total = sum(st["seconds"] for st in states.values())
+    shown = p.by_id["waits"]
+    if not states:
+        assert "No wait of the trainer" in shown, shown
+    for name, st in states.items():
+        heading = "%s: %.2f s in %d waits" % (name, st["seconds"], st["count"])
+        assert (heading in shown) == (st["seconds"] >= 0.01 * total), (heading, shown)
     # Memory: a row a group with processes, the leak wording where the JSON has a leak.
     m, shown = rep["memory"], p.by_id["memory"]
     if m["readings"]:

@@ -508,6 +508,7 @@ int report_print_html(FILE *out, const struct report *r)
 	err = put_flamegraph(out, r);
 	if (err)
 		return err;
+	html_put_waits(out, r);
 	put_recommendations(out, r);
 	put_not_traced(out, r);
 	fprintf(out, "<footer>pipeprof, schema %s: the same figures as the text report "

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The HTML page's sections that the text report has beside its plots: the job's ranks, who the
- * trainer waited on, the GPU API per step, GPU memory and host memory. Each reads the figures
+ * trainer waited on, the GPU API per step, GPU memory, host memory and where the trainer waits. Each reads the figures
  * the text report's sections read, through the same functions (report.h, steps.h), and says
  * "not traced" where the report has no data rather than leaving a section out.
  */
 #include <inttypes.h>
+#include <stdint.h>
 #include <string.h>
 #include "gpu_apis.h"
 #include "html_sections.h"
@@ -290,5 +291,74 @@ void html_put_memory(FILE *out, const struct report *r)
 	if (r->mem_readings_lost)
 		fprintf(out, "<p class=\"note\">%llu readings left out (over the cap).</p>\n",
 			(unsigned long long)r->mem_readings_lost);
+	fputs("</section>\n", out);
+}
+
+/* One state's sites and wakers: where the trainer's Python stack stood as its waits began,
+ * and what the threads that ended them were running. */
+static void put_wait_state(FILE *out, const struct report *r, int s)
+{
+	const struct where_wait_state *st = &r->wait_states[s];
+
+	fprintf(out, "<h3><span class=\"swatch\" style=\"background:%s\"></span>%s: %.2f s in "
+		"%llu waits</h3>\n<div class=\"tw\"><table>\n<thead><tr><th>share</th>"
+		"<th class=\"l\">where the trainer waited</th></tr></thead>\n<tbody>\n",
+		html_state_color(s), state_name(s), st->ns / 1e9, (unsigned long long)st->count);
+	for (int k = 0; k < st->nr_sites; k++) {
+		const struct wait_site *w = &st->sites[k];
+
+		fprintf(out, "<tr><td>%.1f%%</td><td class=\"l\"><code>",
+			st->ns ? 100.0 * w->ns / st->ns : 0);
+		html_text(out, where_name_of(r, w->site), SIZE_MAX);
+		fputs("</code>", out);
+		if (w->inner != w->site && w->inner >= 0) {
+			fputs(", in <code>", out);
+			html_text(out, where_name_of(r, w->inner), SIZE_MAX);
+			fputs("</code>", out);
+		}
+		fputs("</td></tr>\n", out);
+	}
+	for (int k = 0; k < st->nr_wakers; k++) {
+		const struct waker_site *w = &st->wakers[k];
+
+		fprintf(out, "<tr><td>%.1f%%</td><td class=\"l\">ended by ",
+			st->ns ? 100.0 * w->ns / st->ns : 0);
+		if (!w->tid) {
+			fputs("an interrupt or a task outside the job", out);
+		} else {
+			fprintf(out, "%s thread %u, in <code>", w->role >= 0 ? role_name(w->role) :
+				"untraced", w->tid);
+			html_text(out, where_name_of(r, w->site), SIZE_MAX);
+			fputs("</code>", out);
+		}
+		fputs("</td></tr>\n", out);
+	}
+	fputs("</tbody>\n</table></div>\n", out);
+}
+
+void html_put_waits(FILE *out, const struct report *r)
+{
+	uint64_t total = 0, count = 0;
+
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		total += r->wait_states[s].ns;
+		count += r->wait_states[s].count;
+	}
+	fputs("<section id=\"waits\">\n<h2>Where the trainer waits</h2>\n", out);
+	if (!count) {
+		fprintf(out, "<p>No wait of the trainer with its Python stack in the window%s.</p>\n",
+			r->sample_hz ? "" : " (stacks are read with the CPU samples: sampling was off)");
+	} else {
+		fprintf(out, "<p class=\"note\">The trainer's %llu waits (%.2f s) by state: its Python "
+			"stack as each began, by wait time, and what the thread that ended them was "
+			"running.</p>\n", (unsigned long long)count, total / 1e9);
+		for (int s = 0; s < PP_NR_STATES; s++)
+			if (r->wait_states[s].count &&
+			    r->wait_states[s].ns >= WHERE_WAIT_STATE_MIN_SHARE * total)
+				put_wait_state(out, r, s);
+	}
+	if (r->wait_records_lost)
+		fprintf(out, "<p class=\"note\">%llu waits lost (ring buffer full).</p>\n",
+			(unsigned long long)r->wait_records_lost);
 	fputs("</section>\n", out);
 }

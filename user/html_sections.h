@@ -18,5 +18,7 @@ void html_put_gpu_steps(FILE *out, const struct report *r);
 void html_put_gpumem(FILE *out, const struct report *r);
 /* Host RSS per role, its growth and the leak verdict. */
 void html_put_memory(FILE *out, const struct report *r);
+/* The trainer's waits by state: its Python stack as each began and who ended them. */
+void html_put_waits(FILE *out, const struct report *r);
 
 #endif

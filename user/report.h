@@ -202,6 +202,10 @@ int where_finish(struct report *r);
  * support it (after where_finish()). */
 void where_annotate(struct report *r);
 void where_print_text(FILE *out, const struct report *r);
+/* A Python frame's name by its id in where_names; "no Python frame" for -1. */
+const char *where_name_of(const struct report *r, int id);
+/* The trainer's wait states worth a line: those of at least this share of its wait time. */
+#define WHERE_WAIT_STATE_MIN_SHARE 0.01
 struct json_object;
 struct json_object *where_json(const struct report *r);
 void where_free(struct report *r);

@@ -324,6 +324,9 @@ TEST(test_nothing_to_plot)
 	CHECK(strstr(html, "<h2>Waited on</h2>\n<p>No wakeup"));
 	CHECK(strstr(html, "<h2>GPU memory</h2>\n<p>Not traced: "));
 	CHECK(strstr(html, "<h2>Memory</h2>\n<p>Host memory: not read in this trace.</p>"));
+	CHECK(strstr(html, "<h2>Where the trainer waits</h2>\n<p>No wait of the trainer with its "
+		      "Python stack in the window (stacks are read with the CPU samples: sampling "
+		      "was off).</p>"));
 	free(html);
 }
 
@@ -386,9 +389,21 @@ TEST(test_text_report_sections)
 		.rss_bytes = 300000000, .peak_bytes = 300000000, .growth_bytes_per_s = 1e6,
 		.growing = 2, .leak = true, .major_faults = 9 };
 
+	/* The trainer's data waits, begun in a function of a hostile file, ended by the worker. */
+	report.wait_states[PP_DATA_WAIT] = (struct where_wait_state){ .ns = 1400 * MS, .count = 70,
+								      .nr_sites = 1, .nr_wakers = 2 };
+	report.wait_states[PP_DATA_WAIT].sites[0] = (struct wait_site){
+		.site = where_name_id(&report.where_names, "step (" HOSTILE ".py:3)"),
+		.inner = where_name_id(&report.where_names, "select (selectors.py:402)"),
+		.ns = 1400 * MS, .count = 70 };
+	report.wait_states[PP_DATA_WAIT].wakers[0] = (struct waker_site){
+		.tid = 200, .role = ROLE_WORKER, .site = -1, .ns = 1050 * MS, .count = 50 };
+	report.wait_states[PP_DATA_WAIT].wakers[1] = (struct waker_site){ .ns = 350 * MS, .count = 20 };
+
 	html = render(&report, &err);
 	CHECK_EQ_INT(err, 0);
 	report.job = NULL;
+	memset(report.wait_states, 0, sizeof(report.wait_states));
 	if (!html)
 		return;
 	check_safe(html);
@@ -419,6 +434,14 @@ TEST(test_text_report_sections)
 		      "<td class=\"l\">no steady growth</td>"));
 	CHECK(strstr(html, "<tr class=\"leak\"><td>WORKERS</td><td>2</td><td>300.0 MB</td>"));
 	CHECK(strstr(html, "/s) in 2 of 2: a probable leak</td><td>9 ("));
+	/* Where the trainer waits: the site escaped, the wakers with their shares. */
+	CHECK(strstr(html, "DATA_WAIT: 1.40 s in 70 waits</h3>"));
+	CHECK(strstr(html, "<tr><td>100.0%</td><td class=\"l\"><code>step (" HOSTILE_SHOWN
+		      ".py:3)</code>, in <code>select (selectors.py:402)</code></td></tr>"));
+	CHECK(strstr(html, "<tr><td>75.0%</td><td class=\"l\">ended by WORKER thread 200, in "
+		      "<code>no Python frame</code></td></tr>"));
+	CHECK(strstr(html, "<tr><td>25.0%</td><td class=\"l\">ended by an interrupt or a task "
+		      "outside the job</td></tr>"));
 	free(html);
 	where_free(&report);
 }
