@@ -318,10 +318,13 @@ static void put_wait_state(FILE *out, const struct report *r, int s)
 		}
 		fputs("</td></tr>\n", out);
 	}
+	if (st->nr_wakers)
+		fputs("</tbody>\n<thead><tr><th>share</th><th class=\"l\">what ended the waits</th>"
+		      "</tr></thead>\n<tbody>\n", out);
 	for (int k = 0; k < st->nr_wakers; k++) {
 		const struct waker_site *w = &st->wakers[k];
 
-		fprintf(out, "<tr><td>%.1f%%</td><td class=\"l\">ended by ",
+		fprintf(out, "<tr><td>%.1f%%</td><td class=\"l\">",
 			st->ns ? 100.0 * w->ns / st->ns : 0);
 		if (!w->tid) {
 			fputs("an interrupt or a task outside the job", out);

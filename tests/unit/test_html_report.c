@@ -438,9 +438,10 @@ TEST(test_text_report_sections)
 	CHECK(strstr(html, "DATA_WAIT: 1.40 s in 70 waits</h3>"));
 	CHECK(strstr(html, "<tr><td>100.0%</td><td class=\"l\"><code>step (" HOSTILE_SHOWN
 		      ".py:3)</code>, in <code>select (selectors.py:402)</code></td></tr>"));
-	CHECK(strstr(html, "<tr><td>75.0%</td><td class=\"l\">ended by WORKER thread 200, in "
+	CHECK(strstr(html, "<th class=\"l\">what ended the waits</th></tr></thead>\n<tbody>\n"
+		      "<tr><td>75.0%</td><td class=\"l\">WORKER thread 200, in "
 		      "<code>no Python frame</code></td></tr>"));
-	CHECK(strstr(html, "<tr><td>25.0%</td><td class=\"l\">ended by an interrupt or a task "
+	CHECK(strstr(html, "<tr><td>25.0%</td><td class=\"l\">an interrupt or a task "
 		      "outside the job</td></tr>"));
 	free(html);
 	where_free(&report);
