@@ -33,7 +33,7 @@ PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hi
 	user/recommend.c user/pystack.c user/where.c user/callsite.c user/flamegraph.c user/steps.c \
 	user/steps_report.c user/memory.c user/memory_report.c user/gpumem.c user/gpumem_report.c \
 	user/ranks.c user/procnet.c \
-	user/html_svg.c user/html_report.c \
+	user/html_svg.c user/html_report.c user/html_sections.c \
 	user/diff.c user/diff_report.c user/trace_json.c \
 	user/top_view.c
 PLUMBING_SRCS := $(filter-out $(PURE_SRCS),$(wildcard user/*.c))

@@ -78,6 +78,8 @@ extern const volatile __u32 record_cap;
 /* record.bpf.c; state may carry PP_EP_WOKEN: the thread's waker fields name who ended it. */
 #define PP_EP_WOKEN 0x100
 int record_episode(struct pp_thread *t, __u32 tid, __u32 state, __u64 from, __u64 to);
+/* record.bpf.c: a kernel launch of api (a gpu_apis id) at now, as a PP_EP_LAUNCH record. */
+int record_launch(struct pp_thread *t, __u32 tid, __u32 api, __u64 now);
 /* Where this CPU's preempt count lies relative to its run queue (core_fixes.bpf.h); 0 when
  * userspace could not find both in the kernel's BTF. */
 extern const volatile __s64 preempt_count_rq_delta;

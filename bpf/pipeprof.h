@@ -533,6 +533,10 @@ struct pp_episode {
 	__u32 pad;
 };
 
+/* pp_episode.state of a kernel launch (`record`): no state, an instant (start_ns == end_ns),
+ * api the launch API's id + 1. Launches share the episodes' ring buffer and rate cap. */
+#define PP_EP_LAUNCH	0xffu
+
 /* The rate cap: episodes each CPU may send per PP_EPISODE_SLOT_NS; userspace sets the count
  * (record_cap rodata) from the job-wide cap and the number of CPUs. */
 #define PP_EPISODE_SLOT_NS	(10ULL * 1000000)

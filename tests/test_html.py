@@ -14,8 +14,15 @@ Three jobs, each attached once (module fixtures), their pages checked in two way
   chromium's network log. A page known to be bad shows that these checks catch what they look
   for. Skipped, with the reason, where chromium is not installed.
 
+Every page also has the text report's sections (ids waited-on, gpu-steps, gpu-memory, memory,
+and job for a job of ranks), each with the JSON report's figures where it has data and a
+sentence where it has none.
+
 The jobs: tools/workloads/data_bound.py (DATA-LOADING BOUND, steps from the autograd engine,
-CPU samples), gpu.py on the fake CUDA runtime (GPU sync histograms), and hostile_names.py run
+CPU samples; with --leak-kb 64 attached twice for 6 s, the workers' memory leak in both pages),
+gpu.py on the fake CUDA runtime (GPU sync histograms; launches, allocations and a device leak a
+step for the GPU API per step and GPU memory sections), ddp_gloo.py's two ranks attached at
+their launcher (the Job section, the straggler marked), and hostile_names.py run
 from a copy at a path that holds <script>alert(1)</script>&"', its main thread (the trainer)
 named <script>&"' and its command line carrying the same markup: the page must show each as
 text and hold no <script> element. Also: --html - is refused, and a page that cannot be written
@@ -188,9 +195,47 @@ def gpu_page(tmp_path_factory):
                     pytrace=False)
     d = tmp_path_factory.mktemp("html-gpu")
     w, pid = start([PYTHON, os.path.join(WORKLOADS, "gpu.py"), "--gpu-ms", "2", "--duration",
-                    "120", "--truth", "/dev/null"], "gpu.py")
+                    "120", "--truth", "/dev/null", "--launches", "4", "--allocs-per-step", "2",
+                    "--alloc-bytes", "65536", "--leak-allocs-per-step", "1"], "gpu.py")
     try:
         report, _ = attach(w, pid, d / "report.html")
+    finally:
+        w.kill_group()
+    yield {"report": report, "html": d / "report.html"}
+
+
+LEAK_WINDOW_S = 6
+
+
+@pytest.fixture(scope="module")
+def leak_pages(tmp_path_factory):
+    """data_bound.py --leak-kb 64 (each sample keeps 64 KiB in the worker), attached twice for
+    LEAK_WINDOW_S: long enough for the growth to hold all window."""
+    d = tmp_path_factory.mktemp("html-leak")
+    w, pid = start([PYTHON, os.path.join(WORKLOADS, "data_bound.py"), "--duration", "120",
+                    "--leak-kb", "64", "--truth", str(d / "truth.json")], "data_bound.py")
+    pages = []
+    try:
+        for i in range(2):
+            html = d / ("report%d.html" % i)
+            report, _ = attach(w, pid, html, ["-d", str(LEAK_WINDOW_S)])
+            pages.append({"report": report, "html": html})
+            # Beside the page, for a failure's diagnosis.
+            (d / ("report%d.json" % i)).write_text(json.dumps(report))
+    finally:
+        w.kill_group()
+    yield pages
+
+
+@pytest.fixture(scope="module")
+def ranks_page(tmp_path_factory):
+    """ddp_gloo.py (two gloo ranks, rank 1 slower: --slow-ms 25, as tests/test_ranks.py runs
+    it) attached at its launcher."""
+    d = tmp_path_factory.mktemp("html-ranks")
+    w, _ = start([PYTHON, os.path.join(WORKLOADS, "ddp_gloo.py"), "--slow-ms", "25",
+                  "--duration", "120", "--truth", str(d / "truth.json")], "ddp_gloo.py")
+    try:
+        report, _ = attach(w, w.p.pid, d / "report.html")
     finally:
         w.kill_group()
     yield {"report": report, "html": d / "report.html"}
@@ -260,7 +305,63 @@ def check_page(page):
         for what in (rec["text"], "measured: " + rec["evidence"]):
             if plain(what):
                 assert what in text, what
+    check_text_sections(p, raw.decode("utf-8"), rep)
     return p
+
+
+def check_text_sections(p, html, rep):
+    """The text report's sections: each there, with the JSON's figures or a sentence."""
+    for sid in ("waited-on", "gpu-steps", "gpu-memory", "memory", "waits"):
+        assert sid in p.by_id, (sid, sorted(p.by_id))
+    assert ("job" in p.by_id) == bool(rep.get("job")), rep.get("job")
+    # Waited on: the first five wakers, each with its share of the trainer's woken time.
+    wo, shown = rep["waited_on"], p.by_id["waited-on"]
+    if not wo:
+        assert "No wakeup" in shown, shown
+    for x in wo[:5]:
+        who = "thread %d" % x["tid"] if x["tid"] is not None else x["comm"].strip("[]")
+        assert who in shown, (who, shown)
+        assert "%.1f%%" % (100 * x["share"]) in shown, (x, shown)
+    # GPU API per step: launches and syncs a step as the JSON has them.
+    g, shown = rep["steps"]["gpu"], p.by_id["gpu-steps"]
+    if not rep["gpu"]["traced"]:
+        assert "Not traced" in shown, shown
+    elif g is None:
+        assert "No whole step" in shown, shown
+    else:
+        for what, key in (("kernel launches", "launches"), ("synchronising calls", "syncs")):
+            row = re.search(r"<tr><td>%s</td><td>([\d.]+)</td><td>(\d+) to (\d+)</td>"
+                            r"<td>(\d+)</td></tr>" % what, html)
+            assert row, (what, shown)
+            assert abs(float(row.group(1)) - g[key + "_per_step"]) < 0.006, (row.group(0), g)
+            assert (int(row.group(2)), int(row.group(3))) == (g[key + "_min"], g[key + "_max"])
+            assert int(row.group(4)) == g[key], (row.group(0), g)
+    # GPU memory: a row a process, the leak sentence with the JSON's flag.
+    gm, shown = rep["gpu_memory"], p.by_id["gpu-memory"]
+    if not gm["traced"]:
+        assert "Not traced" in shown, shown
+    elif not gm["processes"]:
+        assert "No device memory" in shown, shown
+    else:
+        for proc in gm["processes"]:
+            assert "pid %d" % proc["pid"] in shown, (proc, shown)
+    assert ("a probable device-memory leak" in shown) == bool(gm["leak"]), (gm, shown)
+    # Where the trainer waits: a heading a state of 1% or more of its waits, with their time.
+    states = rep["where"]["waits"]["states"]
+    total = sum(st["seconds"] for st in states.values())
+    shown = p.by_id["waits"]
+    if not states:
+        assert "No wait of the trainer" in shown, shown
+    for name, st in states.items():
+        heading = "%s: %.2f s in %d waits" % (name, st["seconds"], st["count"])
+        assert (heading in shown) == (st["seconds"] >= 0.01 * total), (heading, shown)
+    # Memory: a row a group with processes, the leak wording where the JSON has a leak.
+    m, shown = rep["memory"], p.by_id["memory"]
+    if m["readings"]:
+        for name, grp in m["groups"].items():
+            assert (name in shown) == (grp["processes"] > 0), (name, grp, shown)
+        leaks = sum(1 for grp in m["groups"].values() if grp["leak"])
+        assert shown.count("a probable leak") == leaks, (m, shown)
 
 
 CHROMIUM = shutil.which("chromium")
@@ -337,6 +438,62 @@ def test_gpu_histograms(gpu_page):
     counts = [int(m.group(1)) for t in p.titles["hist-cudaStreamSynchronize"]
               for m in [re.search(r": (\d+) calls", t)] if m]
     assert sum(counts) == api["calls"], (counts, api["calls"])
+
+
+def test_gpu_api_per_step_and_memory(gpu_page):
+    """gpu.py --launches 4 --allocs-per-step 2: the page's GPU API per step has its 4 launches
+    and 1 sync a step, and GPU memory the trainer's process with its allocations."""
+    p = check_page(gpu_page)
+    rep = gpu_page["report"]
+    g = rep["steps"]["gpu"]
+    assert g is not None and g["launches_per_step"] == 4 and g["syncs_per_step"] == 1, g
+    assert "4 to 4" in p.by_id["gpu-steps"], p.by_id["gpu-steps"]
+    assert "cudaStreamSynchronize" in p.by_id["gpu-steps"]
+    assert rep["gpu_memory"]["traced"] and rep["gpu_memory"]["processes"], rep["gpu_memory"]
+    assert "TRAINER pid %d" % rep["pid"] in p.by_id["gpu-memory"], p.by_id["gpu-memory"]
+
+
+def test_gpu_page_renders(gpu_page, tmp_path):
+    check_render(gpu_page["html"], tmp_path, "gpu")
+
+
+def test_memory_leak_on_the_page(leak_pages):
+    """The workers' leak in the Memory section of both attaches' pages, as their JSON has it;
+    who the trainer waited on (the worker's threads) in both."""
+    for i, page in enumerate(leak_pages):
+        p = check_page(page)
+        rep = page["report"]
+        assert rep["memory"]["groups"]["WORKERS"]["leak"], (i, page["html"], rep["memory"])
+        assert not rep["memory"]["groups"]["TRAINER"]["leak"], rep["memory"]
+        html = page["html"].read_text()
+        assert re.search(r'<tr class="leak"><td>WORKERS</td><td>1</td><td>[\d.]+ [kMG]?B</td>'
+                         r'<td>[\d.]+ [kMG]?B</td><td class="l">[\d.]+ [kMG]?B a step \(',
+                         html), p.by_id["memory"]
+        wo = rep["waited_on"]
+        assert wo and wo[0]["role"] == "WORKER", wo
+        assert "WORKER" in p.by_id["waited-on"], p.by_id["waited-on"]
+
+
+def test_leak_page_renders(leak_pages, tmp_path):
+    check_render(leak_pages[0]["html"], tmp_path, "leak", DATA_WAIT_RGB)
+
+
+def test_ranks_on_the_page(ranks_page):
+    """A job of ranks: the Job section first, the JSON's summary, a row a rank with its pid
+    and verdict, the straggler's row marked as the JSON names it."""
+    p = check_page(ranks_page)
+    job = ranks_page["report"]["job"]
+    assert job and len(job["ranks"]) == 2, job
+    html = ranks_page["html"].read_text()
+    assert html.index('<section id="job">') < html.index('<section id="steps">')
+    assert job["summary"] in p.by_id["job"], (job["summary"], p.by_id["job"])
+    for rk in job["ranks"]:
+        straggler = rk["rank"] == job["straggler_rank"]
+        row = '<tr%s><td>%d%s</td><td>%d</td><td class="l">%s</td>' % (
+            ' class="straggler"' if straggler else "", rk["rank"],
+            " (the straggler)" if straggler else "", rk["pid"], rk["verdict"])
+        assert row in html, (row, p.by_id["job"])
+    assert html.count('class="straggler"') == (job["straggler_rank"] is not None)
 
 
 def test_hostile_names_are_text(hostile_page):

@@ -10,6 +10,10 @@ nanosecond before that wait's end, and on the trainer those waits are DATA_WAIT 
 by RUNQ (or RUNNING); no episode was dropped, and the metadata says so; the file stays under
 TRACE_MB_PER_10S for ten seconds of this job. Perfetto's trace_processor is not packaged for
 Debian: where it is on PATH the trace is also loaded by it, else that check is skipped.
+
+On the fake CUDA runtime (gpu.py): each synchronising call a slice on the trainer's GPU track;
+each kernel launch an instant there, as many inside the trainer's steps as the report counts in
+them, recorded twice; and record --html writes the page of the same window.
 """
 import json
 import os
@@ -206,3 +210,56 @@ def test_gpu_calls_on_their_own_track(procs, pipeprof_bin, fakecuda, tmp_path):
         assert names.get((e["pid"], e["tid"])) == "GPU calls of %d" % tid, e
         s = slice_at(waits, e["ts"] + e["dur"] / 2)
         assert s and s[0] - EPS_US <= e["ts"] and e["ts"] + e["dur"] <= s[1] + EPS_US, (e, s)
+
+
+def test_launches_are_instants_counted_as_the_report(procs, pipeprof_bin, fakecuda, tmp_path):
+    """gpu.py --launches 6: every kernel launch an instant ("ph":"i", thread scope) named
+    cudaLaunchKernel on the trainer's GPU track; those inside the trainer's steps (the steps
+    track's first start to its last end) exactly as many as the report's steps.gpu.launches of
+    the same window, 6 a step, in each of two recordings; none dropped. With --html, the page
+    of that window: self-contained, the report's verdict, its launches a step."""
+    from test_html import page_problems
+
+    truth = str(tmp_path / "truth.json")
+    w, pid, tid = start_workload(procs, "gpu.py", ["--gpu-ms", "2", "--launches", "6"], truth,
+                                 duration=60)
+    runs = []
+    for i in range(2):
+        paths = [str(tmp_path / ("%s%d.%s" % (n, i, ext)))
+                 for n, ext in (("trace", "json"), ("report", "json"), ("page", "html"))]
+        r = subprocess.run([PIPEPROF, "record", "-p", str(pid), "-d", "3", "-o", paths[0],
+                            "--report", paths[1], "--html", paths[2]],
+                           capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert r.returncode == 0, r.stderr
+        runs.append((json.load(open(paths[0])), json.load(open(paths[1])), paths[2], r.stderr))
+    finish_workload(w, truth)
+    for trace, report, page, stderr in runs:
+        assert trace["otherData"]["dropped_episodes"] == 0, stderr
+        ev = trace["traceEvents"]
+        launches = [e for e in ev if e["ph"] == "i"]
+        assert launches, stderr
+        for e in launches:
+            assert e["s"] == "t" and e["name"] == "cudaLaunchKernel" and "dur" not in e, e
+            assert e["pid"] == pid and e["tid"] == tid | 0x20000000, e
+        steps = [e for e in ev if e["ph"] == "X" and e.get("cat") == "step"]
+        g = report["steps"]["gpu"]
+        assert steps and g and g["launches_per_step"] == 6, (len(steps), g)
+        lo, hi = min(e["ts"] for e in steps), max(e["ts"] + e["dur"] for e in steps)
+        inside = [e for e in launches if lo <= e["ts"] < hi]
+        assert len(inside) == g["launches"], (len(inside), g["launches"], len(launches))
+        assert "%d kernel launches" % len(launches) in stderr, stderr
+        # The page of the same window.
+        raw = open(page, "rb").read()
+        problems, p = page_problems(raw)
+        assert not problems, problems
+        assert p.by_id["verdict"].split(":")[0] == report["verdict"]["name"], p.by_id["verdict"]
+        assert '<tr><td>kernel launches</td><td>6</td><td>6 to 6</td><td>%d</td></tr>' % \
+            g["launches"] in raw.decode(), p.by_id["gpu-steps"]
+
+
+def test_html_usage_error(pipeprof_bin, tmp_path):
+    """record --html - is refused (exit 2) and traces nothing."""
+    r = subprocess.run([PIPEPROF, "record", "-p", "1", "-o", str(tmp_path / "t"), "--html",
+                        "-"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--html needs a file name" in r.stderr, r
+    assert not os.path.exists(tmp_path / "t")

@@ -21,15 +21,14 @@ static void print_signed_bytes(FILE *out, double b)
 		fprintf(out, "%.0f B", a);
 }
 
-/* Where its figures are and whether a step fit exists: the trainer's steps' GPU figures. */
-static const struct gpumem_fit *growth_of(const struct report *r)
+const struct gpumem_fit *gpumem_growth(const struct report *r)
 {
 	return r->gpu_traced && r->steps.count ? &r->steps.gpu.dev_growth : NULL;
 }
 
 void gpumem_print_text(FILE *out, const struct report *r)
 {
-	const struct gpumem_fit *f = growth_of(r);
+	const struct gpumem_fit *f = gpumem_growth(r);
 
 	if (!r->devmem_traced || !r->nr_devmem)
 		return;
@@ -87,7 +86,7 @@ static json_object *proc_json(const struct gpumem_proc *p)
  */
 json_object *gpumem_json(const struct report *r)
 {
-	const struct gpumem_fit *f = growth_of(r);
+	const struct gpumem_fit *f = gpumem_growth(r);
 	const struct gpumem_proc *root = NULL;
 	json_object *o = json_object_new_object(), *arr = json_object_new_array();
 

@@ -5,6 +5,7 @@
 #include "flamegraph.h"
 #include "hist.h"
 #include "html_report.h"
+#include "html_sections.h"
 #include "html_svg.h"
 #include "report.h"
 
@@ -48,7 +49,13 @@ static const char page_style[] =
 	"svg.plot text.label{font-size:14px;fill:#1d2330}"
 	"table{border-collapse:collapse;font-size:.88rem;font-variant-numeric:tabular-nums;margin:.6rem 0}"
 	"th,td{padding:.2rem .8rem;text-align:right;border-bottom:1px solid #e6e9ee}"
-	"th:first-child,td:first-child{text-align:left}"
+	"th:first-child,td:first-child,th.l,td.l{text-align:left}"
+	"th{font-weight:600;color:#3a4250;vertical-align:bottom}"
+	/* Figures stay whole on a narrow screen (the table scrolls); sentences wrap. */
+	".tw{overflow-x:auto}td{white-space:nowrap}td.l{white-space:normal;min-width:10em}"
+	"td code{overflow-wrap:normal}"
+	"tr.straggler td,tr.leak td{background:#fff4e0;font-weight:600}"
+	".alert{padding:.4rem .8rem;border-left:4px solid #d9822b;background:#fff4e0}"
 	"ol.recs{padding-left:1.4rem}ol.recs li{margin:0 0 .9rem}"
 	".bound{white-space:nowrap;font-weight:600;color:#2b5d8a}"
 	".evidence{color:#4a5260;font-size:.92rem}"
@@ -64,26 +71,7 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * part / whole : 0;
 }
 
-/* The states of a breakdown, largest first, those of 1% or more, at most four. */
-static void shares_text(char *buf, size_t size, const double share[PP_NR_STATES])
-{
-	bool used[PP_NR_STATES] = {};
-
-	buf[0] = '\0';
-	for (int k = 0; k < 4; k++) {
-		int best = -1;
-
-		for (int s = 0; s < PP_NR_STATES; s++)
-			if (!used[s] && share[s] >= 0.01 && (best < 0 || share[s] > share[best]))
-				best = s;
-		if (best < 0)
-			break;
-		used[best] = true;
-		text_append(buf, size, "%s%s %.0f%%", k ? ", " : "", state_name(best), 100 * share[best]);
-	}
-}
-
-static void legend(FILE *out)
+static void html_legend(FILE *out)
 {
 	fputs("<ul class=\"legend\">", out);
 	for (int s = 0; s < PP_NR_STATES; s++)
@@ -137,18 +125,6 @@ static void put_header(FILE *out, const struct report *r)
 	fputs("</p></div>\n</header>\n", out);
 }
 
-/* Where the step boundaries came from, as steps_report.c names it; NULL: no step source. */
-static const char *steps_source(const struct report *r)
-{
-	if (!r->steps_on)
-		return NULL;
-	if (r->steps.count && r->steps.source == PP_STEP_FROM_DATA_WAIT)
-		return "data_waits";
-	if (!r->steps_probed)
-		return NULL;
-	return r->step_symbol[0] ? "symbol" : "autograd_engine";
-}
-
 static void step_bar(struct svg_bar *b, const struct step_breakdown *steps, int from, int to)
 {
 	char shares[160];
@@ -164,7 +140,7 @@ static void step_bar(struct svg_bar *b, const struct step_breakdown *steps, int 
 	for (int s = 0; s < PP_NR_STATES; s++)
 		b->share[s] = secs > 0 ? b->share[s] / secs : 0;
 	b->seconds = secs / (to - from);
-	shares_text(shares, sizeof(shares), b->share);
+	steps_shares_text(shares, sizeof(shares), b->share);
 	if (to - from == 1) {
 		snprintf(b->label, sizeof(b->label), "%d", steps[from].index);
 		snprintf(b->title, sizeof(b->title), "step %d: %.1f ms; %s", steps[from].index,
@@ -211,7 +187,7 @@ static int put_step_plot(FILE *out, const struct report *r)
 	else
 		fputs("<p class=\"note\">One bar a step: its time in each state, the first at the "
 		      "bottom; above, in grey, the step's time. Point at a bar for its figures.</p>\n", out);
-	legend(out);
+	html_legend(out);
 	svg_state_columns(out, "steps-states", "The trainer's state shares, step by step", bars, nr_bars);
 	if (r->step_recs_lost)
 		fprintf(out, "<p class=\"note\">%llu step boundaries lost (ring buffer full): the "
@@ -225,7 +201,7 @@ cleanup:
 static int put_steps(FILE *out, const struct report *r)
 {
 	const struct thread_result *tr = report_trainer(r);
-	const char *source = steps_source(r);
+	const char *source = steps_source_name(r);
 	struct svg_bar whole = { .label = "whole window" };
 	char shares[160];
 
@@ -268,10 +244,10 @@ static int put_steps(FILE *out, const struct report *r)
 	for (int s = 0; s < PP_NR_STATES; s++)
 		whole.share[s] = pct(tr->ns[s], tr->wall_ns) / 100;
 	whole.seconds = tr->wall_ns / 1e9;
-	shares_text(shares, sizeof(shares), whole.share);
+	steps_shares_text(shares, sizeof(shares), whole.share);
 	snprintf(whole.title, sizeof(whole.title), "the whole window, %.2f s: %s", whole.seconds,
 		 shares);
-	legend(out);
+	html_legend(out);
 	svg_state_rows(out, "steps-states", "The trainer's state shares over the window", &whole, 1);
 	fputs("</section>\n", out);
 	return 0;
@@ -313,7 +289,7 @@ static void put_roles(FILE *out, const struct report *r)
 		fputs("<p>No thread of the job was seen in the window.</p>\n</section>\n", out);
 		return;
 	}
-	legend(out);
+	html_legend(out);
 	svg_state_rows(out, "roles", "Each role's state shares", bars, n);
 	/* The figures themselves, for a reader who wants the number behind a bar, and for print. */
 	fputs("<table>\n<thead><tr><th>state</th>", out);
@@ -423,7 +399,7 @@ static int put_flamegraph(FILE *out, const struct report *r)
 	if (!r->sample_hz || r->sample_err[0] || !r->nr_where_samples) {
 		fputs("<p>No flame graph: ", out);
 		if (!r->sample_hz) {
-			fputs("sampling was off (-F 0)", out);
+			fputs("sampling was off (-F 0; pipeprof record does not sample)", out);
 		} else if (r->sample_err[0]) {
 			fputs("the job was not sampled (", out);
 			html_text(out, r->sample_err, sizeof(r->sample_err));
@@ -519,14 +495,20 @@ int report_print_html(FILE *out, const struct report *r)
 
 	put_head(out, r);
 	put_header(out, r);
+	html_put_job(out, r);
 	err = put_steps(out, r);
 	if (err)
 		return err;
+	html_put_gpu_steps(out, r);
 	put_roles(out, r);
+	html_put_waited_on(out, r);
 	put_histograms(out, r);
+	html_put_gpumem(out, r);
+	html_put_memory(out, r);
 	err = put_flamegraph(out, r);
 	if (err)
 		return err;
+	html_put_waits(out, r);
 	put_recommendations(out, r);
 	put_not_traced(out, r);
 	fprintf(out, "<footer>pipeprof, schema %s: the same figures as the text report "

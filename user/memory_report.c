@@ -14,8 +14,7 @@ static void print_bytes(FILE *out, double b)
 		fprintf(out, "%.0f kB", b / 1e3);
 }
 
-/* Seconds per step, where the trainer's steps were found; 0 otherwise. */
-static double step_seconds(const struct report *r)
+double memory_step_s(const struct report *r)
 {
 	return r->steps.count ? r->steps.mean_s : 0;
 }
@@ -23,7 +22,7 @@ static double step_seconds(const struct report *r)
 void memory_print_text(FILE *out, const struct report *r)
 {
 	const struct mem_summary *m = &r->mem;
-	double per_step = step_seconds(r);
+	double per_step = memory_step_s(r);
 
 	if (!r->memory_on)
 		return;
@@ -70,7 +69,7 @@ void memory_print_text(FILE *out, const struct report *r)
 json_object *memory_json(const struct report *r)
 {
 	const struct mem_summary *m = &r->mem;
-	double per_step = step_seconds(r);
+	double per_step = memory_step_s(r);
 	json_object *o = json_object_new_object(), *groups = json_object_new_object();
 
 	json_object_object_add(o, "readings", json_object_new_int(m->readings));

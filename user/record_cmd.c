@@ -33,22 +33,25 @@ static const char record_doc[] =
 	"ended a wait (a DataLoader worker handing the trainer a batch) to that wait,\n"
 	"and the trainer's steps on a track of their own. The file is Chrome\n"
 	"trace-event JSON: open it in https://ui.perfetto.dev or chrome://tracing.\n"
-	"GPU API calls are not drawn apart: their time is GPU_WAIT.\v"
-	"At most 200000 episodes a second are recorded (a job switching faster loses\n"
-	"the excess, counted as dropped_episodes in the trace's otherData), and at most\n"
-	"4 Mi episodes in all (160 MB of memory). A data-loading job switching a few\n"
-	"thousand times a second makes a few MB for 10 s.\n"
+	"Each thread's GPU calls are on a track beside it: a slice per synchronising\n"
+	"call (its time is also the thread's GPU_WAIT), a mark per kernel launch.\v"
+	"At most 200000 episodes (launches included) a second are recorded (a job\n"
+	"switching faster loses the excess, counted as dropped_episodes in the trace's\n"
+	"otherData), and at most 4 Mi episodes in all (160 MB of memory). A\n"
+	"data-loading job switching a few thousand times a second makes a few MB for\n"
+	"10 s.\n"
 	"\n"
 	"EXAMPLES:\n"
 	"  sudo pipeprof record -p 4242 -d 10 -o trace.json\n"
 	"  sudo pipeprof record -p 4242 -d 10 -o trace.json --report report.json\n"
 	"  sudo pipeprof record -p 4242 -d 5 -o trace.json -j > report.json\n"
+	"  sudo pipeprof record -p 4242 -d 10 -o trace.json --html report.html\n"
 	"  sudo pipeprof record -d 10 -o trace.json -- /usr/bin/python3 train.py\n"
 	"\n"
 	"Exit status: 0 written, 1 tracing or writing failed, 2 bad arguments or no\n"
 	"such process.";
 
-enum { OPT_REPORT = 0x100 };
+enum { OPT_REPORT = 0x100, OPT_HTML };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (with its descendants)", 0 },
@@ -57,6 +60,8 @@ static const struct argp_option record_options[] = {
 	{ "report", OPT_REPORT, "FILE", 0, "Also write the JSON report (pipeprof.report/v1) of "
 	  "the same window to FILE", 0 },
 	{ "json", 'j', NULL, 0, "Also print the JSON report of the same window", 0 },
+	{ "html", OPT_HTML, "FILE", 0, "Also write the report of the same window as one "
+	  "self-contained HTML page to FILE", 0 },
 	{ "tid", 't', "TID", 0, "The trainer thread (default: most GPU calls, else the main thread)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose: libbpf logs and every probe attached", 0 },
 	{},
@@ -84,6 +89,13 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		o->record_report = arg;
+		break;
+	case OPT_HTML:
+		if (!*arg || !strcmp(arg, "-")) {
+			argp_error(state, "--html needs a file name (not -)");
+			return EINVAL;
+		}
+		o->html = arg;
 		break;
 	case 'j':
 		o->json = true;
@@ -219,8 +231,8 @@ static int write_trace(const struct report_opts *o, struct tracer *t, const stru
 		err = -errno;
 	if (!err)
 		fprintf(stderr, "pipeprof: %zu slices of %d threads, %zu wakeup flows, %zu steps, "
-			"%zu GPU calls written to %s (%llu episodes dropped)\n", st.slices,
-			r->nr_threads, st.flows, st.steps, st.gpu_calls, o->record,
+			"%zu GPU calls, %zu kernel launches written to %s (%llu episodes dropped)\n",
+			st.slices, r->nr_threads, st.flows, st.steps, st.gpu_calls, st.launches, o->record,
 			(unsigned long long)in.episodes_dropped);
 cleanup:
 	free(api_names);

@@ -130,15 +130,14 @@ static void print_evidence(FILE *out, const struct report *r)
 	}
 }
 
-/* The traced thread behind a waker, if any. */
-static const struct thread_result *waker_thread(const struct report *r, const struct waited_on *w)
+const struct thread_result *report_waker_thread(const struct report *r, const struct waited_on *w)
 {
 	return w->thread_index >= 0 && w->thread_index < r->nr_threads ? &r->threads[w->thread_index] : NULL;
 }
 
-static const char *waker_role(const struct report *r, const struct waited_on *w)
+const char *report_waker_role(const struct report *r, const struct waited_on *w)
 {
-	const struct thread_result *t = waker_thread(r, w);
+	const struct thread_result *t = report_waker_thread(r, w);
 
 	if (w->ctx != PP_WAKE_TASK)
 		return "INTERRUPT";
@@ -156,14 +155,14 @@ static void print_waited_on(FILE *out, const struct report *r)
 		a->waited_total_ns / 1e9);
 	for (int i = 0; i < a->nr_waited_on && i < 5; i++) {
 		const struct waited_on *w = &a->waited_on[i];
-		const struct thread_result *t = waker_thread(r, w);
+		const struct thread_result *t = report_waker_thread(r, w);
 		int shown = 0;
 
 		format_waker_name(who, sizeof(who), w);
 		fprintf(out, "  %5.1f%%  %s", pct(w->ns, a->waited_total_ns),
 			san_text(shown_who, sizeof(shown_who), who, sizeof(who)));
 		if (w->ctx == PP_WAKE_TASK)
-			fprintf(out, ", %s pid %u", waker_role(r, w), w->tgid);
+			fprintf(out, ", %s pid %u", report_waker_role(r, w), w->tgid);
 		fprintf(out, ", %llu wakeups:", (unsigned long long)w->wakeups);
 		for (int s = 0; s < PP_NR_STATES; s++)
 			if (w->cause_ns[s])
@@ -349,7 +348,7 @@ static json_object *waited_on_json(const struct report *r)
 
 	for (int i = 0; i < a->nr_waited_on; i++) {
 		const struct waited_on *w = &a->waited_on[i];
-		const struct thread_result *t = waker_thread(r, w);
+		const struct thread_result *t = report_waker_thread(r, w);
 		json_object *o = json_object_new_object(), *causes = json_object_new_object();
 		char who[64];
 
@@ -360,7 +359,7 @@ static json_object *waited_on_json(const struct report *r)
 		else
 			snprintf(who, sizeof(who), "[%s]", wake_ctx_name(w->ctx));
 		json_object_object_add(o, "comm", json_object_new_string(who));
-		json_object_object_add(o, "role", json_object_new_string(waker_role(r, w)));
+		json_object_object_add(o, "role", json_object_new_string(report_waker_role(r, w)));
 		json_object_object_add(o, "seconds", json_object_new_double(w->ns / 1e9));
 		json_object_object_add(o, "share", json_object_new_double(
 			a->waited_total_ns ? (double)w->ns / a->waited_total_ns : 0));

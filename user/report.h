@@ -168,11 +168,31 @@ struct json_object *steps_json(const struct report *r);
 /* The job's copies over the window (report JSON gpu.copies), or null when not traced. */
 struct json_object *gpu_copies_json(const struct report *r);
 
+/* Where the trainer's step boundaries came from (JSON steps.source: "data_waits", "symbol",
+ * "autograd_engine"); NULL where no step was found. */
+const char *steps_source_name(const struct report *r);
+/* A step's (or any breakdown's) states in words: the largest first, those of 1% or more, at
+ * most four ("DATA_WAIT 75%, RUNNING 25%"); "" for none. */
+void steps_shares_text(char *buf, size_t size, const double share[PP_NR_STATES]);
+/* The figures as the report writes them: a count per step whole where it is, else to two
+ * decimals; bytes in decimal units (a sign where negative); a rate, thousands as "k". */
+const char *report_fmt_count(char *buf, size_t size, double v);
+const char *report_fmt_bytes(char *buf, size_t size, double v);
+const char *report_fmt_rate(char *buf, size_t size, double v);
+/* A copy direction as the report labels it: H2H, H2D, D2H, D2D, default. */
+const char *copy_dir_label(unsigned int dir);
+
+/* The trainer's process's device-memory growth across steps (with its leak flag), NULL where
+ * the GPU was not traced or no step was found. */
+const struct gpumem_fit *gpumem_growth(const struct report *r);
+
 /* The report's "GPU memory" section, text and JSON key gpu_memory (gpumem_report.c). */
 void gpumem_print_text(FILE *out, const struct report *r);
 struct json_object *gpumem_json(const struct report *r);
 
-/* The report's "Memory" section, text and JSON (memory_report.c). */
+/* The report's "Memory" section, text and JSON (memory_report.c). memory_step_s(): the
+ * seconds a step its per-step figures use, 0 where no step was found (they are per second). */
+double memory_step_s(const struct report *r);
 void memory_print_text(FILE *out, const struct report *r);
 struct json_object *memory_json(const struct report *r);
 
@@ -182,6 +202,10 @@ int where_finish(struct report *r);
  * support it (after where_finish()). */
 void where_annotate(struct report *r);
 void where_print_text(FILE *out, const struct report *r);
+/* A Python frame's name by its id in where_names; "no Python frame" for -1. */
+const char *where_name_of(const struct report *r, int id);
+/* The trainer's wait states worth a line: those of at least this share of its wait time. */
+#define WHERE_WAIT_STATE_MIN_SHARE 0.01
 struct json_object;
 struct json_object *where_json(const struct report *r);
 void where_free(struct report *r);
@@ -190,6 +214,10 @@ void report_not_traced(struct report *r, const char *fmt, ...) __attribute__((fo
 /* The report's trainer thread (NULL when none was seen), and how it was chosen, in words. */
 const struct thread_result *report_trainer(const struct report *r);
 const char *trainer_choice_text(enum trainer_choice how);
+/* Who ended the trainer's waits: the traced thread behind a waker (NULL for an interrupt or a
+ * thread not traced), and its role's name ("INTERRUPT", "UNTRACKED" where none). */
+const struct thread_result *report_waker_thread(const struct report *r, const struct waited_on *w);
+const char *report_waker_role(const struct report *r, const struct waited_on *w);
 
 void report_print_text(FILE *out, const struct report *r);
 int report_print_json(FILE *out, const struct report *r);

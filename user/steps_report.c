@@ -10,10 +10,11 @@
 static const char *const dir_label[PP_NR_COPY_DIRS] = { "H2H", "H2D", "D2H", "D2D", "default" };
 
 /* States shown for one step: the largest first, those of 1% or more, at most four. */
-static void print_shares(FILE *out, const double share[PP_NR_STATES])
+void steps_shares_text(char *buf, size_t size, const double share[PP_NR_STATES])
 {
 	bool used[PP_NR_STATES] = {};
 
+	buf[0] = '\0';
 	for (int k = 0; k < 4; k++) {
 		int best = -1;
 
@@ -23,31 +24,47 @@ static void print_shares(FILE *out, const double share[PP_NR_STATES])
 		if (best < 0)
 			break;
 		used[best] = true;
-		fprintf(out, "%s%s %.0f%%", k ? ", " : "", state_name(best), 100 * share[best]);
+		text_append(buf, size, "%s%s %.0f%%", k ? ", " : "", state_name(best), 100 * share[best]);
 	}
 }
 
+static void print_shares(FILE *out, const double share[PP_NR_STATES])
+{
+	char buf[160];
+
+	steps_shares_text(buf, sizeof(buf), share);
+	fputs(buf, out);
+}
+
+const char *copy_dir_label(unsigned int dir)
+{
+	return dir < PP_NR_COPY_DIRS ? dir_label[dir] : "?";
+}
+
 /* A count per step: whole where it is, else two decimals ("3", "0.25"). */
-static const char *fmt_count(char *buf, size_t size, double v)
+const char *report_fmt_count(char *buf, size_t size, double v)
 {
 	snprintf(buf, size, v == (double)(long long)v ? "%.0f" : "%.2f", v);
 	return buf;
 }
 
-static const char *fmt_bytes(char *buf, size_t size, double v)
+const char *report_fmt_bytes(char *buf, size_t size, double v)
 {
 	static const char *const unit[] = { "B", "kB", "MB", "GB", "TB" };
+	const char *sign = v < 0 ? "-" : "";
 	int k = 0;
 
+	if (v < 0)
+		v = -v;
 	while (v >= 1000 && k < 4) {
 		v /= 1000;
 		k++;
 	}
-	snprintf(buf, size, k ? "%.1f %s" : "%.0f %s", v, unit[k]);
+	snprintf(buf, size, k ? "%s%.1f %s" : "%s%.0f %s", sign, v, unit[k]);
 	return buf;
 }
 
-static const char *fmt_rate(char *buf, size_t size, double v)
+const char *report_fmt_rate(char *buf, size_t size, double v)
 {
 	snprintf(buf, size, v >= 1000 ? "%.1fk" : "%.0f", v >= 1000 ? v / 1000 : v);
 	return buf;
@@ -61,15 +78,15 @@ static void print_gpu(FILE *out, const struct report *r)
 	char a[32], b[32], c[32], d[32];
 	bool used[PP_MAX_SYNC_APIS] = {}, pageable = false;
 
-	fprintf(out, "  GPU per step: %s launch%s", fmt_count(a, sizeof(a), steps_per_step(s, g->launches)),
+	fprintf(out, "  GPU per step: %s launch%s", report_fmt_count(a, sizeof(a), steps_per_step(s, g->launches)),
 		steps_per_step(s, g->launches) == 1 ? "" : "es");
 	if (g->launches_min != g->launches_max)
 		fprintf(out, " (%llu to %llu)", (unsigned long long)g->launches_min,
 			(unsigned long long)g->launches_max);
-	fprintf(out, " (%s/s", fmt_rate(a, sizeof(a), steps_launch_rate(s)));
+	fprintf(out, " (%s/s", report_fmt_rate(a, sizeof(a), steps_launch_rate(s)));
 	if (g->launch_gaps)
 		fprintf(out, ", %.1f us apart", steps_launch_gap_s(s) * 1e6);
-	fprintf(out, "), %s sync%s", fmt_count(a, sizeof(a), steps_per_step(s, g->syncs)),
+	fprintf(out, "), %s sync%s", report_fmt_count(a, sizeof(a), steps_per_step(s, g->syncs)),
 		steps_per_step(s, g->syncs) == 1 ? "" : "s");
 	for (int k = 0; ; k++) {
 		int best = -1;
@@ -82,7 +99,7 @@ static void print_gpu(FILE *out, const struct report *r)
 			break;
 		used[best] = true;
 		fprintf(out, "%s %s %s", k ? "," : ":", gpu_apis[best].name,
-			fmt_count(a, sizeof(a), steps_per_step(s, g->sync_calls[best])));
+			report_fmt_count(a, sizeof(a), steps_per_step(s, g->sync_calls[best])));
 	}
 	fputc('\n', out);
 	for (int d = 0; d < PP_NR_COPY_DIRS; d++) {
@@ -91,8 +108,8 @@ static void print_gpu(FILE *out, const struct report *r)
 		if (!g->copies.calls[d])
 			continue;
 		fprintf(out, "  %s %s/step in %s cop%s", dir_label[d],
-			fmt_bytes(b, sizeof(b), steps_per_step(s, g->copies.bytes[d])),
-			fmt_count(c, sizeof(c), steps_per_step(s, g->copies.calls[d])),
+			report_fmt_bytes(b, sizeof(b), steps_per_step(s, g->copies.bytes[d])),
+			report_fmt_count(c, sizeof(c), steps_per_step(s, g->copies.calls[d])),
 			steps_per_step(s, g->copies.calls[d]) == 1 ? "y" : "ies");
 		if ((d == PP_COPY_HTOD || d == PP_COPY_DTOH) && share >= 0) {
 			fprintf(out, ", %.0f%% pageable", 100 * share);
@@ -113,22 +130,22 @@ static void print_gpu(FILE *out, const struct report *r)
 			steps_launch_gap_s(s) * 1e6, 100 * steps_launch_share(s));
 	if (r->devmem_traced && (g->dev.allocs || g->dev.frees || g->dev_growth.leak)) {
 		fprintf(out, "  device memory: %s allocation%s (%s) and %s free%s (%s) a step",
-			fmt_count(a, sizeof(a), steps_per_step(s, g->dev.allocs)),
+			report_fmt_count(a, sizeof(a), steps_per_step(s, g->dev.allocs)),
 			steps_per_step(s, g->dev.allocs) == 1 ? "" : "s",
-			fmt_bytes(b, sizeof(b), steps_per_step(s, g->dev.alloc_bytes)),
-			fmt_count(c, sizeof(c), steps_per_step(s, g->dev.frees)),
+			report_fmt_bytes(b, sizeof(b), steps_per_step(s, g->dev.alloc_bytes)),
+			report_fmt_count(c, sizeof(c), steps_per_step(s, g->dev.frees)),
 			steps_per_step(s, g->dev.frees) == 1 ? "" : "s",
-			fmt_bytes(d, sizeof(d), steps_per_step(s, g->dev.free_bytes)));
+			report_fmt_bytes(d, sizeof(d), steps_per_step(s, g->dev.free_bytes)));
 		if (g->dev_growth.leak)
 			fprintf(out, "; outstanding grows %s/step, steadily: a probable device-memory "
-				"leak", fmt_bytes(b, sizeof(b), g->dev_growth.bytes_per_step));
+				"leak", report_fmt_bytes(b, sizeof(b), g->dev_growth.bytes_per_step));
 		fputc('\n', out);
 	}
 	if (steps_many_syncs(s))
 		fprintf(out, "  %s syncs a step: each makes the host wait until the GPU has caught up. "
 			"A `.item()`, `.cpu()`, `.tolist()` or `print()` of a GPU tensor in the loop, or "
 			"a blocking copy, does this; read such values every N steps, or keep them on the "
-			"GPU\n", fmt_count(a, sizeof(a), steps_per_step(s, g->syncs)));
+			"GPU\n", report_fmt_count(a, sizeof(a), steps_per_step(s, g->syncs)));
 }
 
 int steps_finish(struct report *r)
@@ -149,8 +166,7 @@ int steps_finish(struct report *r)
 	return 0;
 }
 
-/* Where the boundaries came from (JSON steps.source): null where no step was found. */
-static const char *source_name(const struct report *r)
+const char *steps_source_name(const struct report *r)
 {
 	if (!r->steps_on)
 		return NULL;
@@ -164,7 +180,7 @@ static const char *source_name(const struct report *r)
 void steps_print_text(FILE *out, const struct report *r)
 {
 	const struct step_summary *s = &r->steps;
-	const char *source = source_name(r);
+	const char *source = steps_source_name(r);
 	char shown[sizeof(r->step_symbol) * 4];
 
 	if (!r->steps_on)
@@ -239,8 +255,8 @@ json_object *steps_json(const struct report *r)
 	const struct step_summary *s = &r->steps;
 	json_object *o = json_object_new_object(), *arr;
 
-	json_object_object_add(o, "source", source_name(r) ?
-			       json_object_new_string(source_name(r)) : NULL);
+	json_object_object_add(o, "source", steps_source_name(r) ?
+			       json_object_new_string(steps_source_name(r)) : NULL);
 	json_object_object_add(o, "symbol", r->step_symbol[0] ?
 			       json_object_new_string(r->step_symbol) : NULL);
 	json_object_object_add(o, "why_not", r->steps_on && !r->steps_probed ?

@@ -223,34 +223,101 @@ static void write_slices(FILE *out, const struct trace_input *in, const struct p
 	}
 }
 
+/*
+ * The launches of the threads the report has inside the window, sorted by thread and time;
+ * *nr of them. Kept apart from the slices: an instant has no duration to clip or join.
+ */
+static struct pp_episode *build_launches(const struct trace_input *in,
+					 const struct trace_thread **sorted, size_t *nr)
+{
+	struct pp_episode *l;
+	size_t n = 0;
+
+	for (size_t i = 0; i < in->nr_eps; i++)
+		n += in->eps[i].state == PP_EP_LAUNCH;
+	l = malloc((n ? n : 1) * sizeof(*l));
+	if (!l)
+		return NULL;
+	n = 0;
+	for (size_t i = 0; i < in->nr_eps; i++) {
+		const struct pp_episode *e = &in->eps[i];
+
+		if (e->state == PP_EP_LAUNCH && e->start_ns >= in->start_ns &&
+		    e->start_ns <= in->end_ns && find_thread(sorted, in->nr_threads, e->tid))
+			l[n++] = *e;
+	}
+	qsort(l, n, sizeof(*l), by_thread_time);
+	*nr = n;
+	return l;
+}
+
+/* Whether the episode goes on its thread's GPU track: a synchronising call or a launch. */
+static bool on_gpu_track(const struct trace_input *in, const struct pp_episode *e)
+{
+	return api_name(in, e->api) && (e->state == PP_GPU_WAIT || e->state == PP_EP_LAUNCH);
+}
+
+/* The name of each thread's GPU track, once: the tids with calls or launches, both lists
+ * sorted by thread, merged. */
+static void name_gpu_tracks(FILE *out, const struct trace_input *in, const struct pp_episode *s,
+			    size_t n, const struct pp_episode *l, size_t nl)
+{
+	size_t i = 0, k = 0;
+	bool named = false;
+	__u32 last = 0;
+
+	while (i < n || k < nl) {
+		const struct pp_episode *e = k >= nl || (i < n && s[i].tid <= l[k].tid) ? &s[i++] :
+					     &l[k++];
+
+		if (!on_gpu_track(in, e) || (named && e->tid == last))
+			continue;
+		named = true;
+		last = e->tid;
+		fprintf(out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
+			"\"args\":{\"name\":\"GPU calls of %u\"}}", e->tgid, e->tid | TRACE_GPU_TID_BIT,
+			e->tid);
+	}
+}
+
 /* Each thread's synchronising GPU calls, as slices named by the API on the thread's GPU track
  * (the same intervals as its GPU_WAIT slices, which the state track keeps). */
 static size_t write_gpu_calls(FILE *out, const struct trace_input *in,
 			      const struct pp_episode *s, size_t n)
 {
 	size_t calls = 0;
-	__u32 named = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		const char *name = api_name(in, s[i].api);
-
-		if (s[i].state != PP_GPU_WAIT || !name)
+		if (s[i].state != PP_GPU_WAIT || !on_gpu_track(in, &s[i]))
 			continue;
-		/* The slices come by thread: a track is named at its first call. */
-		if (!calls || named != s[i].tid) {
-			named = s[i].tid;
-			fprintf(out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,"
-				"\"tid\":%u,\"args\":{\"name\":\"GPU calls of %u\"}}", s[i].tgid,
-				s[i].tid | TRACE_GPU_TID_BIT, s[i].tid);
-		}
 		fprintf(out, ",\n{\"ph\":\"X\",\"cat\":\"gpu\",\"name\":\"%s\",\"pid\":%u,"
-			"\"tid\":%u", name, s[i].tgid, s[i].tid | TRACE_GPU_TID_BIT);
+			"\"tid\":%u", api_name(in, s[i].api), s[i].tgid, s[i].tid | TRACE_GPU_TID_BIT);
 		put_us(out, "ts", s[i].start_ns - in->start_ns);
 		put_us(out, "dur", s[i].end_ns - s[i].start_ns);
 		fputc('}', out);
 		calls++;
 	}
 	return calls;
+}
+
+/* Kernel launches, instants ("ph":"i", thread scope) named by the API on the GPU track: the
+ * probe sees the call's entry only, so a launch has a time and no duration. */
+static size_t write_launches(FILE *out, const struct trace_input *in, const struct pp_episode *l,
+			     size_t n)
+{
+	size_t launches = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!on_gpu_track(in, &l[i]))
+			continue;
+		fprintf(out, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"launch\",\"name\":\"%s\","
+			"\"pid\":%u,\"tid\":%u", api_name(in, l[i].api), l[i].tgid,
+			l[i].tid | TRACE_GPU_TID_BIT);
+		put_us(out, "ts", l[i].start_ns - in->start_ns);
+		fputc('}', out);
+		launches++;
+	}
+	return launches;
 }
 
 /* Flow v1 events, each bound to its enclosing slice ("bp":"e"): the start at the wakeup in
@@ -309,8 +376,8 @@ static size_t write_steps(FILE *out, const struct trace_input *in)
 int trace_json_write(FILE *out, struct trace_input *in, struct trace_stats *st)
 {
 	const struct trace_thread **sorted;
-	struct pp_episode *slices;
-	size_t nr_slices = 0;
+	struct pp_episode *slices, *launches;
+	size_t nr_slices = 0, nr_launches = 0;
 	bool first = true;
 
 	memset(st, 0, sizeof(*st));
@@ -321,9 +388,13 @@ int trace_json_write(FILE *out, struct trace_input *in, struct trace_stats *st)
 		sorted[i] = &in->threads[i];
 	qsort(sorted, in->nr_threads, sizeof(*sorted), by_tid);
 	slices = build_slices(in, sorted, &nr_slices, st);
+	launches = build_launches(in, sorted, &nr_launches);
 	free(sorted);
-	if (!slices)
+	if (!slices || !launches) {
+		free(slices);
+		free(launches);
 		return -ENOMEM;
+	}
 	st->slices = nr_slices;
 
 	fputs("{\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"pipeprof record\",", out);
@@ -340,10 +411,13 @@ int trace_json_write(FILE *out, struct trace_input *in, struct trace_stats *st)
 		fputs("\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"args\":"
 		      "{\"name\":\"nothing traced\"}}", out);
 	write_slices(out, in, slices, nr_slices);
+	name_gpu_tracks(out, in, slices, nr_slices, launches, nr_launches);
 	st->gpu_calls = write_gpu_calls(out, in, slices, nr_slices);
+	st->launches = write_launches(out, in, launches, nr_launches);
 	st->flows = write_flows(out, in, slices, nr_slices);
 	st->steps = write_steps(out, in);
 	fputs("\n]}\n", out);
 	free(slices);
+	free(launches);
 	return ferror(out) ? -EIO : 0;
 }

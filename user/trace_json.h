@@ -4,7 +4,8 @@
  * that ui.perfetto.dev and chrome://tracing open) of the window. One track per traced thread,
  * named by its role and comm; a complete ("X") slice per state episode; a flow (ph "s" then
  * "f", both bound to their enclosing slices) from the waker's slice, at its wakeup, to the
- * wait it ended, on the wakee's track, just before that wait's end.
+ * wait it ended, on the wakee's track, just before that wait's end; each thread's GPU calls on
+ * a track beside it: a slice per synchronising call, an instant ("i") per kernel launch.
  *
  * Pure: fed the episodes the BPF programs sent and the threads the report closed; no BPF.
  */
@@ -48,14 +49,15 @@ struct trace_input {
 	const __u64 *step_ts;
 	int nr_steps;
 	__u32 step_tid, step_tgid;
-	/* The GPU API names by id (pp_episode.api - 1): each thread's synchronising calls go on
-	 * a track of their own beside it; NULL: none drawn. */
+	/* The GPU API names by id (pp_episode.api - 1): each thread's synchronising calls and
+	 * kernel launches (PP_EP_LAUNCH) go on a track of their own beside it; NULL: none drawn. */
 	const char *const *api_names;
 	int nr_api_names;
 };
 
 struct trace_stats {
 	size_t slices, flows, steps, gpu_calls;
+	size_t launches;		/* kernel launches, instants on the GPU tracks */
 	size_t episodes_unknown;	/* of threads the report does not have */
 	__u64 overlap_ns;		/* clipped so a thread's slices never overlap */
 };

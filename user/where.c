@@ -185,13 +185,10 @@ static void print_entries(FILE *out, const char *label, const struct where_entry
 			san_text(shown, sizeof(shown), names->names[e[i].name], 512));
 }
 
-static const char *name_of(const struct report *r, int id)
+const char *where_name_of(const struct report *r, int id)
 {
 	return id >= 0 ? r->where_names.names[id] : "no Python frame";
 }
-
-/* States worth a line: the ones holding at least this share of the trainer's wait time. */
-#define WAIT_STATE_MIN_SHARE 0.01
 
 static void print_waits(FILE *out, const struct report *r)
 {
@@ -209,7 +206,7 @@ static void print_waits(FILE *out, const struct report *r)
 	for (int s = 0; s < PP_NR_STATES; s++) {
 		const struct where_wait_state *st = &r->wait_states[s];
 
-		if (!st->count || st->ns < WAIT_STATE_MIN_SHARE * total)
+		if (!st->count || st->ns < WHERE_WAIT_STATE_MIN_SHARE * total)
 			continue;
 		fprintf(out, "    %s %.2f s in %llu waits:\n", state_name(s), st->ns / 1e9,
 			(unsigned long long)st->count);
@@ -217,9 +214,9 @@ static void print_waits(FILE *out, const struct report *r)
 			const struct wait_site *w = &st->sites[k];
 
 			fprintf(out, "      %5.1f%%  %s", share(w->ns, st->ns),
-				san_text(shown, sizeof(shown), name_of(r, w->site), 512));
+				san_text(shown, sizeof(shown), where_name_of(r, w->site), 512));
 			if (w->inner != w->site && w->inner >= 0)
-				fprintf(out, ", in %s", san_text(inner, sizeof(inner), name_of(r, w->inner), 512));
+				fprintf(out, ", in %s", san_text(inner, sizeof(inner), where_name_of(r, w->inner), 512));
 			fputc('\n', out);
 		}
 		for (int k = 0; k < st->nr_wakers; k++) {
@@ -231,7 +228,7 @@ static void print_waits(FILE *out, const struct report *r)
 			else
 				fprintf(out, "%s thread %u, in %s\n", w->role >= 0 ? role_name(w->role) :
 					"untraced", w->tid, san_text(shown, sizeof(shown),
-								      name_of(r, w->site), 512));
+								      where_name_of(r, w->site), 512));
 		}
 	}
 	if (r->wait_records_lost)
@@ -313,9 +310,9 @@ static struct json_object *waits_json(const struct report *r)
 			struct json_object *e = json_object_new_object();
 
 			json_object_object_add(e, "site", st->sites[k].site >= 0 ?
-					       json_object_new_string(name_of(r, st->sites[k].site)) : NULL);
+					       json_object_new_string(where_name_of(r, st->sites[k].site)) : NULL);
 			json_object_object_add(e, "innermost", st->sites[k].inner >= 0 ?
-					       json_object_new_string(name_of(r, st->sites[k].inner)) : NULL);
+					       json_object_new_string(where_name_of(r, st->sites[k].inner)) : NULL);
 			json_object_object_add(e, "seconds", json_object_new_double(st->sites[k].ns / 1e9));
 			json_object_object_add(e, "share", json_object_new_double(
 				st->ns ? (double)st->sites[k].ns / st->ns : 0));
@@ -329,7 +326,7 @@ static struct json_object *waits_json(const struct report *r)
 			json_object_object_add(e, "role", w->tid && w->role >= 0 ?
 					       json_object_new_string(role_name(w->role)) : NULL);
 			json_object_object_add(e, "site", w->site >= 0 ?
-					       json_object_new_string(name_of(r, w->site)) : NULL);
+					       json_object_new_string(where_name_of(r, w->site)) : NULL);
 			json_object_object_add(e, "seconds", json_object_new_double(w->ns / 1e9));
 			json_object_object_add(e, "share", json_object_new_double(
 				st->ns ? (double)w->ns / st->ns : 0));

@@ -138,6 +138,8 @@ int BPF_KPROBE(on_launch)
 		t->launch_gaps++;
 	}
 	t->launch_sync_mark = t->gpu_calls;
+	if (record_on)
+		record_launch(t, tid, api, now);
 	if (hist_on(PP_HK_LAUNCH))
 		hist_record(PP_HK_LAUNCH, api, tid, t->tgid, (now - last) / hist_time_div, last != 0,
 			    last ? now - last : 0, 0);

@@ -27,19 +27,17 @@ struct {
 	__type(value, struct ep_budget);
 } ep_budgets SEC(".maps");
 
-/* Global: verified once, shared by the scheduler and GPU programs that close episodes. */
-__noinline int record_episode(struct pp_thread *t, __u32 tid, __u32 state, __u64 from, __u64 to)
+/* A ring-buffer slot for an event at `to`, within this CPU's budget; NULL: dropped, counted. */
+static __always_inline struct pp_episode *ep_reserve(__u64 to)
 {
 	struct pp_episode *e;
 	struct ep_budget *b;
 	__u32 zero = 0;
 	__u64 slot;
 
-	if (!t)
-		return 0;
 	b = bpf_map_lookup_elem(&ep_budgets, &zero);
 	if (!b)
-		return 0;
+		return NULL;
 	slot = to / PP_EPISODE_SLOT_NS;
 	if (b->slot != slot) {
 		b->slot = slot;
@@ -47,14 +45,27 @@ __noinline int record_episode(struct pp_thread *t, __u32 tid, __u32 state, __u64
 	}
 	if (b->sent >= record_cap) {
 		count(PP_CNT_EPISODES_DROPPED);
-		return 0;
+		return NULL;
 	}
 	e = bpf_ringbuf_reserve(&episodes, sizeof(*e), 0);
 	if (!e) {
 		count(PP_CNT_EPISODES_DROPPED);
-		return 0;
+		return NULL;
 	}
 	b->sent++;
+	return e;
+}
+
+/* Global: verified once, shared by the scheduler and GPU programs that close episodes. */
+__noinline int record_episode(struct pp_thread *t, __u32 tid, __u32 state, __u64 from, __u64 to)
+{
+	struct pp_episode *e;
+
+	if (!t)
+		return 0;
+	e = ep_reserve(to);
+	if (!e)
+		return 0;
 	e->tid = tid;
 	e->tgid = t->tgid;
 	e->state = STATE_IDX(state);
@@ -71,6 +82,31 @@ __noinline int record_episode(struct pp_thread *t, __u32 tid, __u32 state, __u64
 		e->waker_tid = t->waker_tid;
 		e->wake_ns = t->woken_ns;
 	}
+	bpf_ringbuf_submit(e, 0);
+	count(PP_CNT_EPISODES);
+	return 1;
+}
+
+/* A kernel launch: an instant (the probe is entry-only), under the episodes' budget, as a
+ * launch-bound loop must not flood the ring buffer the state episodes share. */
+__noinline int record_launch(struct pp_thread *t, __u32 tid, __u32 api, __u64 now)
+{
+	struct pp_episode *e;
+
+	if (!t)
+		return 0;
+	e = ep_reserve(now);
+	if (!e)
+		return 0;
+	e->tid = tid;
+	e->tgid = t->tgid;
+	e->state = PP_EP_LAUNCH;
+	e->start_ns = now;
+	e->end_ns = now;
+	e->waker_tid = 0;
+	e->wake_ns = 0;
+	e->api = api + 1;
+	e->pad = 0;
 	bpf_ringbuf_submit(e, 0);
 	count(PP_CNT_EPISODES);
 	return 1;

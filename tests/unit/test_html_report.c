@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include "html_report.h"
 #include "html_svg.h"
+#include "ranks.h"
 #include "report.h"
 #include "sanitize.h"
 #include "unit.h"
@@ -314,10 +315,136 @@ TEST(test_nothing_to_plot)
 	CHECK(!strstr(html, "id=\"hist-") && !strstr(html, "id=\"flamegraph\""));
 	CHECK(strstr(html, "GPU synchronising calls: not traced: no GPU library &lt;mapped&gt;."));
 	CHECK(strstr(html, "Block I/O: the job issued none in the window."));
-	CHECK(strstr(html, "No flame graph: sampling was off (-F 0)."));
+	CHECK(strstr(html, "No flame graph: sampling was off (-F 0; pipeprof record does not sample)."));
 	CHECK(strstr(html, "<p>Nothing: every probe attached, no events lost.</p>"));
 	CHECK(strstr(html, "<h2>Recommendations</h2>\n<p>None"));
+	/* The text report's sections say what is missing rather than vanish. */
+	CHECK(!strstr(html, "id=\"job\""));
+	CHECK(strstr(html, "<h2>GPU API per step</h2>\n<p>Not traced: no GPU library &lt;mapped&gt;.</p>"));
+	CHECK(strstr(html, "<h2>Waited on</h2>\n<p>No wakeup"));
+	CHECK(strstr(html, "<h2>GPU memory</h2>\n<p>Not traced: "));
+	CHECK(strstr(html, "<h2>Memory</h2>\n<p>Host memory: not read in this trace.</p>"));
+	CHECK(strstr(html, "<h2>Where the trainer waits</h2>\n<p>No wait of the trainer with its "
+		      "Python stack in the window (stacks are read with the CPU samples: sampling "
+		      "was off).</p>"));
 	free(html);
+}
+
+/* The text report's sections on the page, from figures a test can hold to: a job of two
+ * ranks, a waker with a hostile name, GPU API figures over the steps, device and host memory
+ * each with a leak. */
+TEST(test_text_report_sections)
+{
+	static struct job_ranks job;
+	struct waited_on *w;
+	struct step_gpu *g;
+	int err;
+	char *html;
+
+	fill(&report, 30);
+	memset(&job, 0, sizeof(job));
+	job.nr = 2;
+	job.ranks[0] = (struct rank_result){ .pid = 300, .rank = 0, .verdict = VERDICT_COMM };
+	job.ranks[0].share[PP_COMM_WAIT] = 0.6;
+	job.ranks[0].share[PP_RUNNING] = 0.4;
+	job.ranks[1] = (struct rank_result){ .pid = 100, .rank = 1, .verdict = VERDICT_DATA_LOADING,
+					     .workers = 1 };
+	job.ranks[1].share[PP_DATA_WAIT] = 0.75;
+	job.ranks[1].share[PP_RUNNING] = 0.25;
+	job.straggler = job.focus = 1;
+	snprintf(job.summary, sizeof(job.summary), "2 ranks; rank 0 waits 60%% in collectives");
+	report.job = &job;
+
+	report.analysis.nr_waited_on = 1;
+	report.analysis.waited_total_ns = 1500 * MS;
+	w = &report.analysis.waited_on[0];
+	*w = (struct waited_on){ .tid = 101, .tgid = 100, .ctx = PP_WAKE_TASK, .thread_index = 1,
+				 .ns = 1200 * MS, .wakeups = 30 };
+	memcpy(w->comm, threads[1].comm, sizeof(w->comm));
+	w->cause_ns[PP_DATA_WAIT] = 1200 * MS;
+
+	g = &report.steps.gpu;
+	g->launches = 600;
+	g->launches_min = g->launches_max = 20;
+	g->syncs = g->sync_calls[0] = 30;
+	g->syncs_min = g->syncs_max = 1;
+	g->copies.calls[PP_COPY_HTOD] = 30;
+	g->copies.bytes[PP_COPY_HTOD] = 30 * 4000000ULL;
+	g->dev.allocs = 30;
+	g->dev_allocs_min = g->dev_allocs_max = 1;
+	g->dev.alloc_bytes = 30 * 2000000ULL;
+	g->dev_growth = (struct gpumem_fit){ .leak = true, .bytes_per_step = 2e6, .r2 = 0.99,
+					     .points = 31 };
+	report.devmem_traced = true;
+	report.nr_devmem = 1;
+	report.devmem[0] = (struct gpumem_proc){ .pid = 100, .root = true, .end_bytes = 60000000,
+						 .peak_bytes = 60000000, .allocs = 30,
+						 .alloc_bytes = 60000000 };
+
+	report.memory_on = true;
+	report.mem = (struct mem_summary){ .readings = 10, .interval_s = 0.2, .span_s = 1.8 };
+	report.mem.group[MEM_TRAINER] = (struct mem_group_summary){ .processes = 1,
+		.rss_bytes = 200000000, .peak_bytes = 210000000 };
+	report.mem.group[MEM_WORKERS] = (struct mem_group_summary){ .processes = 2,
+		.rss_bytes = 300000000, .peak_bytes = 300000000, .growth_bytes_per_s = 1e6,
+		.growing = 2, .leak = true, .major_faults = 9 };
+
+	/* The trainer's data waits, begun in a function of a hostile file, ended by the worker. */
+	report.wait_states[PP_DATA_WAIT] = (struct where_wait_state){ .ns = 1400 * MS, .count = 70,
+								      .nr_sites = 1, .nr_wakers = 2 };
+	report.wait_states[PP_DATA_WAIT].sites[0] = (struct wait_site){
+		.site = where_name_id(&report.where_names, "step (" HOSTILE ".py:3)"),
+		.inner = where_name_id(&report.where_names, "select (selectors.py:402)"),
+		.ns = 1400 * MS, .count = 70 };
+	report.wait_states[PP_DATA_WAIT].wakers[0] = (struct waker_site){
+		.tid = 200, .role = ROLE_WORKER, .site = -1, .ns = 1050 * MS, .count = 50 };
+	report.wait_states[PP_DATA_WAIT].wakers[1] = (struct waker_site){ .ns = 350 * MS, .count = 20 };
+
+	html = render(&report, &err);
+	CHECK_EQ_INT(err, 0);
+	report.job = NULL;
+	memset(report.wait_states, 0, sizeof(report.wait_states));
+	if (!html)
+		return;
+	check_safe(html);
+	/* Ranks: the summary, a row a rank, the straggler marked, before the steps. */
+	CHECK(strstr(html, "<section id=\"job\">\n<h2>Job: ranks</h2>\n<p>2 ranks; rank 0 waits "
+		      "60% in collectives.</p>"));
+	CHECK(strstr(html, "<tr class=\"straggler\"><td>1 (the straggler)</td><td>100</td>"
+		      "<td class=\"l\">DATA-LOADING BOUND</td><td class=\"l\">DATA_WAIT 75%, RUNNING "
+		      "25%</td><td>1</td></tr>"));
+	CHECK(strstr(html, "<td>0</td><td>300</td>"));
+	CHECK(strstr(html, "id=\"job\"") < strstr(html, "id=\"steps\""));
+	/* Waited on: the waker's name escaped, its share, its cause, its own time. */
+	CHECK(strstr(html, "<tr><td><code>thread 101 (&lt;script&gt;)</code></td><td class=\"l\">"
+		      "HELPER</td><td>100</td><td>80.0%</td><td>30</td><td class=\"l\">DATA_WAIT "
+		      "1.200 s</td><td class=\"l\">OTHER 100%</td></tr>"));
+	/* GPU API per step: launches, syncs by API, device allocations, copies. */
+	CHECK(strstr(html, "<tr><td>kernel launches</td><td>20</td><td>20 to 20</td><td>600</td></tr>"));
+	CHECK(strstr(html, "<tr><td>&nbsp;&nbsp;<code>cudaStreamSynchronize</code></td><td>1</td>"
+		      "<td></td><td>30</td></tr>"));
+	CHECK(strstr(html, "<tr><td>device allocations</td><td>1</td><td>1 to 1</td><td>30</td></tr>"));
+	CHECK(strstr(html, "<tr><td>H2D</td><td>1</td><td>4.0 MB</td><td>"));
+	/* GPU memory: the process's figures and the leak. */
+	CHECK(strstr(html, "<tr><td>TRAINER pid 100</td><td>0 B</td><td>60.0 MB</td><td>60.0 MB</td>"
+		      "<td>30 (60.0 MB)</td><td>0 (0 B)</td></tr>"));
+	CHECK(strstr(html, "grows 2.0 MB a step (") && strstr(html, "a probable device-memory leak"));
+	/* Memory: per role, the workers' growth a step (the steps' mean time) and the leak. */
+	CHECK(strstr(html, "<tr><td>TRAINER</td><td>1</td><td>200.0 MB</td><td>210.0 MB</td>"
+		      "<td class=\"l\">no steady growth</td>"));
+	CHECK(strstr(html, "<tr class=\"leak\"><td>WORKERS</td><td>2</td><td>300.0 MB</td>"));
+	CHECK(strstr(html, "/s) in 2 of 2: a probable leak</td><td>9 ("));
+	/* Where the trainer waits: the site escaped, the wakers with their shares. */
+	CHECK(strstr(html, "DATA_WAIT: 1.40 s in 70 waits</h3>"));
+	CHECK(strstr(html, "<tr><td>100.0%</td><td class=\"l\"><code>step (" HOSTILE_SHOWN
+		      ".py:3)</code>, in <code>select (selectors.py:402)</code></td></tr>"));
+	CHECK(strstr(html, "<th class=\"l\">what ended the waits</th></tr></thead>\n<tbody>\n"
+		      "<tr><td>75.0%</td><td class=\"l\">WORKER thread 200, in "
+		      "<code>no Python frame</code></td></tr>"));
+	CHECK(strstr(html, "<tr><td>25.0%</td><td class=\"l\">an interrupt or a task "
+		      "outside the job</td></tr>"));
+	free(html);
+	where_free(&report);
 }
 
 TEST(test_write_error)
@@ -344,6 +471,7 @@ int main(void)
 	RUN_TEST(test_page);
 	RUN_TEST(test_many_steps_grouped);
 	RUN_TEST(test_nothing_to_plot);
+	RUN_TEST(test_text_report_sections);
 	RUN_TEST(test_write_error);
 	return unit_summary();
 }

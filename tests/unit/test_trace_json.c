@@ -253,6 +253,80 @@ TEST(test_gpu_calls_track)
 	json_object_put(o);
 }
 
+TEST(test_launches_are_instants)
+{
+	static const char *const names[] = { "cudaStreamSynchronize", "cudaLaunchKernel" };
+	struct trace_thread th[] = {
+		{ .tid = 9, .tgid = 9, .comm = "python3", .role = ROLE_TRAINER,
+		  .open_state = PP_NR_STATES },
+		{ .tid = 12, .tgid = 9, .comm = "launcher", .role = ROLE_HELPER,
+		  .open_state = PP_NR_STATES },
+	};
+	struct trace_proc procs[] = { { .pid = 9, .comm = "python3", .root = 1 } };
+	struct pp_episode eps[] = {
+		ep(12, 9, PP_EP_LAUNCH, 7, 7),	/* out of order: sorted by thread and time */
+		ep(9, 9, PP_RUNNING, 0, 10),
+		ep(9, 9, PP_EP_LAUNCH, 4, 4),
+		ep(9, 9, PP_EP_LAUNCH, 2, 2),
+		ep(9, 9, PP_GPU_WAIT, 10, 30),
+		ep(9, 9, PP_RUNNING, 30, 60),
+		ep(12, 9, PP_RUNNING, 0, 60),
+		ep(77, 77, PP_EP_LAUNCH, 5, 5),	/* a thread the report does not have */
+		ep(9, 9, PP_EP_LAUNCH, 61, 61),	/* after the window */
+	};
+	struct trace_input in = { .threads = th, .nr_threads = 2, .procs = procs, .nr_procs = 1,
+				  .eps = eps, .nr_eps = 9, .start_ns = T0, .end_ns = T0 + 60 * US,
+				  .api_names = names, .nr_api_names = 2 };
+	struct trace_stats st;
+	json_object *o, *ev;
+	int instants = 0, named9 = 0, named12 = 0, state_slices = 0;
+	double last_ts = -1;
+
+	eps[0].api = eps[2].api = eps[3].api = eps[7].api = eps[8].api = 2;
+	eps[4].api = 1;
+	o = write_parse(&in, &st);
+	ev = o ? events(o) : NULL;
+	for (size_t i = 0; ev && i < json_object_array_length(ev); i++) {
+		json_object *e = json_object_array_get_idx(ev, i), *args, *name;
+
+		if (!strcmp(str(e, "ph"), "i")) {
+			instants++;
+			CHECK_STR(str(e, "s"), "t");
+			CHECK_STR(str(e, "name"), "cudaLaunchKernel");
+			CHECK(!json_object_object_get_ex(e, "dur", NULL));
+			/* Thread 9's two, in time order, then thread 12's. */
+			if (instants <= 2) {
+				CHECK(num(e, "tid") == (9 | TRACE_GPU_TID_BIT));
+				CHECK(num(e, "ts") > last_ts);
+				CHECK(near(num(e, "ts"), instants == 1 ? 2 : 4));
+				last_ts = num(e, "ts");
+			} else {
+				CHECK(num(e, "tid") == (12 | TRACE_GPU_TID_BIT));
+				CHECK(near(num(e, "ts"), 7));
+			}
+		}
+		/* A launch is no state: no slice of its own on the thread's track. */
+		if (!strcmp(str(e, "ph"), "X") && !strcmp(str(e, "cat"), "state"))
+			state_slices++;
+		if (!strcmp(str(e, "ph"), "M") && json_object_object_get_ex(e, "args", &args) &&
+		    json_object_object_get_ex(args, "name", &name)) {
+			named9 += num(e, "tid") == (9 | TRACE_GPU_TID_BIT) &&
+				  !strcmp(json_object_get_string(name), "GPU calls of 9");
+			named12 += num(e, "tid") == (12 | TRACE_GPU_TID_BIT) &&
+				   !strcmp(json_object_get_string(name), "GPU calls of 12");
+		}
+	}
+	CHECK_EQ_INT(instants, 3);
+	CHECK_EQ_INT((int)st.launches, 3);
+	CHECK_EQ_INT((int)st.gpu_calls, 1);
+	/* One name a track, whether it holds calls and launches (9) or launches only (12). */
+	CHECK_EQ_INT(named9, 1);
+	CHECK_EQ_INT(named12, 1);
+	CHECK_EQ_INT(state_slices, 4);
+	CHECK_EQ_INT((int)st.slices, 4);
+	json_object_put(o);
+}
+
 TEST(test_empty_trace)
 {
 	struct trace_input in = { .start_ns = T0, .end_ns = T0 };
@@ -269,6 +343,7 @@ int main(void)
 	RUN_TEST(test_slices_never_overlap);
 	RUN_TEST(test_flows_join_waker_and_wait);
 	RUN_TEST(test_gpu_calls_track);
+	RUN_TEST(test_launches_are_instants);
 	RUN_TEST(test_empty_trace);
 	return unit_summary();
 }
