@@ -708,15 +708,19 @@ def test_prometheus_scrapes_data_loading_verdict(daemons, procs, job_python, tmp
 
 # -- 2. job churn ----------------------------------------------------------------------------
 
-def test_ranks_of_one_job_and_the_straggler(daemons, procs, job_python, tmp_path):
+@pytest.mark.parametrize("launcher_torch", [False, True], ids=["plain_launcher", "torch_launcher"])
+def test_ranks_of_one_job_and_the_straggler(daemons, procs, job_python, tmp_path, launcher_torch):
     """ddp_gloo.py's two ranks (RANK, LOCAL_RANK, WORLD_SIZE and MASTER_ADDR/PORT in their
     environment, as torchrun sets them; rank 1 burns extra CPU before each step): each is a job
     of its own, both under one dist_job; rank 1 is the straggler in the metrics, and the shipped
-    PipeprofStraggler alert goes pending for it in a real Prometheus."""
+    PipeprofStraggler alert goes pending for it in a real Prometheus. [torch_launcher]: the
+    launcher imports torch first, as torchrun's agent does, and so maps libtorch: it is still no
+    job of its own (the ranks are), in no series."""
     d = daemons(["--window", "2"])
     # --slow-ms 25: rank 0's COMM_WAIT well over the threshold (9 ms leaves it near 20-28%).
     w = procs([job_python, os.path.join(WORKLOADS, "ddp_gloo.py"), "--duration", "120",
-               "--slow-ms", "25", "--truth", str(tmp_path / "truth.json")], name="ddp_gloo.py")
+               "--slow-ms", "25", "--truth", str(tmp_path / "truth.json")] +
+              (["--launcher-imports-torch"] if launcher_torch else []), name="ddp_gloo.py")
     m = w.wait_line(r"^READY pid=(\d+) tid=(\d+)", READY_TIMEOUT)
     assert m, "ddp_gloo.py did not start\n%s" % w.output()
     rank0 = int(m.group(1))
@@ -740,6 +744,8 @@ def test_ranks_of_one_job_and_the_straggler(daemons, procs, job_python, tmp_path
     assert info[rank0]["dist_job"] == info[rank1]["dist_job"], info
     assert info[rank0]["dist_job"].startswith("127.0.0.1:"), info
     assert values(samples, "pipeprof_rank_straggler", pid=rank0) == [0.0], text
+    launcher_series = [(n, l) for n, l, v in samples if l.get("pid") == str(w.p.pid)]
+    assert not launcher_series, ("the launcher is a job", launcher_series, d.log())
     # Rank 0 is not rank 1's worker, nor rank 1 rank 0's: each trainer waits in collectives.
     frac = prom_query(prom_port, 'pipeprof_job_state_fraction{pid="%d",role="TRAINER",'
                                  'state="COMM_WAIT"}' % rank0)

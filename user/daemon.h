@@ -93,6 +93,8 @@ int start_discovery(struct daemon *d);
 /* daemon_job.c */
 struct job *find_job(struct daemon *d, pid_t pid);
 bool part_of_a_job(struct daemon *d, pid_t pid);
+/* Detaches every job, but pid's own, whose tracer follows pid. */
+void detach_jobs_holding(struct daemon *d, pid_t pid, const char *why);
 void attach_job(struct daemon *d, pid_t pid);
 void job_costs(struct job *j, __u64 *lost, double *bpf_run_s);
 void detach_job(struct daemon *d, struct job *j, const char *why);

@@ -111,21 +111,64 @@ static bool under_a_job(pid_t pid)
 	return false;
 }
 
+/*
+ * A rank of a distributed job whose launcher imports torch itself, as torchrun's agent and
+ * accelerate's do: its environment names a RANK, and no process above it that maps an ML
+ * library names one (such a process would be the rank, this its DataLoader worker, which
+ * inherited the variable). The launcher is then no job: each rank is one of its own.
+ */
+static bool rank_under_launcher(pid_t pid)
+{
+	if (proc_env_rank(PROCFS, pid) < 0)
+		return false;
+	for (pid_t up = parent_of(pid); up > 1; up = parent_of(up))
+		if (maps_ml_library(up) && proc_env_rank(PROCFS, up) >= 0)
+			return false;
+	return true;
+}
+
+static bool is_ancestor(pid_t ancestor, pid_t pid)
+{
+	for (pid_t up = parent_of(pid); up > 1; up = parent_of(up))
+		if (up == ancestor)
+			return true;
+	return false;
+}
+
 int discover_jobs(pid_t *pids, int max)
 {
 	DIR *dir = opendir(PROCFS);
+	bool *rank = calloc(max > 0 ? max : 1, sizeof(*rank));
 	struct dirent *de;
-	int n = 0;
+	int n = 0, kept = 0;
 
-	if (!dir)
-		return -errno;
+	if (!dir || !rank) {
+		n = dir ? -ENOMEM : -errno;
+		goto cleanup;
+	}
 	while ((de = readdir(dir)) && n < max) {
 		pid_t pid = atoi(de->d_name);
 
-		if (pid > 0 && pid != getpid() && maps_ml_library(pid) && !under_a_job(pid))
+		if (pid <= 0 || pid == getpid() || !maps_ml_library(pid))
+			continue;
+		rank[n] = under_a_job(pid) && rank_under_launcher(pid);
+		if (rank[n] || !under_a_job(pid))
 			pids[n++] = pid;
 	}
-	closedir(dir);
+	/* Launchers of ranks out. */
+	for (int i = 0; i < n; i++) {
+		bool launcher = false;
+
+		for (int k = 0; k < n && !launcher; k++)
+			launcher = rank[k] && is_ancestor(pids[i], pids[k]);
+		if (!launcher)
+			pids[kept++] = pids[i];
+	}
+	n = kept;
+cleanup:
+	if (dir)
+		closedir(dir);
+	free(rank);
 	return n;
 }
 
@@ -163,7 +206,25 @@ static int on_exec(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* A new process usually execs long before it imports torch: look again each second. */
+/* A rank found inside a job: that job is its launcher, which each rank's own job replaces
+ * (traced twice otherwise, and the launcher's idle main thread judged as a trainer). */
+static void attach_rank(struct daemon *d, pid_t pid)
+{
+	detach_jobs_holding(d, pid, "a launcher of ranks: each rank is a job of its own");
+	attach_job(d, pid);
+}
+
+/* Whether pid is already one of the jobs (not only inside one). */
+static bool is_a_job(struct daemon *d, pid_t pid)
+{
+	for (struct job *j = d->jobs; j; j = j->next)
+		if (j->pid == pid)
+			return true;
+	return false;
+}
+
+/* A new process usually execs long before it imports torch: look again each second. A rank
+ * started by a launcher that is a job already is looked at too. */
 void check_candidates(struct daemon *d)
 {
 	__u64 now = monotonic_ns();
@@ -171,11 +232,18 @@ void check_candidates(struct daemon *d)
 
 	for (int i = 0; i < d->nr_candidates; i++) {
 		struct candidate c = d->candidates[i];
+		bool inside;
 
-		if (now > c.until_ns || (kill(c.pid, 0) && errno == ESRCH) || part_of_a_job(d, c.pid))
+		if (now > c.until_ns || (kill(c.pid, 0) && errno == ESRCH) || is_a_job(d, c.pid))
+			continue;
+		inside = part_of_a_job(d, c.pid);
+		if (inside && !rank_under_launcher(c.pid))
 			continue;
 		if (wanted(d, c.pid)) {
-			attach_job(d, c.pid);
+			if (inside)
+				attach_rank(d, c.pid);
+			else
+				attach_job(d, c.pid);
 			continue;
 		}
 		d->candidates[kept++] = c;
@@ -183,8 +251,9 @@ void check_candidates(struct daemon *d)
 	d->nr_candidates = kept;
 }
 
-/* At start: every process mapping an ML library, except those whose ancestor does (workers);
- * a process started in the last two minutes may still be importing torch: watch it. */
+/* At start: every process mapping an ML library, except those whose ancestor does (workers)
+ * but for ranks under a launcher that does; a process started in the last two minutes may
+ * still be importing torch: watch it. */
 void scan_existing(struct daemon *d)
 {
 	DIR *dir = opendir(PROCFS);
@@ -195,7 +264,9 @@ void scan_existing(struct daemon *d)
 	while ((de = readdir(dir))) {
 		pid_t pid = atoi(de->d_name);
 
-		if (pid <= 0 || pid == getpid() || part_of_a_job(d, pid))
+		if (pid <= 0 || pid == getpid() || is_a_job(d, pid))
+			continue;
+		if (part_of_a_job(d, pid) && !rank_under_launcher(pid))
 			continue;
 		if (!wanted(d, pid)) {
 			__u64 age = process_age_ns(pid);
@@ -204,7 +275,9 @@ void scan_existing(struct daemon *d)
 				add_candidate(d, pid, age);
 			continue;
 		}
-		if (!under_a_job(pid))
+		if (rank_under_launcher(pid))
+			attach_rank(d, pid);
+		else if (!under_a_job(pid))
 			attach_job(d, pid);
 	}
 	closedir(dir);

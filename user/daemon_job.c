@@ -41,6 +41,20 @@ bool part_of_a_job(struct daemon *d, pid_t pid)
 	return false;
 }
 
+void detach_jobs_holding(struct daemon *d, pid_t pid, const char *why)
+{
+	struct job *next;
+
+	for (struct job *j = d->jobs; j; j = next) {
+		struct pp_proc proc;
+
+		next = j->next;
+		if (j->pid != pid &&
+		    !bpf_map_lookup_elem(bpf_map__fd(j->tracer.skel->maps.tracked_procs), &pid, &proc))
+			detach_job(d, j, why);
+	}
+}
+
 static void log_event(struct daemon *d, json_object *o)
 {
 	json_object_object_add(o, "time", json_object_new_double(time(NULL)));

@@ -12,6 +12,8 @@ with a 'data' segment around next(loader).
 --no-rank-env starts the ranks with no RANK, LOCAL_RANK, WORLD_SIZE or MASTER_* in their
 environment (each told its rank and the rendezvous address on its command line, as mp.spawn and
 hand-written launchers do): pipeprof must know them as ranks by their connections to each other.
+--launcher-imports-torch makes the launcher map libtorch, as torchrun's agent does: the daemon
+must still take each rank, not the launcher, for a job.
 
 Process layout: this script is a launcher (no torch) that starts both ranks as its children
 (siblings: `python3 ddp_gloo.py --rank N`, with RANK, LOCAL_RANK and WORLD_SIZE in their
@@ -87,6 +89,8 @@ def rank_env(rank, world):
 def launcher(args, argv):
     """Starts rank 1 then rank 0, relays rank 0's stdout; returns the exit status."""
     started_ns = time.time_ns()
+    if args.launcher_imports_torch:
+        import torch  # noqa: F401 -- as torchrun's agent does: the launcher maps libtorch too
     port = free_port()
     base = [sys.executable, os.path.abspath(__file__)] + argv + ["--launcher-pid", str(os.getpid())]
     if args.rank_env:
@@ -256,6 +260,9 @@ def main(argv=None):
     p.add_argument("--rank-env", action=argparse.BooleanOptionalAction, default=True,
                    help="give each rank RANK, LOCAL_RANK, WORLD_SIZE and MASTER_* in its "
                    "environment, as torchrun does (default: on; off, as mp.spawn)")
+    p.add_argument("--launcher-imports-torch", action="store_true",
+                   help="the launcher imports torch before it starts the ranks, as torchrun's "
+                   "agent does")
     p.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     p.add_argument("--master-port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--rank-pids", default="", help=argparse.SUPPRESS)
