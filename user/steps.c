@@ -5,7 +5,8 @@
 #include "steps.h"
 
 /* The thread's state time up to the record, the open phase counted as classify.c's
- * thread_close() counts it (a backward pass starts on-CPU, so it is RUNNING or GPU_WAIT). A
+ * thread_close() counts it (a backward pass starts on-CPU, so it is RUNNING, or the blocking call's GPU_WAIT or
+ * COMM_WAIT). A
  * thread no switch has shown since the window opened is running at the record, so it ran all
  * along: the first step after an attach would otherwise get that time as its own. */
 static void state_time(const struct pp_step_record *r, uint64_t out[PP_NR_STATES])
@@ -16,10 +17,10 @@ static void state_time(const struct pp_step_record *r, uint64_t out[PP_NR_STATES
 	switch (r->phase) {
 	case PP_PHASE_ONCPU:
 	case PP_PHASE_UNKNOWN:
-		out[r->gpu_depth ? PP_GPU_WAIT : PP_RUNNING] += r->ts - r->phase_start_ns;
+		out[r->gpu_depth ? pp_call_state(r->call_state) : PP_RUNNING] += r->ts - r->phase_start_ns;
 		break;
 	case PP_PHASE_RUNNABLE:
-		out[r->gpu_depth ? PP_GPU_WAIT : PP_RUNQ] += r->ts - r->phase_start_ns;
+		out[r->gpu_depth ? pp_call_state(r->call_state) : PP_RUNQ] += r->ts - r->phase_start_ns;
 		break;
 	default:
 		break;

@@ -34,7 +34,7 @@ static const char *fmt_count(char *buf, size_t size, double v)
 	return buf;
 }
 
-static const char *fmt_bytes(char *buf, size_t size, double v)
+const char *report_fmt_bytes(char *buf, size_t size, double v)
 {
 	static const char *const unit[] = { "B", "kB", "MB", "GB", "TB" };
 	int k = 0;
@@ -91,7 +91,7 @@ static void print_gpu(FILE *out, const struct report *r)
 		if (!g->copies.calls[d])
 			continue;
 		fprintf(out, "  %s %s/step in %s cop%s", dir_label[d],
-			fmt_bytes(b, sizeof(b), steps_per_step(s, g->copies.bytes[d])),
+			report_fmt_bytes(b, sizeof(b), steps_per_step(s, g->copies.bytes[d])),
 			fmt_count(c, sizeof(c), steps_per_step(s, g->copies.calls[d])),
 			steps_per_step(s, g->copies.calls[d]) == 1 ? "y" : "ies");
 		if ((d == PP_COPY_HTOD || d == PP_COPY_DTOH) && share >= 0) {
@@ -115,13 +115,13 @@ static void print_gpu(FILE *out, const struct report *r)
 		fprintf(out, "  device memory: %s allocation%s (%s) and %s free%s (%s) a step",
 			fmt_count(a, sizeof(a), steps_per_step(s, g->dev.allocs)),
 			steps_per_step(s, g->dev.allocs) == 1 ? "" : "s",
-			fmt_bytes(b, sizeof(b), steps_per_step(s, g->dev.alloc_bytes)),
+			report_fmt_bytes(b, sizeof(b), steps_per_step(s, g->dev.alloc_bytes)),
 			fmt_count(c, sizeof(c), steps_per_step(s, g->dev.frees)),
 			steps_per_step(s, g->dev.frees) == 1 ? "" : "s",
-			fmt_bytes(d, sizeof(d), steps_per_step(s, g->dev.free_bytes)));
+			report_fmt_bytes(d, sizeof(d), steps_per_step(s, g->dev.free_bytes)));
 		if (g->dev_growth.leak)
 			fprintf(out, "; outstanding grows %s/step, steadily: a probable device-memory "
-				"leak", fmt_bytes(b, sizeof(b), g->dev_growth.bytes_per_step));
+				"leak", report_fmt_bytes(b, sizeof(b), g->dev_growth.bytes_per_step));
 		fputc('\n', out);
 	}
 	if (steps_many_syncs(s))
