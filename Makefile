@@ -45,7 +45,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
 FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1 $(OUTPUT)/fakecuda/libcudart.so.13 \
-	$(OUTPUT)/fakecuda/libnccl.so.2
+	$(OUTPUT)/fakecuda/libnccl.so.2 $(OUTPUT)/fakecuda/noreduce/libnccl.so.2
 # Load and fork-storm helpers of the scale tests and benchmarks (tools/workloads/*.c).
 WORKLOAD_BINS := $(patsubst tools/workloads/%.c,$(OUTPUT)/workloads/%,$(wildcard tools/workloads/*.c))
 
@@ -141,6 +141,12 @@ $(OUTPUT)/fakecuda/libnccl.so.2: tools/fakecuda/fakenccl.c tools/fakecuda/libncc
 	$(CC) -O2 -g -fPIC -shared -Wall -Wextra -fcf-protection=none -Wl,-soname,libnccl.so.2 \
 		-Wl,--version-script=tools/fakecuda/libnccl.map $< -o $@ -lpthread
 	ln -sf libnccl.so.2 $(OUTPUT)/fakecuda/libnccl.so
+
+# The same without ncclReduce: what pipeprof could not probe is named.
+$(OUTPUT)/fakecuda/noreduce/libnccl.so.2: tools/fakecuda/fakenccl.c tools/fakecuda/libnccl.map
+	mkdir -p $(dir $@)
+	$(CC) -O2 -g -fPIC -shared -Wall -Wextra -fcf-protection=none -Wl,-soname,libnccl.so.2 \
+		-DFAKENCCL_NO_REDUCE -Wl,--version-script=tools/fakecuda/libnccl.map $< -o $@ -lpthread
 
 $(OUTPUT)/workloads/%: tools/workloads/%.c | $(OUTPUT)/workloads
 	$(CC) -O2 -g -Wall -Wextra $< -o $@ -lpthread

@@ -276,6 +276,7 @@ ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
 	return collective(count, datatype, comm, 1);
 }
 
+#ifndef FAKENCCL_NO_REDUCE	/* a library without one collective, for the tests */
 NCCL_API(ncclResult_t, ncclReduce, const void *sendbuff, void *recvbuff, size_t count,
 	 ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
@@ -285,6 +286,7 @@ ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
 	(void)sendbuff, (void)recvbuff, (void)op, (void)root, (void)stream;
 	return collective(count, datatype, comm, 1);
 }
+#endif
 
 NCCL_API(ncclResult_t, ncclSend, const void *sendbuff, size_t count, ncclDataType_t datatype,
 	 int peer, ncclComm_t comm, cudaStream_t stream);

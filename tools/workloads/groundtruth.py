@@ -21,6 +21,7 @@ of its wall time belongs to:
                                                   a queue fed by a Python thread, a lock)
     comm      RUNNING    RUNQ        COMM_WAIT   (in a collective: DDP's allreduce in backward)
     gpu       GPU_WAIT   GPU_WAIT    GPU_WAIT    (inside a synchronising CUDA call)
+    nccl      COMM_WAIT  COMM_WAIT   COMM_WAIT   (inside a probed NCCL call)
 
 Time between segments (loop overhead) counts as RUNNING, except its run_delay
 (known from the neighbouring segments), which is RUNQ. Workloads keep the gaps
@@ -44,7 +45,7 @@ import time
 
 STATES = ("RUNNING", "RUNQ", "GPU_WAIT", "IO_WAIT", "DATA_WAIT", "THREAD_WAIT", "COMM_WAIT", "OTHER")
 
-# kind -> state of the off-CPU (wall - cpu) part; 'gpu' is GPU_WAIT as a whole.
+# kind -> state of the off-CPU (wall - cpu) part; 'gpu' and 'nccl' (WHOLE) are theirs as a whole.
 WAIT_STATE = {
     "compute": "RUNQ",
     "data": "DATA_WAIT",
@@ -53,7 +54,11 @@ WAIT_STATE = {
     "gpu": "GPU_WAIT",
     "thread": "THREAD_WAIT",
     "comm": "COMM_WAIT",
+    "nccl": "COMM_WAIT",
 }
+
+# Kinds whose whole wall time is their state: a probed call, whatever the thread does inside.
+WHOLE = ("gpu", "nccl")
 
 _mono = time.monotonic_ns
 _cpu = time.thread_time_ns
@@ -336,8 +341,8 @@ def shares(truth, start_ns, end_ns):
             continue
         part = b - a
         covered += part
-        if kind == "gpu":
-            ns["GPU_WAIT"] += part
+        if kind in WHOLE:
+            ns[WAIT_STATE[kind]] += part
             continue
         wall = t1 - t0
         scale = part / wall
