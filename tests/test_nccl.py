@@ -19,6 +19,9 @@ not, and one between may be either.
   and no bytes are made up for it.
 - A libnccl without ncclReduce: the report names what it could not probe, and still counts the
   rest exactly.
+- Per step (each step begins with a small autograd backward pass, the step probe's boundary,
+  and makes its calls after it): every whole step holds exactly one call of each API and
+  STEP_BYTES bytes.
 """
 import itertools
 import os
@@ -38,6 +41,9 @@ APIS = ("ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast", 
 BLOCKING = ("ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast",
             "ncclReduce", "ncclGroupEnd")
 MAX_EDGE_CALLS = 8
+# One step of nccl_job.py with its default 4 ranks: AllReduce 1 MiB, AllGather 16384 bf16 x 4
+# received, ReduceScatter 256 KiB, Broadcast 100000, Reduce 5000 int64, Send and Recv 4 KiB.
+STEP_BYTES = 262144 * 4 + 16384 * 2 * 4 + 32768 * 8 + 100000 + 5000 * 8 + 2 * 1024 * 4
 
 
 @pytest.fixture(scope="module")
@@ -203,4 +209,26 @@ def test_nccl_library_without_a_collective_is_named(procs, pipeprof_bin, tmp_pat
     runs, truth = run_job(procs, tmp_path, lib, ["--comm-every", "1", "--no-reduce"])
     save_result("nccl_missing", summary("nccl: libnccl without ncclReduce", runs))
     problems = check_runs(runs, truth, want_missing=("ncclReduce",), absent=("ncclReduce",))
+    assert not problems, "\n".join(problems)
+
+
+def test_nccl_per_step(procs, pipeprof_bin, fakenccl, tmp_path):
+    runs, truth = run_job(procs, tmp_path, fakenccl, ["--comm-every", "1", "--torch-steps"])
+    save_result("nccl_steps", summary("nccl: per step", runs))
+    problems = check_runs(runs, truth)
+    for i, run in enumerate(runs):
+        steps = (run["report"] or {}).get("steps") or {}
+        n, per = steps.get("count", 0), steps.get("nccl")
+        if n < 10 or per is None:
+            problems.append("attach %d: %d steps, nccl %r" % (i, n, per))
+            continue
+        if not per["calls_min"] == per["calls_max"] == len(APIS) or \
+                per["calls"] != len(APIS) * n:
+            problems.append("attach %d: %d calls in %d steps, %d..%d a step, want %d" % (
+                i, per["calls"], n, per["calls_min"], per["calls_max"], len(APIS)))
+        if per["calls_by_api"] != {api: 1.0 for api in APIS}:
+            problems.append("attach %d: calls by API a step %r" % (i, per["calls_by_api"]))
+        if per["bytes"] != STEP_BYTES * n:
+            problems.append("attach %d: %d bytes in %d steps, want %d" % (
+                i, per["bytes"], n, STEP_BYTES * n))
     assert not problems, "\n".join(problems)

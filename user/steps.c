@@ -70,6 +70,21 @@ static void gpu_between(const struct pp_step_record *a, const struct pp_step_rec
 		if (frees > g->dev_frees_max)
 			g->dev_frees_max = frees;
 	}
+	{
+		uint64_t calls = 0;
+
+		for (int op = 0; op < PP_NR_NCCL_CALLS; op++) {
+			uint64_t n = diff(b->nccl.calls[op], a->nccl.calls[op]);
+
+			g->nccl_calls[op] += n;
+			calls += n;
+		}
+		g->nccl_bytes += diff(b->nccl.bytes, a->nccl.bytes);
+		if (first || calls < g->nccl_min)
+			g->nccl_min = calls;
+		if (calls > g->nccl_max)
+			g->nccl_max = calls;
+	}
 	if (first || launches < g->launches_min)
 		g->launches_min = launches;
 	if (launches > g->launches_max)

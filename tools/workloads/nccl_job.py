@@ -7,7 +7,8 @@ blocks each call until its "peer" thread signals the transfer done (tools/fakecu
 FAKENCCL_LATENCY_US per call plus bytes at FAKENCCL_BYTES_PER_US). Each step, on the main
 thread:
 
-  compute  --compute-ms of busy CPU ('compute' segment)
+  compute  with --torch-steps a small backward pass (a step boundary for pipeprof's autograd
+           probe), then --compute-ms of busy CPU ('compute' segment)
   comm     with --comm-every N > 0, every N steps: ncclCommDestroy and ncclCommInitRank of a
            communicator of --nranks ranks (a fresh handle; an AllGather's bytes received need
            the communicator's size, seen only at its creation)
@@ -58,6 +59,9 @@ def main(argv=None):
     p.add_argument("--compute-ms", type=float, default=2.0)
     p.add_argument("--comm-every", type=int, default=1,
                    help="re-create the communicator every N steps (0: once, before READY)")
+    p.add_argument("--torch-steps", action="store_true",
+                   help="start each step with a small autograd backward pass (torch), which "
+                   "pipeprof's step probe marks, before the busy loop")
     p.add_argument("--no-reduce", action="store_true",
                    help="make no ncclReduce (for a libnccl built without it)")
     args = p.parse_args(argv)
@@ -113,8 +117,19 @@ def main(argv=None):
     n = args.nranks
     step_no = [0]
 
+    backward = None
+    if args.torch_steps:
+        import torch
+        torch.set_num_threads(1)
+        x = torch.ones(64, requires_grad=True)
+
+        def backward():
+            (x * 2).sum().backward()
+
     def step():
         with rec.seg("compute"):
+            if backward:
+                backward()
             end = _mono() + int(args.compute_ms * 1e6)
             while _mono() < end:
                 pass
