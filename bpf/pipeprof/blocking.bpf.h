@@ -54,8 +54,10 @@ static __always_inline struct pp_thread *blocking_call_enter(struct pt_regs *ctx
 		t->gpu_enter_sp = PT_REGS_SP(ctx);
 		t->gpu_api = api;
 		t->call_state = state;
-		/* A launch gap that holds any blocking call says nothing of launch speed. */
-		t->gpu_calls++;
+		/* Synchronising calls only: the trainer's choice, the sync advice and the
+		 * launch gaps count them. */
+		if (state == PP_GPU_WAIT)
+			t->gpu_calls++;
 		outer = t;
 	}
 	if (t->gpu_depth < PP_MAX_GPU_DEPTH)
