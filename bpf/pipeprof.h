@@ -236,7 +236,7 @@ enum pp_counter {
 	PP_CNT_THREADS_FULL,		/* thread could not be added: map full */
 	PP_CNT_PROCS_FULL,		/* process could not be added: map full */
 	PP_CNT_RQ_FULL,			/* block request not tracked: map full */
-	PP_CNT_UPROBE_HITS,		/* any GPU uprobe entry for a tracked task */
+	PP_CNT_UPROBE_HITS,		/* any GPU sync or NCCL call entry for a tracked task */
 	PP_CNT_URETPROBE_ORPHANS,	/* return without a matching entry */
 	PP_CNT_FORKS,			/* tracked processes forked while tracing */
 	PP_CNT_PROC_EXITS,		/* tracked processes exited while tracing */

@@ -256,7 +256,8 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 		report_not_traced(r, "%llu block requests not timed: in-flight map full",
 				  (unsigned long long)r->counters[PP_CNT_RQ_FULL]);
 	if (r->counters[PP_CNT_URETPROBE_ORPHANS])
-		report_not_traced(r, "%llu GPU calls were already running at attach and were not timed",
+		report_not_traced(r, "%llu GPU or NCCL calls were already running at attach and were "
+				  "not timed",
 				  (unsigned long long)r->counters[PP_CNT_URETPROBE_ORPHANS]);
 	tracer_prog_stats(t, &r->bpf_recursion_misses, &r->bpf_run_ns, &r->bpf_run_count);
 	tracer_note_limits(t, end_ns, r);
