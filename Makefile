@@ -31,7 +31,8 @@ PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hi
 	user/btf_percpu.c user/cgroup.c user/target.c user/caps.c user/sanitize.c user/ere_cost.c \
 	user/cache.c user/kfeatures_entry.c user/symcache.c user/mhd_lazy.c user/predict.c \
 	user/recommend.c user/pystack.c user/where.c user/callsite.c user/flamegraph.c user/steps.c \
-	user/steps_report.c user/memory.c user/memory_report.c user/gpumem.c user/gpumem_report.c \
+	user/steps_report.c user/nccl_report.c user/memory.c user/memory_report.c user/gpumem.c \
+	user/gpumem_report.c \
 	user/ranks.c user/procnet.c \
 	user/html_svg.c user/html_report.c user/html_sections.c \
 	user/diff.c user/diff_report.c user/trace_json.c \
@@ -43,7 +44,8 @@ PLUMBING_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PLUMBING_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
-FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1 $(OUTPUT)/fakecuda/libcudart.so.13
+FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1 $(OUTPUT)/fakecuda/libcudart.so.13 \
+	$(OUTPUT)/fakecuda/libnccl.so.2 $(OUTPUT)/fakecuda/noreduce/libnccl.so.2
 # Load and fork-storm helpers of the scale tests and benchmarks (tools/workloads/*.c).
 WORKLOAD_BINS := $(patsubst tools/workloads/%.c,$(OUTPUT)/workloads/%,$(wildcard tools/workloads/*.c))
 
@@ -132,6 +134,19 @@ $(OUTPUT)/fakecuda/libcudart.so.13: tools/fakecuda/fakecudart.c tools/fakecuda/f
 		-Wl,--version-script=tools/fakecuda/libcudart.map -Wl,-rpath,'$$ORIGIN' \
 		$(filter %.c,$^) -o $@ -L$(OUTPUT)/fakecuda -lcuda -lpthread
 	ln -sf libcudart.so.13 $(OUTPUT)/fakecuda/libcudart.so
+
+# NCCL's soname, unversioned exports and weak nccl* / strong pnccl* pairs.
+$(OUTPUT)/fakecuda/libnccl.so.2: tools/fakecuda/fakenccl.c tools/fakecuda/libnccl.map \
+		| $(OUTPUT)/fakecuda
+	$(CC) -O2 -g -fPIC -shared -Wall -Wextra -fcf-protection=none -Wl,-soname,libnccl.so.2 \
+		-Wl,--version-script=tools/fakecuda/libnccl.map $< -o $@ -lpthread
+	ln -sf libnccl.so.2 $(OUTPUT)/fakecuda/libnccl.so
+
+# The same without ncclReduce: what pipeprof could not probe is named.
+$(OUTPUT)/fakecuda/noreduce/libnccl.so.2: tools/fakecuda/fakenccl.c tools/fakecuda/libnccl.map
+	mkdir -p $(dir $@)
+	$(CC) -O2 -g -fPIC -shared -Wall -Wextra -fcf-protection=none -Wl,-soname,libnccl.so.2 \
+		-DFAKENCCL_NO_REDUCE -Wl,--version-script=tools/fakecuda/libnccl.map $< -o $@ -lpthread
 
 $(OUTPUT)/workloads/%: tools/workloads/%.c | $(OUTPUT)/workloads
 	$(CC) -O2 -g -Wall -Wextra $< -o $@ -lpthread

@@ -253,6 +253,7 @@ int in_runtime(__u32 tgid, __u64 addr);
 int called_from_runtime(__u32 tgid, __u64 sp);
 int count_copy(__u32 tid, __u32 tgid, __u32 dir, __u64 bytes, __u64 host);
 int count_sync(__u32 tid, __u32 api);
+int count_nccl(__u32 tid, __u32 op, __u64 bytes);
 
 static __always_inline struct irq_ctx *irq_ctx_here(void)
 {
@@ -439,7 +440,7 @@ static __always_inline void add_state(struct pp_thread *t, __u32 tid, __u32 stat
 
 static __always_inline __u32 oncpu_state(struct pp_thread *t)
 {
-	return t->gpu_depth ? PP_GPU_WAIT : PP_RUNNING;
+	return t->gpu_depth ? pp_call_state(t->call_state) : PP_RUNNING;
 }
 
 /*
@@ -611,7 +612,7 @@ static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __
 	__u32 cause;
 
 	if (t->phase == PP_PHASE_RUNNABLE) {
-		add_state_ep(t, tid, t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ, since, now, false, rec);
+		add_state_ep(t, tid, t->gpu_depth ? pp_call_state(t->call_state) : PP_RUNQ, since, now, false, rec);
 		if (hist_kinds)
 			hist_switch_in(t, tid, PP_RUNQ, since, since, since, now);
 		return;
@@ -637,7 +638,7 @@ static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __
 	 * waking up) is part of the wait, not CPU contention. */
 	runq_from = t->enqueued_ns >= t->woken_ns ? t->enqueued_ns : t->woken_ns;
 	if (t->gpu_depth) {
-		add_state_ep(t, tid, PP_GPU_WAIT, since, now, false, rec);
+		add_state_ep(t, tid, pp_call_state(t->call_state), since, now, false, rec);
 	} else if (cause != PP_RUNQ && t->woken_ns > since && runq_from <= now) {
 		/* The one place a wait ends at its wakeup: the trace's flow from its waker. */
 		add_state_ep(t, tid, cause, since, runq_from, true, rec);
@@ -648,7 +649,7 @@ static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __
 	if (hist_kinds) {
 		bool woken = t->woken_ns > since && runq_from <= now;
 
-		hist_switch_in(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, since,
+		hist_switch_in(t, tid, t->gpu_depth ? pp_call_state(t->call_state) : cause, since,
 			       woken ? runq_from : now, woken ? runq_from : 0, now);
 	}
 	if (cause == PP_RUNQ)
@@ -658,7 +659,7 @@ static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __
 		__u64 woke = window_end_ns && t->woken_ns > window_end_ns ? window_end_ns : t->woken_ns;
 
 		if (woke > since)
-			record_waker(t, tid, t->gpu_depth ? PP_GPU_WAIT : cause, woke - since);
+			record_waker(t, tid, t->gpu_depth ? pp_call_state(t->call_state) : cause, woke - since);
 	}
 	if (t->phase == PP_PHASE_OFFCPU && wants_wait_stack(tid, t->tgid)) {
 		/* The wait up to its wakeup, inside the window, as the states count it. */
@@ -666,10 +667,11 @@ static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __
 
 		if (window_end_ns && end > window_end_ns)
 			end = window_end_ns;
-		py_wait_ends(tid, t->gpu_depth ? PP_GPU_WAIT : cause, end > since ? end - since : 0);
+		py_wait_ends(tid, t->gpu_depth ? pp_call_state(t->call_state) : cause, end > since ? end - since : 0);
 	}
-	/* A blocking GPU sync is a GPU wait whoever woke it; a relay passes that on too. */
-	t->last_wait = t->gpu_depth ? PP_GPU_WAIT : cause;
+	/* A blocking GPU sync (an NCCL call) is a GPU (comm) wait whoever woke it; a relay passes
+	 * that on too. */
+	t->last_wait = t->gpu_depth ? pp_call_state(t->call_state) : cause;
 	t->last_wait_depth = t->gpu_depth || cause != t->wake_cause ? 0 : t->wake_depth;
 	t->last_wait_end_ns = now;
 	t->ran_since_wait_ns = 0;

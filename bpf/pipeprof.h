@@ -130,8 +130,13 @@ struct pp_thread {
 	__u64 woken_ns;		/* last sched_waking of this thread */
 	__u64 enqueued_ns;	/* last sched_wakeup: on a run queue from here (RUNQ starts) */
 	__u32 wake_cause;	/* enum pp_state the waker context implies, at woken_ns */
-	__u32 gpu_depth;	/* nested synchronising GPU calls in progress */
+	__u32 gpu_depth;	/* nested blocking calls (GPU syncs, NCCL) in progress */
 	__u32 gpu_api;		/* api id (attach cookie) of the outermost call in progress */
+	__u32 call_state;	/* enum pp_state its time reads: GPU_WAIT, or COMM_WAIT for NCCL */
+	__u32 nccl_op;		/* enum pp_nccl_op of the outermost NCCL call in progress */
+	__u64 nccl_bytes;	/* ... and its bytes, PP_NCCL_UNSIZED when unknown */
+	__u64 nccl_comm_out;	/* communicator being created: where NCCL stores its handle */
+	__u64 nccl_comm_ranks;	/* ... and how many ranks it has */
 	__u32 offcpu_iowait;	/* task->in_iowait at the last switch-out */
 	__u32 last_wait;	/* enum pp_state of the last completed off-CPU wait */
 	__u32 last_wait_depth;	/* relay hops behind last_wait (0: the cause itself) */
@@ -185,6 +190,13 @@ static inline __u32 pp_log2_u64(__u64 v)
 	return (__u32)r;
 }
 
+/* The state of a thread's time inside its outermost blocking call (pp_thread.call_state):
+ * GPU_WAIT unless it is an NCCL call's COMM_WAIT. */
+static inline __u32 pp_call_state(__u32 call_state)
+{
+	return call_state == PP_COMM_WAIT ? PP_COMM_WAIT : PP_GPU_WAIT;
+}
+
 /* A thread's first record, whichever side writes it (fork, first sighting, seeding). */
 static inline void pp_thread_init(struct pp_thread *t, __u32 tgid, __u32 phase, __u64 start_ns)
 {
@@ -224,7 +236,7 @@ enum pp_counter {
 	PP_CNT_THREADS_FULL,		/* thread could not be added: map full */
 	PP_CNT_PROCS_FULL,		/* process could not be added: map full */
 	PP_CNT_RQ_FULL,			/* block request not tracked: map full */
-	PP_CNT_UPROBE_HITS,		/* any GPU uprobe entry for a tracked task */
+	PP_CNT_UPROBE_HITS,		/* any GPU sync or NCCL call entry for a tracked task */
 	PP_CNT_URETPROBE_ORPHANS,	/* return without a matching entry */
 	PP_CNT_FORKS,			/* tracked processes forked while tracing */
 	PP_CNT_PROC_EXITS,		/* tracked processes exited while tracing */
@@ -274,6 +286,49 @@ struct pp_gpu_api_stats {
 	__u64 total_ns;
 	__u64 max_ns;		/* the longest call: bounds percentiles read off log2 slots */
 	__u64 slots[PP_HIST_SLOTS];
+};
+
+/*
+ * NCCL (nccl.bpf.c): the APIs probed, in the second byte of the attach cookie (PP_COOKIE_DIR's
+ * place). The collectives and group calls, up to PP_NR_NCCL_CALLS, index nccl_stats; the rest
+ * only learn communicator sizes (an AllGather's bytes received are sendcount x ranks).
+ */
+enum pp_nccl_op {
+	PP_NCCL_ALL_REDUCE = 0,	/* (send, recv, count, type, op, comm, stream) */
+	PP_NCCL_ALL_GATHER,	/* (send, recv, sendcount, type, comm, stream) */
+	PP_NCCL_REDUCE_SCATTER,	/* (send, recv, recvcount, type, op, comm, stream) */
+	PP_NCCL_BROADCAST,	/* (send, recv, count, type, root, comm, stream) */
+	PP_NCCL_REDUCE,		/* (send, recv, count, type, op, root, comm, stream) */
+	PP_NCCL_SEND,		/* (send, count, type, peer, comm, stream) */
+	PP_NCCL_RECV,		/* (recv, count, type, peer, comm, stream) */
+	PP_NCCL_GROUP_START,	/* () */
+	PP_NCCL_GROUP_END,	/* (): where a group's collectives run */
+	PP_NR_NCCL_CALLS,
+	PP_NCCL_COMM_INIT = PP_NR_NCCL_CALLS,	/* (comm *out, nranks, ...) */
+	PP_NCCL_COMM_INIT_ALL,	/* (comm *out[ndev], ndev, devlist) */
+	PP_NCCL_COMM_FREE,	/* (comm): destroy, abort */
+};
+
+/* pp_thread.nccl_bytes: an AllGather on a communicator whose size pipeprof never saw (made
+ * before the attach, or by ncclCommSplit). */
+#define PP_NCCL_UNSIZED		(~0ULL)
+#define PP_NCCL_MAX_COMMS	4096
+
+/* nccl_stats value, per enum pp_nccl_op below PP_NR_NCCL_CALLS. */
+struct pp_nccl_stats {
+	__u64 calls;
+	__u64 bytes;		/* count x type size, for AllGather x ranks: the bytes received */
+	__u64 unsized;		/* calls whose bytes are unknown (PP_NCCL_UNSIZED), not in bytes */
+	__u64 total_ns;		/* time inside the call, as the outermost probed call */
+	__u64 max_ns;
+	__u64 slots[PP_HIST_SLOTS];	/* log2 usecs */
+};
+
+/* nccl_comms key: a communicator handle in a process; the value is its number of ranks. */
+struct pp_nccl_comm_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 comm;
 };
 
 /* Block device latency of requests issued by the tracked set, log2 usecs. */
@@ -441,10 +496,19 @@ struct pp_dev_counts {
 	__u64 alloc_bytes, free_bytes;
 };
 
+/* A thread's NCCL calls (nccl.bpf.c) since the attach: per enum pp_nccl_op, and their bytes
+ * where known. */
+struct pp_nccl_counts {
+	__u32 calls[PP_NR_NCCL_CALLS];
+	__u32 pad;
+	__u64 bytes;
+};
+
 /* thread_gpu value: what a thread's sync, copy and allocation probes counted. */
 struct pp_thread_gpu {
 	struct pp_copy_counts copies;
 	__u32 sync_calls[PP_MAX_SYNC_APIS];
+	struct pp_nccl_counts nccl;
 	__u64 alloc_out;	/* host allocation in progress: where it will store the pointer */
 	__u64 alloc_bytes;
 	struct pp_dev_counts dev;
@@ -511,10 +575,11 @@ struct pp_step_record {
 	__u64 launches, launch_gap_ns, launch_gaps;
 	struct pp_copy_counts copies;
 	__u32 sync_calls[PP_MAX_SYNC_APIS];
+	struct pp_nccl_counts nccl;
 	struct pp_dev_counts dev;	/* the thread's device allocations and frees */
 	__s64 dev_outstanding;		/* its process's outstanding device bytes */
 	__u32 source;			/* enum pp_step_source */
-	__u32 unused;
+	__u32 call_state;		/* pp_thread's, for the open phase when gpu_depth */
 };
 
 /*

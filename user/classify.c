@@ -99,12 +99,12 @@ enum pp_state thread_open_state(const struct pp_thread *t, char proc_state)
 {
 	switch (t->phase) {
 	case PP_PHASE_ONCPU:
-		return t->gpu_depth ? PP_GPU_WAIT : PP_RUNNING;
+		return t->gpu_depth ? pp_call_state(t->call_state) : PP_RUNNING;
 	case PP_PHASE_RUNNABLE:
-		return t->gpu_depth ? PP_GPU_WAIT : PP_RUNQ;
+		return t->gpu_depth ? pp_call_state(t->call_state) : PP_RUNQ;
 	case PP_PHASE_OFFCPU:
 		/* The wakeup that would name the cause has not happened yet. */
-		return t->gpu_depth ? PP_GPU_WAIT : t->offcpu_iowait ? PP_IO_WAIT : PP_OTHER;
+		return t->gpu_depth ? pp_call_state(t->call_state) : t->offcpu_iowait ? PP_IO_WAIT : PP_OTHER;
 	case PP_PHASE_UNKNOWN:
 		return proc_state == 'R' ? PP_RUNNING : proc_state == 'D' ? PP_IO_WAIT : PP_OTHER;
 	default:

@@ -115,6 +115,26 @@ const struct gpu_api gpu_apis[] = {
 	{ "cuMemFree_v2", LIB_CUDA, GPU_DEV_FREE },
 	{ "cuMemFreeAsync", LIB_CUDA, GPU_DEV_FREE },
 	{ "cuMemFreeAsync_ptsz", LIB_CUDA, GPU_DEV_FREE },
+
+	/*
+	 * NCCL: each API is a weak nccl* with a pncclX alias at the same address (NCCL's
+	 * NCCL_API macro), so only the nccl* name is probed. Inside ncclGroupStart/End the
+	 * collectives return at once, and ncclGroupEnd waits for them.
+	 */
+	{ "ncclAllReduce", LIB_NCCL, NCCL_CALL, .nccl_op = PP_NCCL_ALL_REDUCE },
+	{ "ncclAllGather", LIB_NCCL, NCCL_CALL, .nccl_op = PP_NCCL_ALL_GATHER },
+	{ "ncclReduceScatter", LIB_NCCL, NCCL_CALL, .nccl_op = PP_NCCL_REDUCE_SCATTER },
+	{ "ncclBroadcast", LIB_NCCL, NCCL_CALL, .nccl_op = PP_NCCL_BROADCAST },
+	{ "ncclReduce", LIB_NCCL, NCCL_CALL, .nccl_op = PP_NCCL_REDUCE },
+	{ "ncclSend", LIB_NCCL, NCCL_CALL, .nccl_op = PP_NCCL_SEND },
+	{ "ncclRecv", LIB_NCCL, NCCL_CALL, .nccl_op = PP_NCCL_RECV },
+	{ "ncclGroupStart", LIB_NCCL, NCCL_CALL, .nccl_op = PP_NCCL_GROUP_START },
+	{ "ncclGroupEnd", LIB_NCCL, NCCL_CALL, .nccl_op = PP_NCCL_GROUP_END },
+	{ "ncclCommInitRank", LIB_NCCL, NCCL_COMM_INIT, .nccl_op = PP_NCCL_COMM_INIT },
+	{ "ncclCommInitRankConfig", LIB_NCCL, NCCL_COMM_INIT, .nccl_op = PP_NCCL_COMM_INIT },
+	{ "ncclCommInitAll", LIB_NCCL, NCCL_COMM_INIT, .nccl_op = PP_NCCL_COMM_INIT_ALL },
+	{ "ncclCommDestroy", LIB_NCCL, NCCL_COMM_FREE, .nccl_op = PP_NCCL_COMM_FREE },
+	{ "ncclCommAbort", LIB_NCCL, NCCL_COMM_FREE, .nccl_op = PP_NCCL_COMM_FREE },
 };
 
 const int gpu_api_count = sizeof(gpu_apis) / sizeof(gpu_apis[0]);
@@ -126,6 +146,14 @@ const char *copy_dir_name(unsigned int dir)
 	static const char *const names[PP_NR_COPY_DIRS] = { "HtoH", "HtoD", "DtoH", "DtoD", "default" };
 
 	return dir < PP_NR_COPY_DIRS ? names[dir] : "?";
+}
+
+const char *nccl_op_name(unsigned int op)
+{
+	for (int i = gpu_sync_api_count; i < gpu_api_count; i++)
+		if (gpu_apis[i].class == NCCL_CALL && gpu_apis[i].nccl_op == op)
+			return gpu_apis[i].name;
+	return "?";
 }
 
 _Static_assert(sizeof(gpu_apis) / sizeof(gpu_apis[0]) < PP_SELFTEST_API,

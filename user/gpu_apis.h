@@ -20,6 +20,11 @@ enum gpu_probe_class {
 	GPU_DEV_ALLOC,		/* (void **out, size_t bytes, ...): entry and return */
 	GPU_DEV_ALLOC_PITCH,	/* (void **out, size_t *pitch, size_t width, size_t rows, ...) */
 	GPU_DEV_FREE,		/* (void *ptr, ...): entry */
+	/* libnccl (nccl.bpf.c): collectives, point-to-point and group calls (COMM_WAIT), and
+	 * the communicator calls that tell a communicator's size. */
+	NCCL_CALL,		/* entry and return */
+	NCCL_COMM_INIT,		/* entry and return */
+	NCCL_COMM_FREE,		/* entry */
 };
 
 struct gpu_api {
@@ -27,6 +32,7 @@ struct gpu_api {
 	enum lib_kind lib;
 	enum gpu_probe_class class;
 	unsigned int copy_dir;	/* enum pp_copy_dir, or PP_COPY_DIR_FROM_ARG */
+	unsigned int nccl_op;	/* enum pp_nccl_op */
 };
 
 /* The GPU_SYNC entries come first: ids 0 .. gpu_sync_api_count-1 index gpu_api_stats. */
@@ -35,5 +41,7 @@ extern const int gpu_api_count;
 extern const int gpu_sync_api_count;
 
 const char *copy_dir_name(unsigned int dir);
+/* The NCCL API of a call (enum pp_nccl_op below PP_NR_NCCL_CALLS): "ncclAllReduce"... */
+const char *nccl_op_name(unsigned int op);
 
 #endif

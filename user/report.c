@@ -31,11 +31,16 @@ static double pct(uint64_t part, uint64_t whole)
 
 /* A percentile read off log2 slots, bounded by the longest call: a slot spans 2x, so on its
  * own it can put the median of calls that all took 38 ms at 49 ms. */
+double report_percentile_us(const __u64 *slots, uint64_t max_ns, double p)
+{
+	double v = hist_percentile(slots, PP_HIST_SLOTS, p);
+
+	return max_ns && v > max_ns / 1e3 ? max_ns / 1e3 : v;
+}
+
 static double api_percentile_us(const struct api_result *api, double p)
 {
-	double v = hist_percentile(api->slots, PP_HIST_SLOTS, p);
-
-	return api->max_ns && v > api->max_ns / 1e3 ? api->max_ns / 1e3 : v;
+	return report_percentile_us(api->slots, api->max_ns, p);
 }
 
 const struct thread_result *report_trainer(const struct report *r)
@@ -278,6 +283,7 @@ void report_print_text(FILE *out, const struct report *r)
 
 	print_waited_on(out, r);
 	print_evidence(out, r);
+	nccl_print_text(out, r);
 	steps_print_text(out, r);
 	gpumem_print_text(out, r);
 	memory_print_text(out, r);
@@ -307,7 +313,7 @@ static json_object *states_json(const __u64 *ns, uint64_t wall)
 	return o;
 }
 
-static json_object *hist_json(const __u64 *slots)
+json_object *report_hist_json(const __u64 *slots)
 {
 	json_object *arr = json_object_new_array();
 	int last = -1;
@@ -399,6 +405,35 @@ static json_object *gc_json(const struct report *r)
 	return o;
 }
 
+json_object *lib_result_json(const struct lib_result *lib)
+{
+	json_object *l = json_object_new_object(), *probes = json_object_new_array();
+	json_object *missing = json_object_new_array();
+
+	json_object_object_add(l, "pid", json_object_new_int(lib->pid));
+	json_object_object_add(l, "kind", json_object_new_string(lib_kind_name(lib->kind)));
+	json_object_object_add(l, "path", json_object_new_string(lib->path));
+	json_object_object_add(l, "deleted", json_object_new_boolean(lib->deleted));
+	for (int k = 0; k < lib->nr_probes; k++) {
+		const struct probe_result *p = &lib->probes[k];
+		json_object *po = json_object_new_object();
+
+		json_object_object_add(po, "name", json_object_new_string(p->api));
+		json_object_object_add(po, "value", json_object_new_int64(p->value));
+		json_object_object_add(po, "offset", json_object_new_int64(p->offset));
+		json_object_object_add(po, "skipped_endbr64", json_object_new_boolean(p->skipped_endbr64));
+		json_object_object_add(po, "attached", json_object_new_boolean(p->attached));
+		if (!p->attached)
+			json_object_object_add(po, "error", json_object_new_string(strerror(-p->err)));
+		json_object_array_add(probes, po);
+	}
+	json_object_object_add(l, "probes", probes);
+	for (int k = 0; k < lib->nr_missing; k++)
+		json_object_array_add(missing, json_object_new_string(lib->missing[k]));
+	json_object_object_add(l, "missing", missing);
+	return l;
+}
+
 static json_object *gpu_json(const struct report *r)
 {
 	json_object *o = json_object_new_object(), *libs = json_object_new_array();
@@ -408,30 +443,8 @@ static json_object *gpu_json(const struct report *r)
 	json_object_object_add(o, "copies", gpu_copies_json(r));
 	if (!r->gpu_traced)
 		json_object_object_add(o, "why_not", json_object_new_string(r->gpu_why_not));
-	for (int i = 0; i < r->nr_libs; i++) {
-		const struct lib_result *lib = &r->libs[i];
-		json_object *l = json_object_new_object(), *probes = json_object_new_array();
-
-		json_object_object_add(l, "pid", json_object_new_int(lib->pid));
-		json_object_object_add(l, "kind", json_object_new_string(lib_kind_name(lib->kind)));
-		json_object_object_add(l, "path", json_object_new_string(lib->path));
-		json_object_object_add(l, "deleted", json_object_new_boolean(lib->deleted));
-		for (int k = 0; k < lib->nr_probes; k++) {
-			const struct probe_result *p = &lib->probes[k];
-			json_object *po = json_object_new_object();
-
-			json_object_object_add(po, "name", json_object_new_string(p->api));
-			json_object_object_add(po, "value", json_object_new_int64(p->value));
-			json_object_object_add(po, "offset", json_object_new_int64(p->offset));
-			json_object_object_add(po, "skipped_endbr64", json_object_new_boolean(p->skipped_endbr64));
-			json_object_object_add(po, "attached", json_object_new_boolean(p->attached));
-			if (!p->attached)
-				json_object_object_add(po, "error", json_object_new_string(strerror(-p->err)));
-			json_object_array_add(probes, po);
-		}
-		json_object_object_add(l, "probes", probes);
-		json_object_array_add(libs, l);
-	}
+	for (int i = 0; i < r->nr_libs; i++)
+		json_object_array_add(libs, lib_result_json(&r->libs[i]));
 	json_object_object_add(o, "libraries", libs);
 	for (int i = 0; i < r->nr_apis; i++) {
 		const struct api_result *api = &r->apis[i];
@@ -446,7 +459,7 @@ static json_object *gpu_json(const struct report *r)
 		json_object_object_add(a, "max_ns", json_object_new_int64(api->max_ns));
 		json_object_object_add(a, "p50_us", json_object_new_double(api_percentile_us(api, 50)));
 		json_object_object_add(a, "p99_us", json_object_new_double(api_percentile_us(api, 99)));
-		json_object_object_add(a, "hist_usecs", hist_json(api->slots));
+		json_object_object_add(a, "hist_usecs", report_hist_json(api->slots));
 		json_object_array_add(apis, a);
 	}
 	json_object_object_add(o, "apis", apis);
@@ -671,6 +684,8 @@ int report_print_json(FILE *out, const struct report *r)
 	json_object_object_add(root, "processes", arr);
 
 	json_object_object_add(root, "gpu", gpu_json(r));
+	/* Always there: traced false and no libraries where no libnccl is mapped. */
+	json_object_object_add(root, "nccl", nccl_json(r));
 	json_object_object_add(root, "python_gc", gc_json(r));
 	/* Always there, so every report has the same keys: sample_hz 0 when not sampled. */
 	json_object_object_add(root, "where", where_json(r));
@@ -684,7 +699,7 @@ int report_print_json(FILE *out, const struct report *r)
 	o = json_object_new_object();
 	json_object_object_add(o, "requests", json_object_new_int64(r->io.count));
 	json_object_object_add(o, "total_ns", json_object_new_int64(r->io.total_ns));
-	json_object_object_add(o, "hist_usecs", hist_json(r->io.slots));
+	json_object_object_add(o, "hist_usecs", report_hist_json(r->io.slots));
 	json_object_object_add(root, "io", o);
 
 	o = json_object_new_object();

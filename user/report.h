@@ -36,6 +36,21 @@ struct lib_result {
 	bool deleted;		/* unlinked while mapped: probed through /proc/PID/map_files */
 	int nr_probes;
 	struct probe_result probes[MAX_LIB_PROBES];
+	/* Functions wanted and not in its symbol tables, where each should be (libnccl's
+	 * collectives): the calls they would have counted are missing from the report. */
+	int nr_missing;
+	const char *missing[MAX_LIB_PROBES];
+};
+
+/* NCCL (nccl.bpf.c): one per enum pp_nccl_op below PP_NR_NCCL_CALLS. */
+struct nccl_result {
+	const char *name;
+	uint64_t calls;
+	uint64_t bytes;		/* count x type size; for AllGather, the bytes received */
+	uint64_t unsized;	/* calls whose bytes are unknown: AllGathers on a communicator
+				 * made before the attach, or an unknown data type */
+	uint64_t total_ns, max_ns;
+	__u64 slots[PP_HIST_SLOTS];	/* log2 usecs */
 };
 
 struct api_result {
@@ -92,6 +107,12 @@ struct report {
 	struct lib_result *libs;
 	int nr_apis;
 	struct api_result apis[PP_MAX_GPU_APIS];
+	/* NCCL (nccl_report.c): the libnccl files probed, in the libs allocation after the GPU
+	 * libraries (freed with it), and the figures per call. */
+	int nr_nccl_libs;
+	struct lib_result *nccl_libs;
+	bool nccl_traced;		/* a collective of a mapped libnccl is probed */
+	struct nccl_result nccl[PP_NR_NCCL_CALLS];
 	struct pp_io_stats io;
 
 	int nr_wakes;
@@ -189,6 +210,16 @@ const struct gpumem_fit *gpumem_growth(const struct report *r);
 /* The report's "GPU memory" section, text and JSON key gpu_memory (gpumem_report.c). */
 void gpumem_print_text(FILE *out, const struct report *r);
 struct json_object *gpumem_json(const struct report *r);
+
+/* The report's "NCCL" section, text and JSON key nccl (nccl_report.c). */
+void nccl_print_text(FILE *out, const struct report *r);
+struct json_object *nccl_json(const struct report *r);
+
+/* Shared by the sections' renderings (report.c): a call's time percentile from its log2
+ * usecs histogram, bounded by the longest call; a histogram and a probed library in JSON. */
+double report_percentile_us(const __u64 *slots, uint64_t max_ns, double p);
+struct json_object *report_hist_json(const __u64 *slots);
+struct json_object *lib_result_json(const struct lib_result *lib);
 
 /* The report's "Memory" section, text and JSON (memory_report.c). memory_step_s(): the
  * seconds a step its per-step figures use, 0 where no step was found (they are per second). */

@@ -5,7 +5,8 @@
 #include "steps.h"
 
 /* The thread's state time up to the record, the open phase counted as classify.c's
- * thread_close() counts it (a backward pass starts on-CPU, so it is RUNNING or GPU_WAIT). A
+ * thread_close() counts it (a backward pass starts on-CPU, so it is RUNNING, or the blocking call's GPU_WAIT or
+ * COMM_WAIT). A
  * thread no switch has shown since the window opened is running at the record, so it ran all
  * along: the first step after an attach would otherwise get that time as its own. */
 static void state_time(const struct pp_step_record *r, uint64_t out[PP_NR_STATES])
@@ -16,10 +17,10 @@ static void state_time(const struct pp_step_record *r, uint64_t out[PP_NR_STATES
 	switch (r->phase) {
 	case PP_PHASE_ONCPU:
 	case PP_PHASE_UNKNOWN:
-		out[r->gpu_depth ? PP_GPU_WAIT : PP_RUNNING] += r->ts - r->phase_start_ns;
+		out[r->gpu_depth ? pp_call_state(r->call_state) : PP_RUNNING] += r->ts - r->phase_start_ns;
 		break;
 	case PP_PHASE_RUNNABLE:
-		out[r->gpu_depth ? PP_GPU_WAIT : PP_RUNQ] += r->ts - r->phase_start_ns;
+		out[r->gpu_depth ? pp_call_state(r->call_state) : PP_RUNQ] += r->ts - r->phase_start_ns;
 		break;
 	default:
 		break;
@@ -68,6 +69,21 @@ static void gpu_between(const struct pp_step_record *a, const struct pp_step_rec
 			g->dev_frees_min = frees;
 		if (frees > g->dev_frees_max)
 			g->dev_frees_max = frees;
+	}
+	{
+		uint64_t calls = 0;
+
+		for (int op = 0; op < PP_NR_NCCL_CALLS; op++) {
+			uint64_t n = diff(b->nccl.calls[op], a->nccl.calls[op]);
+
+			g->nccl_calls[op] += n;
+			calls += n;
+		}
+		g->nccl_bytes += diff(b->nccl.bytes, a->nccl.bytes);
+		if (first || calls < g->nccl_min)
+			g->nccl_min = calls;
+		if (calls > g->nccl_max)
+			g->nccl_max = calls;
 	}
 	if (first || launches < g->launches_min)
 		g->launches_min = launches;

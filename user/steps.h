@@ -46,6 +46,11 @@ struct step_gpu {
 	struct pp_dev_counts dev;
 	uint64_t dev_allocs_min, dev_allocs_max, dev_frees_min, dev_frees_max;
 	struct gpumem_fit dev_growth;
+	/* NCCL (nccl.bpf.c): the trainer's calls by enum pp_nccl_op, their bytes where known,
+	 * and the fewest and most calls of any one step. */
+	uint64_t nccl_calls[PP_NR_NCCL_CALLS];
+	uint64_t nccl_bytes;
+	uint64_t nccl_min, nccl_max;
 };
 
 /*

@@ -148,6 +148,51 @@ static void print_gpu(FILE *out, const struct report *r)
 			"GPU\n", report_fmt_count(a, sizeof(a), steps_per_step(s, g->syncs)));
 }
 
+static uint64_t nccl_calls(const struct step_gpu *g)
+{
+	uint64_t n = 0;
+
+	for (int op = 0; op < PP_NR_NCCL_CALLS; op++)
+		n += g->nccl_calls[op];
+	return n;
+}
+
+static void print_nccl(FILE *out, const struct step_summary *s)
+{
+	const struct step_gpu *g = &s->gpu;
+	char a[32];
+
+	fprintf(out, "  NCCL per step: %s call%s", report_fmt_count(a, sizeof(a), steps_per_step(s, nccl_calls(g))),
+		steps_per_step(s, nccl_calls(g)) == 1 ? "" : "s");
+	if (g->nccl_min != g->nccl_max)
+		fprintf(out, " (%llu to %llu)", (unsigned long long)g->nccl_min,
+			(unsigned long long)g->nccl_max);
+	for (int op = 0, k = 0; op < PP_NR_NCCL_CALLS; op++)
+		if (g->nccl_calls[op])
+			fprintf(out, "%s %s %s", k++ ? "," : ":", nccl_op_name(op),
+				report_fmt_count(a, sizeof(a), steps_per_step(s, g->nccl_calls[op])));
+	fprintf(out, "; %s/step\n", report_fmt_bytes(a, sizeof(a), steps_per_step(s, g->nccl_bytes)));
+}
+
+static json_object *nccl_json_steps(const struct step_summary *s)
+{
+	const struct step_gpu *g = &s->gpu;
+	json_object *o = json_object_new_object(), *by_api = json_object_new_object();
+
+	json_object_object_add(o, "calls", json_object_new_int64(nccl_calls(g)));
+	json_object_object_add(o, "calls_per_step", json_object_new_double(steps_per_step(s, nccl_calls(g))));
+	json_object_object_add(o, "calls_min", json_object_new_int64(g->nccl_min));
+	json_object_object_add(o, "calls_max", json_object_new_int64(g->nccl_max));
+	for (int op = 0; op < PP_NR_NCCL_CALLS; op++)
+		if (g->nccl_calls[op])
+			json_object_object_add(by_api, nccl_op_name(op),
+					       json_object_new_double(steps_per_step(s, g->nccl_calls[op])));
+	json_object_object_add(o, "calls_by_api", by_api);
+	json_object_object_add(o, "bytes", json_object_new_int64(g->nccl_bytes));
+	json_object_object_add(o, "bytes_per_step", json_object_new_double(steps_per_step(s, g->nccl_bytes)));
+	return o;
+}
+
 int steps_finish(struct report *r)
 {
 	const struct analysis *a = &r->analysis;
@@ -228,6 +273,8 @@ void steps_print_text(FILE *out, const struct report *r)
 	}
 	if (r->gpu_traced)
 		print_gpu(out, r);
+	if (r->nccl_traced)
+		print_nccl(out, s);
 	if (r->step_recs_lost)
 		fprintf(out, "  %llu step boundaries lost (ring buffer full): the figures miss them\n",
 			(unsigned long long)r->step_recs_lost);
@@ -283,6 +330,7 @@ json_object *steps_json(const struct report *r)
 	json_object_object_add(o, "pinned_regions_before_attach_lost",
 			       json_object_new_int(r->pinned_before_attach_lost));
 	json_object_object_add(o, "gpu", r->gpu_traced && s->count ? gpu_json(s, r->launch_bound) : NULL);
+	json_object_object_add(o, "nccl", r->nccl_traced && s->count ? nccl_json_steps(s) : NULL);
 	return o;
 }
 

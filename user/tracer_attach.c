@@ -58,6 +58,10 @@ static bool want_probe(struct tracer *t, const struct gpu_api *api, enum lib_kin
 	case GPU_DEV_ALLOC_PITCH:
 	case GPU_DEV_FREE:
 		return t->steps;
+	case NCCL_CALL:
+	case NCCL_COMM_INIT:
+	case NCCL_COMM_FREE:
+		return true;
 	}
 	return false;
 }
@@ -114,6 +118,19 @@ static void probe_programs(struct tracer *t, int api, struct bpf_program **enter
 		break;
 	case GPU_DEV_FREE:
 		*enter = skel->progs.on_dev_free;
+		break;
+	case NCCL_CALL:
+		*enter = skel->progs.on_nccl_enter;
+		*ret = skel->progs.on_nccl_return;
+		*cookie = PP_COOKIE(api, gpu_apis[api].nccl_op);
+		break;
+	case NCCL_COMM_INIT:
+		*enter = skel->progs.on_nccl_comm_init;
+		*ret = skel->progs.on_nccl_comm_init_return;
+		*cookie = PP_COOKIE(api, gpu_apis[api].nccl_op);
+		break;
+	case NCCL_COMM_FREE:
+		*enter = skel->progs.on_nccl_comm_free;
 		break;
 	}
 	/* The driver's device-memory probes leave the runtime's nested calls to the runtime's. */
@@ -237,6 +254,10 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 				san_text(shown, sizeof(shown), t->last_lib_error, sizeof(t->last_lib_error)));
 		return 0;
 	}
+	for (int i = 0; i < n; i++)
+		if (!funcs[i].found && api_of[i] != STEP_PROBE_ID &&
+		    gpu_apis[api_of[i]].class == NCCL_CALL)
+			a->result.missing[a->result.nr_missing++] = funcs[i].name;
 	for (int i = 0; i < n; i++) {
 		struct bpf_program *enter_prog, *ret_prog;
 		struct probe_result *p;
@@ -431,7 +452,7 @@ void tracer_mark_rank(struct tracer *t, pid_t pid)
 
 int tracer_refresh_pid(struct tracer *t, pid_t pid)
 {
-	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA | 1u << LIB_LOADER |
+	unsigned int mask = 1u << LIB_CUDART | 1u << LIB_CUDA | 1u << LIB_NCCL | 1u << LIB_LOADER |
 			    (t->hist_kinds & 1u << PP_HK_STEP || t->steps ? 1u << LIB_TORCH : 0) |
 			    (t->python_gc || t->sample_hz ? 1u << LIB_PYTHON : 0);
 	struct mapped_lib libs[16];

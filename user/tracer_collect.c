@@ -17,6 +17,38 @@
 #include "proctree.h"
 #include "tracer.h"
 
+static void collect_nccl(struct tracer *t, struct report *r)
+{
+	int fd = bpf_map__fd(t->skel->maps.nccl_stats);
+
+	for (__u32 op = 0; op < PP_NR_NCCL_CALLS; op++) {
+		struct nccl_result *n = &r->nccl[op];
+		struct pp_nccl_stats stats = {};
+
+		n->name = nccl_op_name(op);
+		if (bpf_map_lookup_elem(fd, &op, &stats))
+			continue;
+		n->calls = stats.calls;
+		n->bytes = stats.bytes;
+		n->unsized = stats.unsized;
+		n->total_ns = stats.total_ns;
+		n->max_ns = stats.max_ns;
+		memcpy(n->slots, stats.slots, sizeof(stats.slots));
+	}
+	for (int i = 0; i < r->nr_nccl_libs; i++) {
+		const struct lib_result *lib = &r->nccl_libs[i];
+		char names[160] = "";
+		size_t len = 0;
+
+		for (int k = 0; k < lib->nr_missing && len < sizeof(names); k++)
+			len += snprintf(names + len, sizeof(names) - len, "%s%s", k ? ", " : "",
+					lib->missing[k]);
+		if (lib->nr_missing)
+			report_not_traced(r, "NCCL: %.120s (pid %d) has no %s: those calls are not "
+					  "counted", lib->path, lib->pid, names);
+	}
+}
+
 static void collect_gpu(struct tracer *t, struct report *r)
 {
 	int fd = bpf_map__fd(t->skel->maps.gpu_api_stats);
@@ -29,6 +61,15 @@ static void collect_gpu(struct tracer *t, struct report *r)
 			continue;
 		r->libs[r->nr_libs++] = t->attached[i].result;
 		probes_ok += t->attached[i].nr_links + t->attached[i].nr_fds;
+	}
+	/* libnccl's after them, in the same allocation (struct report). */
+	r->nccl_libs = r->libs ? r->libs + r->nr_libs : NULL;
+	for (int i = 0; r->libs && i < t->nr_attached; i++) {
+		if (t->attached[i].result.kind != LIB_NCCL)
+			continue;
+		r->nccl_libs[r->nr_nccl_libs++] = t->attached[i].result;
+		for (int k = 0; k < t->attached[i].result.nr_probes; k++)
+			r->nccl_traced |= t->attached[i].result.probes[k].attached;
 	}
 	r->probe_attach_failures = t->probe_attach_failures;
 	r->nr_apis = gpu_sync_api_count;
@@ -45,6 +86,7 @@ static void collect_gpu(struct tracer *t, struct report *r)
 		memcpy(r->apis[i].slots, stats.slots, sizeof(stats.slots));
 	}
 
+	collect_nccl(t, r);
 	r->gpu_traced = probes_ok > 0;
 	r->gpu_libs_unprobed = tracer_gpu_unprobed(t);
 	if (r->gpu_traced)
@@ -214,7 +256,8 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 		report_not_traced(r, "%llu block requests not timed: in-flight map full",
 				  (unsigned long long)r->counters[PP_CNT_RQ_FULL]);
 	if (r->counters[PP_CNT_URETPROBE_ORPHANS])
-		report_not_traced(r, "%llu GPU calls were already running at attach and were not timed",
+		report_not_traced(r, "%llu GPU or NCCL calls were already running at attach and were "
+				  "not timed",
 				  (unsigned long long)r->counters[PP_CNT_URETPROBE_ORPHANS]);
 	tracer_prog_stats(t, &r->bpf_recursion_misses, &r->bpf_run_ns, &r->bpf_run_count);
 	tracer_note_limits(t, end_ns, r);

@@ -2,49 +2,19 @@
 /* Uprobes on the GPU libraries and libtorch: synchronising calls (GPU_WAIT), and for `hist`
  * and the report's steps kernel launches, host/device copies and training steps. */
 #include "pipeprof.bpf.h"
+#include "blocking.bpf.h"
 
 /* GPU API uprobes: the attach cookie is the API's id in userspace's table. */
 SEC("uprobe")
 int BPF_KPROBE(on_gpu_enter)
 {
 	__u32 api = bpf_get_attach_cookie(ctx);
-	__u64 now = bpf_ktime_get_ns();
-	struct task_struct *task;
-	struct pp_thread *t;
 
 	if (api == PP_SELFTEST_API) {
 		count(PP_CNT_SELFTEST_HITS);
 		return 0;
 	}
-	if (!accounting(now))
-		return 0;
-	task = (struct task_struct *)bpf_get_current_task_btf();
-	t = thread_of(task);
-	if (!t || t->phase == PP_PHASE_EXITED)
-		return 0;
-	count(PP_CNT_UPROBE_HITS);
-	if (t->gpu_depth && !nested_call(t->gpu_enter_sp, PT_REGS_SP(ctx))) {
-		/* The call in progress never returned (longjmp, or its return probe attached
-		 * after it began): its wait ended when this call began. */
-		count(PP_CNT_UNRETURNED_CALLS);
-		add_state(t, task->pid, PP_GPU_WAIT, t->phase_start_ns, now);
-		t->phase_start_ns = now;
-		t->gpu_depth = 0;
-	}
-	if (t->gpu_depth == 0) {
-		seen_on_cpu(t, (__u32)bpf_get_current_pid_tgid(), now);
-		account_oncpu(t, task->pid, now);
-		t->phase = PP_PHASE_ONCPU;
-		t->phase_start_ns = now;
-		t->gpu_enter_ns = now;
-		t->gpu_enter_sp = PT_REGS_SP(ctx);
-		t->gpu_api = api;
-		t->gpu_calls++;
-	}
-	if (t->gpu_depth < PP_MAX_GPU_DEPTH)
-		t->gpu_depth++;
-	else
-		count(PP_CNT_GPU_DEPTH_OVERFLOW);
+	blocking_call_enter(ctx, api, PP_GPU_WAIT);
 	return 0;
 }
 
@@ -53,38 +23,21 @@ int BPF_KRETPROBE(on_gpu_return)
 {
 	__u32 api = bpf_get_attach_cookie(ctx);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 now = bpf_ktime_get_ns(), took;
 	struct pp_gpu_api_stats *stats;
 	struct pp_thread *t;
+	__u64 took;
 
 	if (api == PP_SELFTEST_API) {
 		count(PP_CNT_SELFTEST_HITS);
 		return 0;
 	}
-	if (!accounting(now))
+	t = blocking_call_return(tid, &took);
+	if (!t)
 		return 0;
-	t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t || t->phase == PP_PHASE_EXITED)
-		return 0;
-	if (t->gpu_depth == 0) {
-		/* Attached while this call was already running. */
-		count(PP_CNT_URETPROBE_ORPHANS);
-		return 0;
-	}
-	if (--t->gpu_depth)
-		return 0;
-
-	add_state(t, tid, PP_GPU_WAIT, t->phase_start_ns, now);
-	t->phase = PP_PHASE_ONCPU;
-	t->phase_start_ns = now;
-	/* A thread back from waiting on the GPU may relay that wait (stall model's chains). */
-	t->last_wait = PP_GPU_WAIT;
-	t->last_wait_depth = 0;
-	t->last_wait_end_ns = now;
-	t->ran_since_wait_ns = 0;
-
 	api = t->gpu_api;
-	took = now - t->gpu_enter_ns;
+	if (pp_call_state(t->call_state) != PP_GPU_WAIT)
+		/* A sync nested in an NCCL call: the collective's time (nccl.bpf.c). */
+		return 0;
 	stats = bpf_map_lookup_elem(&gpu_api_stats, &api);
 	if (stats) {
 		__sync_fetch_and_add(&stats->calls, 1);
@@ -98,17 +51,6 @@ int BPF_KRETPROBE(on_gpu_return)
 	if (step_records_on)
 		count_sync(tid, api);
 	return 0;
-}
-
-/* The tracked thread making a probed call now, if the window is open. */
-static __always_inline struct pp_thread *caller_thread(__u64 now)
-{
-	struct pp_thread *t;
-
-	if (!accounting(now))
-		return NULL;
-	t = thread_of((struct task_struct *)bpf_get_current_task_btf());
-	return t && t->phase != PP_PHASE_EXITED ? t : NULL;
 }
 
 /*
@@ -221,6 +163,7 @@ __noinline int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 sour
 	r->ts = now;
 	r->phase = t->phase;
 	r->gpu_depth = t->gpu_depth;
+	r->call_state = t->call_state;
 	r->phase_start_ns = t->phase_start_ns;
 	__builtin_memcpy(r->ns, t->ns, sizeof(r->ns));
 	r->launches = t->launches;
@@ -230,10 +173,12 @@ __noinline int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 sour
 	if (g) {
 		__builtin_memcpy(&r->copies, &g->copies, sizeof(r->copies));
 		__builtin_memcpy(r->sync_calls, g->sync_calls, sizeof(r->sync_calls));
+		__builtin_memcpy(&r->nccl, &g->nccl, sizeof(r->nccl));
 		__builtin_memcpy(&r->dev, &g->dev, sizeof(r->dev));
 	} else {
 		__builtin_memset(&r->copies, 0, sizeof(r->copies));
 		__builtin_memset(r->sync_calls, 0, sizeof(r->sync_calls));
+		__builtin_memset(&r->nccl, 0, sizeof(r->nccl));
 		__builtin_memset(&r->dev, 0, sizeof(r->dev));
 	}
 	m = bpf_map_lookup_elem(&dev_mem, &t->tgid);

@@ -89,6 +89,19 @@ __noinline int count_sync(__u32 tid, __u32 api)
 	return 0;
 }
 
+/* An NCCL call returned (nccl.bpf.c): its bytes, 0 when unknown. */
+__noinline int count_nccl(__u32 tid, __u32 op, __u64 bytes)
+{
+	struct pp_thread_gpu *g = thread_gpu_of(tid);
+
+	asm volatile("" : "+r"(op));	/* as in count_copy() */
+	if (g && op < PP_NR_NCCL_CALLS) {
+		g->nccl.calls[op]++;
+		g->nccl.bytes += bytes;
+	}
+	return 0;
+}
+
 static __always_inline void pin_region(__u32 tgid, __u64 start, __u64 bytes)
 {
 	struct pp_pinned_key key = { .tgid = tgid, .start = start };

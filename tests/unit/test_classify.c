@@ -88,6 +88,13 @@ TEST(test_close_gpu_and_iowait)
 	thread_close(&t, 0, 1000 * MS, 0, &r);
 	CHECK_EQ_U64(r.ns[PP_GPU_WAIT], 500 * MS);
 
+	/* The same inside an NCCL call (blocking.bpf.h): COMM_WAIT. */
+	t.call_state = PP_COMM_WAIT;
+	thread_close(&t, 0, 1000 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_COMM_WAIT], 500 * MS);
+	CHECK_EQ_U64(r.ns[PP_GPU_WAIT], 0);
+	t.call_state = 0;
+
 	t.gpu_depth = 0;
 	t.offcpu_iowait = 1;
 	thread_close(&t, 0, 1000 * MS, 0, &r);

@@ -154,7 +154,42 @@ TEST(test_steps_edge_cases)
 		g[1].gpu_depth = 1;
 		CHECK_EQ_INT(steps_summarize(g, 2, 7, &s), 0);
 		CHECK(s.count == 1 && near(s.median.share[PP_GPU_WAIT], 1.0, 1e-9));
+		/* ... and inside an NCCL call, COMM_WAIT. */
+		g[1].call_state = PP_COMM_WAIT;
+		CHECK_EQ_INT(steps_summarize(g, 2, 7, &s), 0);
+		CHECK(s.count == 1 && near(s.median.share[PP_COMM_WAIT], 1.0, 1e-9));
 	}
+}
+
+/* NCCL per step: cumulative counts per API and bytes; two AllReduces and a group of a Send and
+ * a Recv in the first step, one AllReduce in the second; what came before the first boundary
+ * is no step's. */
+TEST(test_nccl_calls_per_step)
+{
+	struct pp_step_record r[3];
+	struct step_summary s;
+
+	for (int i = 0; i < 3; i++)
+		r[i] = rec(7, 100 * MS + i * 50 * MS, i * 50 * MS, 0, 100 * MS + i * 50 * MS);
+	r[0].nccl.calls[PP_NCCL_ALL_REDUCE] = 5;
+	r[0].nccl.bytes = 1000;
+	r[1].nccl.calls[PP_NCCL_ALL_REDUCE] = 7;
+	r[1].nccl.calls[PP_NCCL_GROUP_START] = r[1].nccl.calls[PP_NCCL_GROUP_END] = 1;
+	r[1].nccl.calls[PP_NCCL_SEND] = r[1].nccl.calls[PP_NCCL_RECV] = 1;
+	r[1].nccl.bytes = 1000 + 2 * 4096 + 2 * 512;
+	r[2] = r[1];
+	r[2].ts = 200 * MS;
+	r[2].ns[PP_RUNNING] = 100 * MS;
+	r[2].nccl.calls[PP_NCCL_ALL_REDUCE] = 8;
+	r[2].nccl.bytes += 4096;
+	CHECK_EQ_INT(steps_summarize(r, 3, 7, &s), 0);
+	CHECK_EQ_INT(s.count, 2);
+	CHECK_EQ_U64(s.gpu.nccl_calls[PP_NCCL_ALL_REDUCE], 3);
+	CHECK_EQ_U64(s.gpu.nccl_calls[PP_NCCL_SEND], 1);
+	CHECK_EQ_U64(s.gpu.nccl_calls[PP_NCCL_GROUP_END], 1);
+	CHECK_EQ_U64(s.gpu.nccl_bytes, 3 * 4096 + 2 * 512);
+	CHECK_EQ_U64(s.gpu.nccl_min, 1);
+	CHECK_EQ_U64(s.gpu.nccl_max, 6);
 }
 
 /* Three steps of a trainer that launches 400, 400 and 401 kernels (the last with a gap
@@ -280,6 +315,7 @@ TEST(test_steps_from_bursts_of_data_waits)
 int main(void)
 {
 	RUN_TEST(test_gpu_calls_per_step);
+	RUN_TEST(test_nccl_calls_per_step);
 	RUN_TEST(test_steps_of_one_thread);
 	RUN_TEST(test_each_step);
 	RUN_TEST(test_steps_edge_cases);

@@ -21,6 +21,10 @@ of its wall time belongs to:
                                                   a queue fed by a Python thread, a lock)
     comm      RUNNING    RUNQ        COMM_WAIT   (in a collective: DDP's allreduce in backward)
     gpu       GPU_WAIT   GPU_WAIT    GPU_WAIT    (inside a synchronising CUDA call)
+    nccl      RUNNING    COMM_WAIT   COMM_WAIT   (around and in a probed NCCL call: the thread
+                                                  waits off-CPU inside it, and its CPU time is
+                                                  the call's overhead around it, outside the
+                                                  probes; the run_delay is the wakeup's, inside)
 
 Time between segments (loop overhead) counts as RUNNING, except its run_delay
 (known from the neighbouring segments), which is RUNQ. Workloads keep the gaps
@@ -44,7 +48,7 @@ import time
 
 STATES = ("RUNNING", "RUNQ", "GPU_WAIT", "IO_WAIT", "DATA_WAIT", "THREAD_WAIT", "COMM_WAIT", "OTHER")
 
-# kind -> state of the off-CPU (wall - cpu) part; 'gpu' is GPU_WAIT as a whole.
+# kind -> state of the off-CPU (wall - cpu) part; 'gpu' (WHOLE) is GPU_WAIT as a whole.
 WAIT_STATE = {
     "compute": "RUNQ",
     "data": "DATA_WAIT",
@@ -53,7 +57,14 @@ WAIT_STATE = {
     "gpu": "GPU_WAIT",
     "thread": "THREAD_WAIT",
     "comm": "COMM_WAIT",
+    "nccl": "COMM_WAIT",
 }
+
+# Kinds whose whole wall time is their state: a probed call, whatever the thread does inside.
+WHOLE = ("gpu",)
+# Kinds whose run_delay is their wait's: the thread is runnable inside the probed call, after
+# its wakeup.
+RUNQ_IS_WAIT = ("nccl",)
 
 _mono = time.monotonic_ns
 _cpu = time.thread_time_ns
@@ -318,11 +329,12 @@ def _with_gaps(segments):
         prev = seg
 
 
-def shares(truth, start_ns, end_ns):
+def shares(truth, start_ns, end_ns, whole=WHOLE):
     """Fraction of [start_ns, end_ns] the trainer spent in each of the 8 states.
 
     Segments are clipped to the window; a partly covered segment contributes its CPU time and
     run_delay in proportion to the covered part. Time not covered by any segment is RUNNING.
+    Kinds in `whole` count whole as their state (WHOLE by default).
     """
     truth = load(truth)
     start_ns, end_ns = int(start_ns), int(end_ns)
@@ -336,8 +348,8 @@ def shares(truth, start_ns, end_ns):
             continue
         part = b - a
         covered += part
-        if kind == "gpu":
-            ns["GPU_WAIT"] += part
+        if kind in whole:
+            ns[WAIT_STATE[kind]] += part
             continue
         wall = t1 - t0
         scale = part / wall
@@ -346,7 +358,7 @@ def shares(truth, start_ns, end_ns):
             runq = 0 if kind == "gap" else None
         else:
             runq = min(max(q1 - q0, 0), wall - cpu)
-        if runq is None:  # no run_delay column: the brief's 5-field model
+        if runq is None or kind in RUNQ_IS_WAIT:  # no run_delay column: the 5-field model
             ns["RUNNING"] += cpu * scale
             ns[WAIT_STATE[kind]] += part - cpu * scale
             continue
