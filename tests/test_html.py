@@ -457,6 +457,37 @@ def test_gpu_page_renders(gpu_page, tmp_path):
     check_render(gpu_page["html"], tmp_path, "gpu")
 
 
+@pytest.fixture(scope="module")
+def nccl_page(tmp_path_factory):
+    """nccl_job.py on the fake libnccl (every collective a step, the communicator made each
+    step): the page's NCCL section."""
+    lib = os.path.join(ROOT, ".output", "fakecuda", "libnccl.so.2")
+    if not os.path.exists(lib):
+        pytest.fail("%s is missing: build the fixtures with `make fixtures`" % lib,
+                    pytrace=False)
+    d = tmp_path_factory.mktemp("html-nccl")
+    w, pid = start([PYTHON, os.path.join(WORKLOADS, "nccl_job.py"), "--lib", lib,
+                    "--comm-every", "1", "--duration", "120", "--truth", "/dev/null"],
+                   "nccl_job.py")
+    try:
+        report, _ = attach(w, pid, d / "report.html")
+    finally:
+        w.kill_group()
+    yield {"report": report, "html": d / "report.html"}
+
+
+def test_nccl_on_the_page(nccl_page):
+    """Each NCCL call the JSON counts has its row, with the same calls and bytes."""
+    p = check_page(nccl_page)
+    calls = nccl_page["report"]["nccl"]["calls"]
+    assert calls, nccl_page["report"]["nccl"]
+    assert "COMM_WAIT" in p.by_id["nccl"], p.by_id["nccl"]
+    page = nccl_page["html"].read_text()
+    for c in calls:
+        row = re.search(r"<tr><td><code>%s</code></td><td>(\d+)</td>" % c["name"], page)
+        assert row and int(row.group(1)) == c["calls"], (c, p.by_id["nccl"])
+
+
 def test_memory_leak_on_the_page(leak_pages):
     """The workers' leak in the Memory section of both attaches' pages, as their JSON has it;
     who the trainer waited on (the worker's threads) in both."""

@@ -503,6 +503,7 @@ int report_print_html(FILE *out, const struct report *r)
 	put_roles(out, r);
 	html_put_waited_on(out, r);
 	put_histograms(out, r);
+	html_put_nccl(out, r);
 	html_put_gpumem(out, r);
 	html_put_memory(out, r);
 	err = put_flamegraph(out, r);

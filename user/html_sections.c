@@ -196,6 +196,54 @@ void html_put_gpu_steps(FILE *out, const struct report *r)
 	fputs("</section>\n", out);
 }
 
+void html_put_nccl(FILE *out, const struct report *r)
+{
+	double secs = (r->end_ns - r->start_ns) / 1e9;
+	char bytes[32];
+
+	if (!r->nr_nccl_libs)
+		return;
+	fputs("<section id=\"nccl\">\n<h2>NCCL</h2>\n<p class=\"note\">", out);
+	for (int i = 0; i < r->nr_nccl_libs; i++) {
+		fputs(i ? ", <code>" : "Probed: <code>", out);
+		html_text(out, r->nccl_libs[i].path, sizeof(r->nccl_libs[i].path));
+		fputs("</code>", out);
+	}
+	fputs(". Time inside these calls reads COMM_WAIT; inside ncclGroupStart/End the "
+	      "collectives return at once and ncclGroupEnd holds the wait.</p>\n", out);
+	if (!r->nccl_traced) {
+		fputs("<p>No collective could be probed (see Not traced).</p>\n</section>\n", out);
+		return;
+	}
+	if (!nccl_called(r)) {
+		fputs("<p>No collective was called in the window.</p>\n</section>\n", out);
+		return;
+	}
+	fputs("<div class=\"tw\"><table>\n<thead><tr><th>call</th><th>calls</th><th>a second</th>"
+	      "<th>bytes</th><th>s inside</th><th>mean \xc2\xb5s</th><th>p50 \xc2\xb5s</th>"
+	      "<th>p99 \xc2\xb5s</th><th>max \xc2\xb5s</th></tr></thead>\n<tbody>\n", out);
+	for (int op = 0; op < PP_NR_NCCL_CALLS; op++) {
+		const struct nccl_result *n = &r->nccl[op];
+
+		if (!n->calls)
+			continue;
+		/* API names are the project's own table's, never the target's. */
+		fprintf(out, "<tr><td><code>%s</code></td><td>%llu</td><td>%.1f</td><td>", n->name,
+			(unsigned long long)n->calls, secs > 0 ? n->calls / secs : 0);
+		if (op != PP_NCCL_GROUP_START && op != PP_NCCL_GROUP_END)
+			fprintf(out, "%s%s", report_fmt_bytes(bytes, sizeof(bytes), n->bytes),
+				op == PP_NCCL_ALL_GATHER ? " received" : "");
+		if (n->unsized)
+			fprintf(out, " (%llu calls of unknown size not in it)",
+				(unsigned long long)n->unsized);
+		fprintf(out, "</td><td>%.3f</td><td>%.1f</td><td>%.0f</td><td>%.0f</td><td>%.0f</td>"
+			"</tr>\n", n->total_ns / 1e9, n->total_ns / 1e3 / n->calls,
+			report_percentile_us(n->slots, n->max_ns, 50),
+			report_percentile_us(n->slots, n->max_ns, 99), n->max_ns / 1e3);
+	}
+	fputs("</tbody>\n</table></div>\n</section>\n", out);
+}
+
 void html_put_gpumem(FILE *out, const struct report *r)
 {
 	const struct gpumem_fit *f = gpumem_growth(r);

@@ -16,6 +16,8 @@ void html_put_waited_on(FILE *out, const struct report *r);
 void html_put_gpu_steps(FILE *out, const struct report *r);
 /* Device memory each process allocated and freed, and the trainer's growth across steps. */
 void html_put_gpumem(FILE *out, const struct report *r);
+/* NCCL's calls, as the text report's NCCL section: nothing where no libnccl is mapped. */
+void html_put_nccl(FILE *out, const struct report *r);
 /* Host RSS per role, its growth and the leak verdict. */
 void html_put_memory(FILE *out, const struct report *r);
 /* The trainer's waits by state: its Python stack as each began and who ended them. */

@@ -11,7 +11,7 @@
 #include "report.h"
 #include "sanitize.h"
 
-static bool nccl_called(const struct report *r)
+bool nccl_called(const struct report *r)
 {
 	for (int op = 0; op < PP_NR_NCCL_CALLS; op++)
 		if (r->nccl[op].calls)

@@ -211,8 +211,10 @@ const struct gpumem_fit *gpumem_growth(const struct report *r);
 void gpumem_print_text(FILE *out, const struct report *r);
 struct json_object *gpumem_json(const struct report *r);
 
-/* The report's "NCCL" section, text and JSON key nccl (nccl_report.c). */
+/* The report's "NCCL" section, text and JSON key nccl (nccl_report.c); whether any probed
+ * NCCL call was made in the window. */
 void nccl_print_text(FILE *out, const struct report *r);
+bool nccl_called(const struct report *r);
 struct json_object *nccl_json(const struct report *r);
 
 /* Shared by the sections' renderings (report.c): a call's time percentile from its log2
