@@ -10,6 +10,11 @@ or CPU CONTENTION on a loaded machine); rank
 0's shares within TOLERANCE of its own record (plus the hypervisor's steal), in every one of
 ATTACHES attaches to the one running job; and the report's own sections are rank 1's.
 
+test_mp_spawn_ranks: the same shape started by torch.multiprocessing.spawn (tools/workloads/
+mp_spawn.py: the parent imports torch; fresh interpreters beside multiprocessing's resource
+tracker; no RANK anywhere): the two ranks found by their connections, the tracker not one of
+them, rank 1 the straggler, rank 0 COMMUNICATION BOUND, in every attach.
+
 Three ranks with a data-loading straggler: tests/test_ranks_data.py (make test-distributed).
 """
 import pytest
@@ -99,3 +104,48 @@ def test_launcher_ranks_and_straggler(procs, pipeprof_bin, tmp_path, rank_env):
     if problems:
         pytest.fail("\n".join(problems) + "\n\n" + text, pytrace=False)
 
+
+
+def test_mp_spawn_ranks(procs, pipeprof_bin, tmp_path):
+    truth_path = str(tmp_path / "truth.json")
+    w, parent, _ = start_workload(procs, "mp_spawn.py", ["--slow-ms", "25"], truth_path,
+                                  duration=SECONDS * ATTACHES + 60)
+    pids = {}
+    for k in range(2):
+        m = w.wait_line(r"^RANK %d pid=(\d+)" % k, 10)
+        assert m, "mp_spawn.py did not name rank %d\n%s" % (k, w.output())
+        pids[k] = int(m.group(1))
+    runs = attach_repeatedly(w, parent, ATTACHES, SECONDS)
+    finish_workload(w, truth_path)
+    numbers = {pid: n for n, pid in enumerate(sorted(pids.values()))}
+    problems, lines = [], []
+    for i, run in enumerate(runs, 1):
+        job = (run["report"] or {}).get("job")
+        if not job:
+            problems.append("attach %d: no job section: %s" % (i, run["error"] or "no ranks"))
+            continue
+        lines.append("attach %d: %s" % (i, job["summary"]))
+        got = {r["pid"]: r for r in job["ranks"]}
+        if sorted(got) != sorted(pids.values()) or any(r["rank_from_env"] for r in got.values()):
+            problems.append("attach %d: ranks %s, want the pids %s, none from the "
+                            "environment" % (i, {r["rank"]: r["pid"] for r in got.values()},
+                                             sorted(pids.values())))
+            continue
+        if any(got[p]["rank"] != numbers[p] for p in got):
+            problems.append("attach %d: ranks not numbered by pid: %s" % (
+                i, {r["rank"]: r["pid"] for r in got.values()}))
+        if job.get("straggler_rank") != numbers[pids[1]]:
+            problems.append("attach %d: straggler %r, want rank %d (pid %d)" % (
+                i, job.get("straggler_rank"), numbers[pids[1]], pids[1]))
+        if got[pids[0]]["verdict"] != "COMMUNICATION BOUND":
+            problems.append("attach %d: pid %d (rank 0) %r" % (i, pids[0],
+                                                                got[pids[0]]["verdict"]))
+        for p, r in got.items():
+            if r["workers"] or r["states"]["DATA_WAIT"] > 0.02:
+                problems.append("attach %d: pid %d has %d workers, DATA_WAIT %.3f" % (
+                    i, p, r["workers"], r["states"]["DATA_WAIT"]))
+    text = "\n".join(lines)
+    print("\n" + text)
+    save_result("ranks_mp_spawn", {"table": text, "problems": problems})
+    if problems:
+        pytest.fail("\n".join(problems) + "\n\n" + text, pytrace=False)
