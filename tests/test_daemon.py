@@ -758,6 +758,44 @@ def test_ranks_of_one_job_and_the_straggler(daemons, procs, job_python, tmp_path
     print("\n%s" % "\n".join(l for l in text.splitlines() if "rank" in l))
 
 
+def test_mp_spawn_ranks_are_jobs(daemons, procs, job_python, tmp_path):
+    """A job started by torch.multiprocessing.spawn (mp_spawn.py): its parent imports torch and
+    is found first, but the ranks inside it, known by their connections to each other (no RANK
+    anywhere), replace it: each rank a job numbered by pid, one dist_job, rank 1 the straggler;
+    the parent in no series."""
+    d = daemons(["--window", "2"])
+    w = procs([job_python, os.path.join(WORKLOADS, "mp_spawn.py"), "--duration", "120",
+               "--slow-ms", "25", "--truth", str(tmp_path / "truth.json")], name="mp_spawn.py")
+    m = w.wait_line(r"^READY pid=(\d+)", READY_TIMEOUT)
+    assert m, "mp_spawn.py did not start\n%s" % w.output()
+    parent = int(m.group(1))
+    pids = []
+    for k in range(2):
+        m = w.wait_line(r"^RANK %d pid=(\d+)" % k, 10)
+        assert m, "mp_spawn.py did not name rank %d\n%s" % (k, w.output())
+        pids.append(int(m.group(1)))
+    numbers = {pid: str(n) for n, pid in enumerate(sorted(pids))}
+    for pid in pids:
+        m, _ = d.wait_line(r"\battached PID %d\b" % pid, ATTACH_S + 20)
+        assert m, "the daemon did not attach to rank PID %d\n%s" % (pid, d.log())
+    deadline, samples, text = time.monotonic() + 40, [], ""
+    while time.monotonic() < deadline:
+        text, _ = scrape(d.port)
+        samples, _ = parse_exposition(text)
+        if values(samples, "pipeprof_rank_straggler", pid=pids[1]) == [1.0]:
+            break
+        time.sleep(1)
+    info = {int(l["pid"]): l for n, l, v in samples if n == "pipeprof_rank_info"}
+    assert set(info) >= set(pids), (info, d.log())
+    assert all(info[p]["rank"] == numbers[p] for p in pids), (info, numbers)
+    assert info[pids[0]]["dist_job"] == info[pids[1]]["dist_job"], info
+    assert values(samples, "pipeprof_rank_straggler", pid=pids[1]) == [1.0], (text, d.log())
+    assert values(samples, "pipeprof_rank_straggler", pid=pids[0]) == [0.0], text
+    parent_series = [(n, l) for n, l, v in samples if l.get("pid") == str(parent)]
+    assert not parent_series, ("the spawning parent is a job", parent_series, d.log())
+    print("\n%s" % "\n".join(l for l in text.splitlines() if "rank" in l))
+
+
 def churn(d, py, lib, cycles, hold_s=0.2):
     """CYCLES short jobs, one after the other (never two alive): each is started, its
     'attached' line awaited, then it exits; its 'detached' line is awaited too, while the next

@@ -96,6 +96,12 @@ bool part_of_a_job(struct daemon *d, pid_t pid);
 /* Detaches every job, but pid's own, whose tracer follows pid. */
 void detach_jobs_holding(struct daemon *d, pid_t pid, const char *why);
 void attach_job(struct daemon *d, pid_t pid);
+/* attach_job() with the rank its environment may not name (-1: none). */
+void attach_job_ranked(struct daemon *d, pid_t pid, int rank_hint);
+/* Replaces a job whose tracer found ranks inside it by a job per rank; whether it did (j is
+ * then freed). */
+#define MAX_RANKS_PER_JOB 64
+bool split_ranks(struct daemon *d, struct job *j);
 void job_costs(struct job *j, __u64 *lost, double *bpf_run_s);
 void detach_job(struct daemon *d, struct job *j, const char *why);
 void process_window(struct daemon *d, struct job *j, __u64 now);

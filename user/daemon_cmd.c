@@ -388,9 +388,10 @@ static int daemon_run(struct daemon *d)
 				next = j->next;
 				if (kill(j->pid, 0) && errno == ESRCH)
 					detach_job(d, j, "exited");
-				else if (ticks % REFRESH_EVERY_TICKS == 0)
+				else if (ticks % REFRESH_EVERY_TICKS == 0) {
 					tracer_refresh(&j->tracer);
-				else
+					split_ranks(d, j);
+				} else
 					tracer_handle_notes(&j->tracer);	/* new libraries, forks */
 			}
 			next_tick += TICK_NS;

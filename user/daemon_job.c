@@ -75,14 +75,17 @@ static json_object *event(const char *type, const struct job *j)
 }
 
 /* Which rank of which distributed job a process is, from what its launcher put in its
- * environment; the ranks of one job share its rendezvous address, or at least their launcher. */
-static void job_rank(struct job *j)
+ * environment, else rank_hint (>= 0: its place among ranks that name none); the ranks of one job
+ * share its rendezvous address, or at least their launcher. */
+static void job_rank(struct job *j, int rank_hint)
 {
 	char addr[48], port[16], path[64], stat[512];
 	pid_t ppid = 0;
 	char state;
 
 	j->rank = proc_env_rank(PROCFS, j->pid);
+	if (j->rank < 0)
+		j->rank = rank_hint;
 	if (j->rank < 0)
 		return;
 	if (!proc_env_value(PROCFS, j->pid, "MASTER_ADDR", addr, sizeof(addr)) &&
@@ -98,6 +101,51 @@ static void job_rank(struct job *j)
 
 void attach_job(struct daemon *d, pid_t pid)
 {
+	attach_job_ranked(d, pid, -1);
+}
+
+/* pids ascending, for numbering ranks by pid. */
+static int by_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A job whose tracer found ranks inside it (tracer_mark_rank: their environment names a RANK,
+ * or they joined a process group with each other, as torch.multiprocessing.spawn's do) is their
+ * launcher: judged by its own main thread, idle in join(), it would read as no training at all.
+ * Each rank becomes a job of its own, numbered by pid where its environment names no rank, and
+ * the launcher none. Returns whether j was replaced (and freed).
+ */
+bool split_ranks(struct daemon *d, struct job *j)
+{
+	int fd = bpf_map__fd(j->tracer.skel->maps.tracked_procs), n = 0;
+	__u32 key, next, *prev = NULL;
+	pid_t ranks[MAX_RANKS_PER_JOB];
+	struct pp_proc proc;
+
+	if (!j->tracer.ranks_marked)
+		return false;
+	while (!bpf_map_get_next_key(fd, prev, &next) && n < MAX_RANKS_PER_JOB) {
+		key = next;
+		prev = &key;
+		/* A rank's own process carries itself as its rank. */
+		if (!bpf_map_lookup_elem(fd, &key, &proc) && !proc.exit_ns && proc.rank_tgid == key)
+			ranks[n++] = key;
+	}
+	if (n < 2)
+		return false;
+	qsort(ranks, n, sizeof(ranks[0]), by_pid);
+	detach_job(d, j, "a launcher of ranks: each rank is a job of its own");
+	for (int i = 0; i < n; i++)
+		attach_job_ranked(d, ranks[i], i);
+	return true;
+}
+
+void attach_job_ranked(struct daemon *d, pid_t pid, int rank_hint)
+{
 	struct tracer_opts opts = {
 		.root = pid, .verbose = d->cfg.verbose,
 		.hist_kinds = 1u << PP_HK_STEP, .hist_keying = PP_HKEY_NONE, .hist_time_div = 1000,
@@ -110,7 +158,7 @@ void attach_job(struct daemon *d, pid_t pid)
 		return;
 	j->pid = pid;
 	proc_comm(PROCFS, pid, pid, j->comm, sizeof(j->comm));
-	job_rank(j);
+	job_rank(j, rank_hint);
 	err = tracer_start(&j->tracer, &opts);
 	if (err) {
 		tracer_stop(&j->tracer);
@@ -137,6 +185,8 @@ void attach_job(struct daemon *d, pid_t pid)
 	fprintf(stderr, "pipeprof: attached PID %d (%s)\n", pid,
 		san_text(shown, sizeof(shown), j->comm, sizeof(j->comm)));
 	log_event(d, event("attach", j));
+	/* The ranks the attach found in it; ranks that join their group later, at a refresh. */
+	split_ranks(d, j);
 }
 
 /* What a job's tracer lost and what its BPF programs cost: the self-metrics add these up.
