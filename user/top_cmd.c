@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* pipeprof top: a live view of one training job, redrawn every second. */
+/* pipeprof top: a live view of one training job, or of the host's, redrawn every second. */
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
@@ -39,13 +39,17 @@ static void on_signal(int sig)
 }
 
 static const char top_doc[] =
-	"A live view of one training job (the PID and its DataLoader workers),\n"
-	"redrawn every second: each role's time per state over the last 30 seconds,\n"
-	"the last second's shares, the verdict of the last 5 seconds and the\n"
-	"trainer's steps a second.\v"
-	"Without -p, the job is the one the daemon would find: a process that maps\n"
-	"libtorch, libcudart, libcuda or libnccl, under no other that does. With\n"
-	"several, they are listed and nothing is traced.\n"
+	"A live view of training jobs, redrawn every second: with -p, one job (the PID\n"
+	"and its DataLoader workers); without, every job on the host. Each role's time\n"
+	"per state over the last 30 seconds, the last second's shares, the verdict of\n"
+	"the last 5 seconds and the trainer's steps a second.\v"
+	"Without -p, the jobs are those the daemon would find: processes that map\n"
+	"libtorch, libcudart, libcuda or libnccl, under no other that does. Up to 8 are\n"
+	"traced, one tracer each (the rest are counted in the title); every job gets a\n"
+	"header (PID, name, steps a second, command line), its verdict and a row per\n"
+	"role. Jobs that start later are picked up every 5 seconds; a job that exits\n"
+	"stays on screen marked EXITED. Jobs a short terminal has no rows for are\n"
+	"counted on the last line.\n"
 	"\n"
 	"Keys: q quits (so do Ctrl-C and SIGTERM); everything is detached on the\n"
 	"way out. When standard output is not a terminal, one plain frame is\n"
@@ -56,18 +60,19 @@ static const char top_doc[] =
 	"strip shows each second's largest state, its bar the last second's shares.\n"
 	"\n"
 	"EXAMPLES:\n"
-	"  sudo pipeprof top                      # the host's one training job\n"
-	"  sudo pipeprof top -p 4242              # until q\n"
+	"  sudo pipeprof top                      # every training job on the host\n"
+	"  sudo pipeprof top -n 5 > jobs.log      # five plain frames of them all\n"
+	"  sudo pipeprof top -p 4242              # one job, until q\n"
 	"  sudo pipeprof top -p 4242 -t 4250      # the trainer is thread 4250\n"
 	"  sudo pipeprof top -p 4242 -n 10 > top.log   # ten plain frames\n"
 	"\n"
-	"Exit status: 0 quit by q, a signal, -n or the job's exit, 1 tracing\n"
-	"failed, 2 bad arguments, no such process, or without -p no job or\n"
-	"several.";
+	"Exit status: 0 quit by q, a signal, -n or (with -p) the job's exit, 1 tracing\n"
+	"failed (without -p: for every job found), 2 bad arguments, no such process,\n"
+	"or without -p no job.";
 
 static const struct argp_option top_options[] = {
-	{ "pid", 'p', "PID", 0, "Process to watch (with its descendants; default: the host's one "
-	  "training job)", 0 },
+	{ "pid", 'p', "PID", 0, "Process to watch (with its descendants; default: every training "
+	  "job on the host)", 0 },
 	{ "tid", 't', "TID", 0, "The trainer thread (default: most GPU calls, else the main "
 	  "thread)", 0 },
 	{ "iterations", 'n', "N", 0, "Draw N frames, then exit", 0 },
