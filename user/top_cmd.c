@@ -471,13 +471,14 @@ static int top_host_run(const struct top_opts *o)
 		fprintf(stderr, "pipeprof top: cannot list processes: %s\n", strerror(-n));
 		goto cleanup;
 	}
-	if (!n) {
+	/* Jobs found may have exited before their attach: then there is none either. */
+	if (!h->nr_jobs && !h->not_traced) {
 		fprintf(stderr, "pipeprof top: no training job found (no process maps libtorch, "
 			"libcudart, libcuda or libnccl); give -p PID\n");
 		status = 2;
 		goto cleanup;
 	}
-	if (!host_traced(h) && !h->not_traced)
+	if (!host_traced(h))
 		goto cleanup;		/* none could be traced: each said why */
 	status = 0;
 	if (exiting)
@@ -512,9 +513,8 @@ static int top_host_run(const struct top_opts *o)
 		if (o->iterations && frames >= o->iterations)
 			break;
 	}
-	/* The screen comes back before the probes detach, which takes ~70 ms a uprobe. */
-	term_leave(&term);
 cleanup:
+	/* The screen comes back before the probes detach, which takes ~70 ms a uprobe. */
 	term_leave(&term);
 	for (int i = 0; i < h->nr_jobs; i++) {
 		top_job_stop(h->jobs[i]);
