@@ -5,6 +5,7 @@ the verdict DATA-LOADING BOUND; it redraws (the elapsed time moves); `q` quits w
 as Ctrl-C and SIGTERM do, and every BPF program it held is gone afterwards. Its standard output in a
 pipe gets plain frames, one a second. Without -p it finds the job as the daemon would. The
 terminal tests skip where tmux is missing (Debian: tmux)."""
+import json
 import os
 import re
 import shutil
@@ -15,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import PIPEPROF, ROOT, bpf_objects, start_workload
+from conftest import PIPEPROF, ROOT, bpf_objects, finish_workload, start_workload
 
 COLS, ROWS = 120, 40
 SHOWN_WITHIN_S = 3.0
@@ -216,6 +217,21 @@ def host_busy_ticks():
     return v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
 
 
+def verdicts_shown(tmux, pids, until):
+    """Waits until the screen shows each of pids with a verdict; returns (shown_jobs, the
+    screen). Other sessions' jobs may take the rows: then the window is made taller."""
+    text = ""
+    while time.monotonic() < until:
+        text = screen(tmux)
+        if "not shown: the terminal is too short" in text:
+            tmux("resize-window", "-t", "top", "-y", str(4 * ROWS))
+        jobs = shown_jobs(text)
+        if all(jobs.get(pid) for pid in pids):
+            return jobs, text
+        time.sleep(0.1)
+    return shown_jobs(text), text
+
+
 # The test's two jobs, and the verdict each must get.
 TWO_JOBS = (("data_bound.py", "DATA-LOADING BOUND"), ("cpu_bound.py", "CPU-BOUND"))
 # CPUs' worth of time processes other than the test's own may take before the cpu_bound job's
@@ -238,20 +254,7 @@ def test_top_without_pid_watches_every_job(procs, pipeprof_bin, tmux, tmp_path):
     top_pid, status, started = start_top_args(tmux, tmp_path, "")
     ours0 += cpu_ticks([top_pid])
 
-    def verdicts_shown(until):
-        text = ""
-        while time.monotonic() < until:
-            text = screen(tmux)
-            if "not shown: the terminal is too short" in text:
-                # Others' jobs took the rows: a taller window shows ours too.
-                tmux("resize-window", "-t", "top", "-y", str(4 * ROWS))
-            jobs = shown_jobs(text)
-            if all(jobs.get(pid) for pid in want):
-                return jobs, text
-            time.sleep(0.1)
-        return shown_jobs(text), text
-
-    jobs, text = verdicts_shown(started + SHOWN_WITHIN_S)
+    jobs, text = verdicts_shown(tmux, want, started + SHOWN_WITHIN_S)
     assert all(jobs.get(pid) for pid in want), (
         "not both jobs with a verdict within %.0f s; the screen:\n%s" % (SHOWN_WITHIN_S, text))
     print("both verdicts shown %.1f s after the start" % (time.monotonic() - started))
@@ -282,6 +285,72 @@ def test_top_without_pid_watches_every_job(procs, pipeprof_bin, tmux, tmp_path):
     assert wait_exit(status) == "EXIT=0", "pipeprof top did not quit on q:\n%s" % screen(tmux)
     assert_detached(held)
     assert all(w.p.poll() is None for w in workloads), "a job died with pipeprof top"
+
+
+def bpftool_json(*args):
+    return json.loads(subprocess.run(["bpftool", "-j"] + list(args), capture_output=True,
+                                     text=True, check=True).stdout or "null")
+
+
+def job_programs(top_pid, job_pid):
+    """The programs top loaded for one job. top holds one BPF object a job: the one whose
+    tracked_procs map has job_pid as its root; its programs are those joined to that map
+    through the maps they share (no map is shared between two jobs' objects)."""
+    held = bpf_objects(top_pid)
+    root_map = None
+    for m in bpftool_json("map", "show") or []:
+        if m["id"] not in held["map"] or m.get("name") != "tracked_procs":
+            continue
+        for e in bpftool_json("map", "dump", "id", str(m["id"])) or []:
+            f = e.get("formatted") or {}
+            if f.get("key") == job_pid and (f.get("value") or {}).get("is_root"):
+                root_map = m["id"]
+    assert root_map, "no tracked_procs map of pipeprof top has PID %d as its root" % job_pid
+    uses = {p["id"]: set(p.get("map_ids", [])) for p in bpftool_json("prog", "show") or []
+            if p["id"] in held["prog"]}
+    maps, progs = {root_map}, set()
+    while True:
+        more = {p for p, m in uses.items() if m & maps} - progs
+        if not more:
+            return progs
+        progs |= more
+        for p in more:
+            maps |= uses[p]
+
+
+def test_top_without_pid_picks_up_new_jobs_and_keeps_exited_ones(procs, pipeprof_bin, tmux,
+                                                                 tmp_path):
+    """A job started after `pipeprof top` is picked up at a rescan (every 5 s) with its verdict;
+    a job that exits stays on screen marked EXITED, and its probes are let go while top goes on
+    watching the other; q then exits 0 with nothing left attached."""
+    w1, pid1, _ = start_workload(procs, "data_bound.py", [], str(tmp_path / "first.json"))
+    top_pid, status, started = start_top_args(tmux, tmp_path, "")
+    jobs, text = verdicts_shown(tmux, [pid1], started + SHOWN_WITHIN_S)
+    assert jobs.get(pid1) == "DATA-LOADING BOUND", text
+    first_held = job_programs(top_pid, pid1)
+    assert first_held, "no program of pipeprof top for PID %d" % pid1
+
+    _, pid2, _ = start_workload(procs, "cpu_bound.py", [], str(tmp_path / "second.json"))
+    # The next rescan within 5 s, its attach, and its first second.
+    jobs, text = verdicts_shown(tmux, [pid2], time.monotonic() + 5 + 3)
+    assert jobs.get(pid2), "the job started later was not picked up:\n%s" % text
+    held = job_programs(top_pid, pid2)
+    assert held and not held & first_held, (held, first_held)
+
+    finish_workload(w1, str(tmp_path / "first.json"))
+    m, text = wait_screen(tmux, r"(?m)^PID %d \(python3\)  EXITED  " % pid1,
+                          time.monotonic() + 3)
+    assert m, "the job that exited is not marked EXITED:\n%s" % text
+    assert_detached(first_held)
+    assert status.exists() is False, "pipeprof top ended with a job:\n%s" % text
+    jobs, text = verdicts_shown(tmux, [pid2], time.monotonic() + 3)
+    assert jobs.get(pid2), text
+
+    held |= held_programs(top_pid)
+
+    tmux("send-keys", "-t", "top", "q")
+    assert wait_exit(status) == "EXIT=0", "pipeprof top did not quit on q:\n%s" % screen(tmux)
+    assert_detached(held)
 
 
 def test_top_without_pid_in_a_pipe_shows_every_job(procs, pipeprof_bin, tmp_path):

@@ -437,14 +437,16 @@ static void wait_key(const struct term *t, int timeout_ms)
 	poll(&pfd, 1, timeout_ms);
 }
 
-/* One second of every traced job; a job that exited gets its last second, then is let go. */
+/* One second of every traced job; a job that exited gets its last second, then is let go. A
+ * job attached at a rescan, less than half a second ago, waits for the next tick: its first
+ * "second" would be too short to say much. */
 static void host_tick(struct top_host *h, __u64 now)
 {
 	for (int i = 0; i < h->nr_jobs; i++) {
 		struct top_job *j = h->jobs[i];
 		int err;
 
-		if (!j->started)
+		if (!j->started || (!j->gone && now - j->last_tick_ns < TOP_TICK_NS / 2))
 			continue;
 		err = top_job_tick(j, now);
 		if (err || j->gone)
