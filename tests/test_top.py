@@ -3,8 +3,12 @@
 (data_bound.py, one DataLoader worker). Within 3 s of its start the screen names the job and
 the verdict DATA-LOADING BOUND; it redraws (the elapsed time moves); `q` quits with status 0,
 as Ctrl-C and SIGTERM do, and every BPF program it held is gone afterwards. Its standard output in a
-pipe gets plain frames, one a second. Without -p it finds the job as the daemon would. The
-terminal tests skip where tmux is missing (Debian: tmux)."""
+pipe gets plain frames, one a second. Without -p it watches every job the daemon would find:
+with data_bound.py and cpu_bound.py running at once, both are on screen within 3 s with their
+verdicts (DATA-LOADING BOUND, CPU-BOUND), frames follow second by second, q exits 0 with every
+program unloaded; a job started later is picked up at a rescan, one that exits stays marked
+EXITED with its own programs unloaded. Other sessions' jobs on a shared host may be shown too:
+only the test's own are required. The terminal tests skip where tmux is missing (Debian: tmux)."""
 import json
 import os
 import re

@@ -49,7 +49,7 @@ static const char top_doc[] =
 	"header (PID, name, steps a second, command line), its verdict and a row per\n"
 	"role. Jobs that start later are picked up every 5 seconds; a job that exits\n"
 	"stays on screen marked EXITED. Jobs a short terminal has no rows for are\n"
-	"counted on the last line.\n"
+	"counted under the last one shown.\n"
 	"\n"
 	"Keys: q quits (so do Ctrl-C and SIGTERM); everything is detached on the\n"
 	"way out. When standard output is not a terminal, one plain frame is\n"
@@ -359,10 +359,11 @@ static bool host_make_room(struct top_host *h)
 
 /*
  * Attaches to the jobs discovery finds that are not watched yet, up to TOP_MAX_JOBS traced;
- * the rest are counted. A job that cannot be traced stays on screen with the reason. Returns
- * the number of jobs found, or -errno when the processes cannot be listed.
+ * the rest are counted. A job that cannot be traced stays on screen with the reason, said on
+ * stderr too unless on_screen (where it would scribble over the frame). Returns the number of
+ * jobs found, or -errno when the processes cannot be listed.
  */
-static int host_scan(struct top_host *h, const struct top_opts *o)
+static int host_scan(struct top_host *h, const struct top_opts *o, bool on_screen)
 {
 	pid_t found[MAX_LISTED_JOBS];
 	int n = discover_jobs(found, MAX_LISTED_JOBS);
@@ -391,8 +392,9 @@ static int host_scan(struct top_host *h, const struct top_opts *o)
 				continue;
 			}
 			snprintf(j->view.failed, sizeof(j->view.failed), "%s", strerror(-err));
-			fprintf(stderr, "pipeprof top: cannot trace PID %d: %s\n", found[i],
-				strerror(-err));
+			if (!on_screen)
+				fprintf(stderr, "pipeprof top: cannot trace PID %d: %s\n", found[i],
+					strerror(-err));
 		}
 		h->jobs[h->nr_jobs++] = j;
 	}
@@ -468,7 +470,7 @@ static int top_host_run(const struct top_opts *o)
 	}
 	catch_signals();
 	h->start_ns = monotonic_ns();
-	n = host_scan(h, o);
+	n = host_scan(h, o, false);
 	if (n < 0) {
 		fprintf(stderr, "pipeprof top: cannot list processes: %s\n", strerror(-n));
 		goto cleanup;
@@ -508,8 +510,10 @@ static int top_host_run(const struct top_opts *o)
 			continue;
 		last_tick_ns = now;
 		host_tick(h, now);
-		if (now - h->last_scan_ns >= TOP_RESCAN_S * TOP_TICK_NS && host_scan(h, o) < 0)
-			h->last_scan_ns = now;	/* /proc unreadable a moment: the next rescan retries */
+		/* /proc unreadable a moment: the next rescan retries. */
+		if (now - h->last_scan_ns >= TOP_RESCAN_S * TOP_TICK_NS &&
+		    host_scan(h, o, term.ansi) < 0)
+			h->last_scan_ns = now;
 		host_draw(h, &term, now);
 		frames++;
 		if (o->iterations && frames >= o->iterations)
