@@ -24,7 +24,7 @@
 #include "tracer.h"
 
 #define TOP_TICK_NS 1000000000ULL
-/* Jobs listed when there are several to choose from. */
+/* Jobs asked of discovery at a scan: those past TOP_MAX_JOBS are only counted. */
 #define MAX_LISTED_JOBS 64
 /* How often keys are looked for between frames: q is answered within this. */
 #define KEY_POLL_MS 100
