@@ -3,8 +3,13 @@
 (data_bound.py, one DataLoader worker). Within 3 s of its start the screen names the job and
 the verdict DATA-LOADING BOUND; it redraws (the elapsed time moves); `q` quits with status 0,
 as Ctrl-C and SIGTERM do, and every BPF program it held is gone afterwards. Its standard output in a
-pipe gets plain frames, one a second. Without -p it finds the job as the daemon would. The
-terminal tests skip where tmux is missing (Debian: tmux)."""
+pipe gets plain frames, one a second. Without -p it watches every job the daemon would find:
+with data_bound.py and cpu_bound.py running at once, both are on screen within 3 s with their
+verdicts (DATA-LOADING BOUND, CPU-BOUND), frames follow second by second, q exits 0 with every
+program unloaded; a job started later is picked up at a rescan, one that exits stays marked
+EXITED with its own programs unloaded. Other sessions' jobs on a shared host may be shown too:
+only the test's own are required. The terminal tests skip where tmux is missing (Debian: tmux)."""
+import json
 import os
 import re
 import shutil
@@ -15,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import PIPEPROF, ROOT, bpf_objects, start_workload
+from conftest import PIPEPROF, ROOT, bpf_objects, finish_workload, start_workload
 
 COLS, ROWS = 120, 40
 SHOWN_WITHIN_S = 3.0
@@ -55,8 +60,14 @@ def tmux():
 def start_top(tmux, tmp_path, pid):
     """Starts `pipeprof top -p PID` in a detached session; returns (pipeprof's pid, the file
     its exit status goes to, the time it started)."""
+    return start_top_args(tmux, tmp_path, "-p %d" % pid)
+
+
+def start_top_args(tmux, tmp_path, args):
+    """Starts `pipeprof top ARGS` (a shell word list) in a detached session at COLSxROWS, as
+    start_top does."""
     status = tmp_path / "exit-status"
-    shell = "cd %s && %s top -p %d; echo EXIT=$? > %s" % (ROOT, PIPEPROF, pid, status)
+    shell = "cd %s && %s top %s; echo EXIT=$? > %s" % (ROOT, PIPEPROF, args, status)
     started = time.monotonic()
     tmux("new-session", "-d", "-x", str(COLS), "-y", str(ROWS), "-s", "top", shell)
     pane = int(tmux("display-message", "-p", "-t", "top", "#{pane_pid}").stdout)
@@ -164,18 +175,197 @@ def test_top_in_a_pipe_prints_plain_frames(procs, pipeprof_bin, tmp_path):
     assert "DATA-LOADING BOUND" in r.stdout, r.stdout
 
 
+def shown_jobs(text):
+    """{pid: verdict name, or None while the first second is measured} of the jobs a frame of
+    the host's view shows."""
+    jobs = {}
+    for m in re.finditer(r"^PID (\d+) \(.*\n  verdict(?: \(last \d+ s\): ([A-Z][A-Z -]*[A-Z]):)?",
+                         text, re.M):
+        jobs[int(m.group(1))] = m.group(2)
+    return jobs
+
+
 def test_top_without_pid_finds_the_job(procs, pipeprof_bin, tmp_path):
-    """The job the daemon would find: ours, unless the host runs others (the machine may be
-    shared), when they are listed, ours among them, and nothing is traced."""
+    """The jobs the daemon would find, each under a header of its own: ours among them (the
+    machine may be shared); its DataLoader worker, which maps torch too, inside it, no job of
+    its own."""
     _, pid, _ = start_workload(procs, "data_bound.py", [], str(tmp_path / "truth.json"))
-    r = subprocess.run([PIPEPROF, "top", "-n", "1"], capture_output=True, text=True, timeout=30)
-    if r.returncode == 0:
-        assert "pipeprof top - PID %d " % pid in r.stdout, r.stdout
-        return
-    assert r.returncode == 2, r.stderr
-    assert "training jobs; give -p" in r.stderr, r.stderr
-    listed = [int(x) for x in re.findall(r"^ +(\d+)  ", r.stderr, re.M)]
-    assert pid in listed, r.stderr
-    # Its DataLoader worker maps torch too, but runs under the job.
+    r = subprocess.run([PIPEPROF, "top", "-n", "1"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^pipeprof top - \d+ training jobs? ", r.stdout, re.M), r.stdout
+    jobs = shown_jobs(r.stdout)
+    assert jobs.get(pid) == "DATA-LOADING BOUND", r.stdout
     workers = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
-    assert not set(map(int, workers.split())) & set(listed), r.stderr
+    assert workers.split(), "data_bound.py has no DataLoader worker"
+    assert not set(map(int, workers.split())) & set(jobs), r.stdout
+
+
+def cpu_ticks(pids):
+    """CPU time (clock ticks) the processes and their children used so far."""
+    total = 0
+    for pid in pids:
+        kids = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+        for p in [pid] + [int(k) for k in kids.split()]:
+            try:
+                with open("/proc/%d/stat" % p) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(fields[11]) + int(fields[12])
+    return total
+
+
+def host_busy_ticks():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+
+
+def verdicts_shown(tmux, pids, until):
+    """Waits until the screen shows each of pids with a verdict; returns (shown_jobs, the
+    screen). Other sessions' jobs may take the rows: then the window is made taller."""
+    text = ""
+    while time.monotonic() < until:
+        text = screen(tmux)
+        if "not shown: the terminal is too short" in text:
+            tmux("resize-window", "-t", "top", "-y", str(4 * ROWS))
+        jobs = shown_jobs(text)
+        if all(jobs.get(pid) for pid in pids):
+            return jobs, text
+        time.sleep(0.1)
+    return shown_jobs(text), text
+
+
+# The test's two jobs, and the verdict each must get.
+TWO_JOBS = (("data_bound.py", "DATA-LOADING BOUND"), ("cpu_bound.py", "CPU-BOUND"))
+# CPUs' worth of time processes other than the test's own may take before the cpu_bound job's
+# waits in the run queue are theirs: then CPU CONTENTION is its right verdict. The test's jobs
+# need the two CPUs between them, so that on a shared host they queue behind the others' work.
+OTHERS_CONTEND = 0.25
+
+
+def test_top_without_pid_watches_every_job(procs, pipeprof_bin, tmux, tmp_path):
+    """Two jobs at once, `pipeprof top` with no -p at 120x40: within 3 s both are on screen,
+    each with its own verdict; frames follow second by second with the right verdicts; q exits
+    0 and every BPF program top held is unloaded. Other jobs on a shared host may be shown
+    too: only ours are required."""
+    want, workloads = {}, []
+    for script, verdict in TWO_JOBS:
+        w, pid, _ = start_workload(procs, script, [], str(tmp_path / (script + ".json")))
+        want[pid] = verdict
+        workloads.append(w)
+    busy0, ours0 = host_busy_ticks(), cpu_ticks(list(want))
+    top_pid, status, started = start_top_args(tmux, tmp_path, "")
+    ours0 += cpu_ticks([top_pid])
+
+    jobs, text = verdicts_shown(tmux, want, started + SHOWN_WITHIN_S)
+    assert all(jobs.get(pid) for pid in want), (
+        "not both jobs with a verdict within %.0f s; the screen:\n%s" % (SHOWN_WITHIN_S, text))
+    print("both verdicts shown %.1f s after the start" % (time.monotonic() - started))
+    held = held_programs(top_pid)
+
+    # Frames a second apart: each changes, and each gives our jobs their verdicts.
+    frames = [text]
+    seen = []
+    for _ in range(3):
+        first = re.search(r"elapsed (\d+:\d\d)", frames[-1]).group(1)
+        m, text = wait_screen(tmux, r"elapsed (?!%s)\d+:\d\d" % first, time.monotonic() + 3)
+        assert m, "the screen was not redrawn (elapsed still %s):\n%s" % (first, text)
+        frames.append(text)
+        seen.append(shown_jobs(text))
+    others = (host_busy_ticks() - busy0 - cpu_ticks(list(want) + [top_pid]) + ours0) / (
+        os.sysconf("SC_CLK_TCK") * (time.monotonic() - started))
+    print("other processes took %.2f CPUs; verdicts: %s" % (others, seen))
+    for pid, verdict in want.items():
+        ok = {verdict}
+        if verdict == "CPU-BOUND" and others > OTHERS_CONTEND:
+            ok.add("CPU CONTENTION")
+        got = [j.get(pid) for j in seen]
+        assert set(got) <= ok, "PID %d: verdicts %s, want %s (others took %.2f CPUs); the " \
+            "last frame:\n%s" % (pid, got, sorted(ok), others, frames[-1])
+    assert re.search(r"^ +TRAINER +\d+ +\|", frames[-1], re.M), frames[-1]
+
+    tmux("send-keys", "-t", "top", "q")
+    assert wait_exit(status) == "EXIT=0", "pipeprof top did not quit on q:\n%s" % screen(tmux)
+    assert_detached(held)
+    assert all(w.p.poll() is None for w in workloads), "a job died with pipeprof top"
+
+
+def bpftool_json(*args):
+    return json.loads(subprocess.run(["bpftool", "-j"] + list(args), capture_output=True,
+                                     text=True, check=True).stdout or "null")
+
+
+def job_programs(top_pid, job_pid):
+    """The programs top loaded for one job. top holds one BPF object a job: the one whose
+    tracked_procs map has job_pid as its root; its programs are those joined to that map
+    through the maps they share (no map is shared between two jobs' objects)."""
+    held = bpf_objects(top_pid)
+    root_map = None
+    for m in bpftool_json("map", "show") or []:
+        if m["id"] not in held["map"] or m.get("name") != "tracked_procs":
+            continue
+        for e in bpftool_json("map", "dump", "id", str(m["id"])) or []:
+            f = e.get("formatted") or {}
+            if f.get("key") == job_pid and (f.get("value") or {}).get("is_root"):
+                root_map = m["id"]
+    assert root_map, "no tracked_procs map of pipeprof top has PID %d as its root" % job_pid
+    uses = {p["id"]: set(p.get("map_ids", [])) for p in bpftool_json("prog", "show") or []
+            if p["id"] in held["prog"]}
+    maps, progs = {root_map}, set()
+    while True:
+        more = {p for p, m in uses.items() if m & maps} - progs
+        if not more:
+            return progs
+        progs |= more
+        for p in more:
+            maps |= uses[p]
+
+
+def test_top_without_pid_picks_up_new_jobs_and_keeps_exited_ones(procs, pipeprof_bin, tmux,
+                                                                 tmp_path):
+    """A job started after `pipeprof top` is picked up at a rescan (every 5 s) with its verdict;
+    a job that exits stays on screen marked EXITED, and its probes are let go while top goes on
+    watching the other; q then exits 0 with nothing left attached."""
+    w1, pid1, _ = start_workload(procs, "data_bound.py", [], str(tmp_path / "first.json"))
+    top_pid, status, started = start_top_args(tmux, tmp_path, "")
+    jobs, text = verdicts_shown(tmux, [pid1], started + SHOWN_WITHIN_S)
+    assert jobs.get(pid1) == "DATA-LOADING BOUND", text
+    first_held = job_programs(top_pid, pid1)
+    assert first_held, "no program of pipeprof top for PID %d" % pid1
+
+    _, pid2, _ = start_workload(procs, "cpu_bound.py", [], str(tmp_path / "second.json"))
+    # The next rescan within 5 s, its attach, and its first second.
+    jobs, text = verdicts_shown(tmux, [pid2], time.monotonic() + 5 + 3)
+    assert jobs.get(pid2), "the job started later was not picked up:\n%s" % text
+    held = job_programs(top_pid, pid2)
+    assert held and not held & first_held, (held, first_held)
+
+    finish_workload(w1, str(tmp_path / "first.json"))
+    m, text = wait_screen(tmux, r"(?m)^PID %d \(python3\)  EXITED  " % pid1,
+                          time.monotonic() + 3)
+    assert m, "the job that exited is not marked EXITED:\n%s" % text
+    assert_detached(first_held)
+    assert status.exists() is False, "pipeprof top ended with a job:\n%s" % text
+    jobs, text = verdicts_shown(tmux, [pid2], time.monotonic() + 3)
+    assert jobs.get(pid2), text
+
+    held |= held_programs(top_pid)
+
+    tmux("send-keys", "-t", "top", "q")
+    assert wait_exit(status) == "EXIT=0", "pipeprof top did not quit on q:\n%s" % screen(tmux)
+    assert_detached(held)
+
+
+def test_top_without_pid_in_a_pipe_shows_every_job(procs, pipeprof_bin, tmp_path):
+    """Plain frames (-n N, standard output a pipe) show every job too, one frame a second."""
+    pids = [start_workload(procs, script, [], str(tmp_path / (script + ".json")))[1]
+            for script, _ in TWO_JOBS]
+    r = subprocess.run([PIPEPROF, "top", "-n", "2"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "\033" not in r.stdout
+    frames = re.split(r"^(?=pipeprof top - )", r.stdout, flags=re.M)[1:]
+    assert len(frames) == 2, r.stdout
+    for frame in frames:
+        assert set(pids) <= set(shown_jobs(frame)), frame
+    assert shown_jobs(frames[-1])[pids[0]] == "DATA-LOADING BOUND", r.stdout

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* pipeprof top: a live view of one training job, redrawn every second. */
+/* pipeprof top: a live view of one training job, or of the host's, redrawn every second. */
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
@@ -19,16 +19,15 @@
 #include "sanitize.h"
 #include "target.h"
 #include "top_cmd.h"
+#include "top_job.h"
 #include "top_view.h"
 #include "tracer.h"
 
 #define TOP_TICK_NS 1000000000ULL
-/* Jobs listed when there are several to choose from. */
+/* Jobs asked of discovery at a scan: those past TOP_MAX_JOBS are only counted. */
 #define MAX_LISTED_JOBS 64
 /* How often keys are looked for between frames: q is answered within this. */
 #define KEY_POLL_MS 100
-/* Step histograms: one per thread running backward passes, a few per job. */
-#define TOP_STEP_HISTS 256
 /* A pipe has no width: frames are as wide as a wide terminal. */
 #define PLAIN_WIDTH 120
 
@@ -40,13 +39,17 @@ static void on_signal(int sig)
 }
 
 static const char top_doc[] =
-	"A live view of one training job (the PID and its DataLoader workers),\n"
-	"redrawn every second: each role's time per state over the last 30 seconds,\n"
-	"the last second's shares, the verdict of the last 5 seconds and the\n"
-	"trainer's steps a second.\v"
-	"Without -p, the job is the one the daemon would find: a process that maps\n"
-	"libtorch, libcudart, libcuda or libnccl, under no other that does. With\n"
-	"several, they are listed and nothing is traced.\n"
+	"A live view of training jobs, redrawn every second: with -p, one job (the PID\n"
+	"and its DataLoader workers); without, every job on the host. Each role's time\n"
+	"per state over the last 30 seconds, the last second's shares, the verdict of\n"
+	"the last 5 seconds and the trainer's steps a second.\v"
+	"Without -p, the jobs are those the daemon would find: processes that map\n"
+	"libtorch, libcudart, libcuda or libnccl, under no other that does. Up to 8 are\n"
+	"traced, one tracer each (the rest are counted in the title); every job gets a\n"
+	"header (PID, name, steps a second, command line), its verdict and a row per\n"
+	"role. Jobs that start later are picked up every 5 seconds; a job that exits\n"
+	"stays on screen marked EXITED. Jobs a short terminal has no rows for are\n"
+	"counted under the last one shown.\n"
 	"\n"
 	"Keys: q quits (so do Ctrl-C and SIGTERM); everything is detached on the\n"
 	"way out. When standard output is not a terminal, one plain frame is\n"
@@ -57,18 +60,19 @@ static const char top_doc[] =
 	"strip shows each second's largest state, its bar the last second's shares.\n"
 	"\n"
 	"EXAMPLES:\n"
-	"  sudo pipeprof top                      # the host's one training job\n"
-	"  sudo pipeprof top -p 4242              # until q\n"
+	"  sudo pipeprof top                      # every training job on the host\n"
+	"  sudo pipeprof top -n 5 > jobs.log      # five plain frames of them all\n"
+	"  sudo pipeprof top -p 4242              # one job, until q\n"
 	"  sudo pipeprof top -p 4242 -t 4250      # the trainer is thread 4250\n"
 	"  sudo pipeprof top -p 4242 -n 10 > top.log   # ten plain frames\n"
 	"\n"
-	"Exit status: 0 quit by q, a signal, -n or the job's exit, 1 tracing\n"
-	"failed, 2 bad arguments, no such process, or without -p no job or\n"
-	"several.";
+	"Exit status: 0 quit by q, a signal, -n or (with -p) the job's exit, 1 tracing\n"
+	"failed (without -p: for every job found), 2 bad arguments, no such process,\n"
+	"or without -p no job.";
 
 static const struct argp_option top_options[] = {
-	{ "pid", 'p', "PID", 0, "Process to watch (with its descendants; default: the host's one "
-	  "training job)", 0 },
+	{ "pid", 'p', "PID", 0, "Process to watch (with its descendants; default: every training "
+	  "job on the host)", 0 },
 	{ "tid", 't', "TID", 0, "The trainer thread (default: most GPU calls, else the main "
 	  "thread)", 0 },
 	{ "iterations", 'n', "N", 0, "Draw N frames, then exit", 0 },
@@ -214,164 +218,7 @@ static bool quit_typed(const struct term *t)
 	return false;
 }
 
-/* ---- the figures of the last seconds ---- */
-
-struct top_state {
-	struct tracer tracer;
-	struct thread_snaps snaps;
-	/* The last TOP_VERDICT_SECONDS seconds' threads, steps and CPU readings, oldest first. */
-	struct thread_result *secs[TOP_VERDICT_SECONDS];
-	int nr_threads[TOP_VERDICT_SECONDS];
-	__u64 steps[TOP_VERDICT_SECONDS];
-	double secs_ns[TOP_VERDICT_SECONDS];
-	int nr_secs;
-	unsigned long long busy[TOP_VERDICT_SECONDS + 1], total[TOP_VERDICT_SECONDS + 1];
-	bool cpu_ok[TOP_VERDICT_SECONDS + 1];
-	double runnable[TOP_VERDICT_SECONDS];
-	__u64 last_tick_ns;
-	__u32 trainer_tid;
-	struct top_view view;
-};
-
-struct step_count {
-	__u32 tid;
-	__u64 count;
-};
-
-static void count_steps(const struct pp_hist_key *key, const struct pp_hist *h, void *ctx)
-{
-	struct step_count *sc = ctx;
-
-	if (key->kind == PP_HK_STEP && (!sc->tid || key->id == sc->tid))
-		sc->count += h->count;
-}
-
-/* Drops the oldest second when the ring is full, making room at its end. */
-static void shift_seconds(struct top_state *s)
-{
-	if (s->nr_secs < TOP_VERDICT_SECONDS)
-		return;
-	free(s->secs[0]);
-	memmove(s->secs, s->secs + 1, (TOP_VERDICT_SECONDS - 1) * sizeof(s->secs[0]));
-	memmove(s->nr_threads, s->nr_threads + 1, (TOP_VERDICT_SECONDS - 1) * sizeof(int));
-	memmove(s->steps, s->steps + 1, (TOP_VERDICT_SECONDS - 1) * sizeof(s->steps[0]));
-	memmove(s->secs_ns, s->secs_ns + 1, (TOP_VERDICT_SECONDS - 1) * sizeof(s->secs_ns[0]));
-	memmove(s->runnable, s->runnable + 1, (TOP_VERDICT_SECONDS - 1) * sizeof(s->runnable[0]));
-	memmove(s->busy, s->busy + 1, TOP_VERDICT_SECONDS * sizeof(s->busy[0]));
-	memmove(s->total, s->total + 1, TOP_VERDICT_SECONDS * sizeof(s->total[0]));
-	memmove(s->cpu_ok, s->cpu_ok + 1, TOP_VERDICT_SECONDS * sizeof(s->cpu_ok[0]));
-	s->nr_secs--;
-}
-
-static void base_input(struct top_state *s, const struct top_opts *o,
-		       struct analysis_input *in)
-{
-	*in = (struct analysis_input){
-		.root_pid = o->pid, .tid_override = o->tid, .threshold = 0.20,
-		.ncpus = sysconf(_SC_NPROCESSORS_ONLN), .cpu_busy = -1, .runnable_avg = -1,
-	};
-	gpu_io_input(&s->tracer, in);
-	in->gpu_unprobed = tracer_gpu_unprobed(&s->tracer);
-	in->gpu_mapped = tracer_gpu_mapped(&s->tracer);
-}
-
-/* The verdict and steps over the seconds the ring holds. */
-static int analyse_recent(struct top_state *s, const struct top_opts *o)
-{
-	struct thread_result *merged;
-	struct analysis_input in;
-	struct analysis *an;
-	double span_ns = 0, runnable = 0;
-	__u64 steps = 0;
-	int total = 0, n;
-
-	for (int i = 0; i < s->nr_secs; i++) {
-		total += s->nr_threads[i];
-		span_ns += s->secs_ns[i];
-		steps += s->steps[i];
-		runnable += s->runnable[i];
-	}
-	merged = calloc(total ? total : 1, sizeof(*merged));
-	an = calloc(1, sizeof(*an));
-	if (!merged || !an) {
-		free(merged);
-		free(an);
-		return -ENOMEM;
-	}
-	n = top_merge_seconds((const struct thread_result *const *)s->secs, s->nr_threads,
-			      s->nr_secs, merged);
-	base_input(s, o, &in);
-	in.window_ns = span_ns;
-	if (s->cpu_ok[0] && s->cpu_ok[s->nr_secs] && s->total[s->nr_secs] > s->total[0]) {
-		in.cpu_busy = (double)(s->busy[s->nr_secs] - s->busy[0]) /
-			      (s->total[s->nr_secs] - s->total[0]);
-		in.runnable_avg = runnable / s->nr_secs;
-	}
-	analyse(merged, n, &in, an);
-	s->view.have_verdict = true;
-	s->view.verdict = an->verdict;
-	s->view.verdict_state = an->verdict_state;
-	s->view.verdict_seconds = s->nr_secs;
-	snprintf(s->view.verdict_line, sizeof(s->view.verdict_line), "%s", an->verdict_line);
-	s->view.steps_per_s = steps && span_ns > 0 ? steps / (span_ns / 1e9) : -1;
-	snprintf(s->view.steps_note, sizeof(s->view.steps_note), "%s",
-		 tracer_probed(&s->tracer, TRACER_STEP_PROBE) ?
-		 "no backward pass (torch autograd) in these seconds" :
-		 "libtorch_cpu is not mapped by the traced processes");
-	free(merged);
-	free(an);
-	return 0;
-}
-
-/* One second's figures: each role's states, then the recent verdict. */
-static int take_second(struct top_state *s, const struct top_opts *o, __u64 now)
-{
-	struct step_count sc = {};
-	struct analysis_input in;
-	struct analysis *an = calloc(1, sizeof(*an));
-	struct thread_result *threads = NULL;
-	int nr = 0, running = 0, err;
-	unsigned long long busy, total;
-
-	if (!an)
-		return -ENOMEM;
-	err = tracer_window_threads(&s->tracer, &s->snaps, now, &threads, &nr);
-	if (err)
-		goto cleanup;
-	/* Roles and the trainer as the second shows them; analyse() gives each thread its role. */
-	base_input(s, o, &in);
-	in.window_ns = now - s->last_tick_ns;
-	analyse(threads, nr, &in, an);
-	if (an->trainer_index >= 0)
-		s->trainer_tid = threads[an->trainer_index].tid;
-	for (int r = 0; r < NR_ROLES; r++)
-		top_push_second(&s->view.roles[r], &an->roles[r]);
-	sc.tid = s->trainer_tid;
-	tracer_drain_hists(&s->tracer, count_steps, &sc);
-
-	shift_seconds(s);
-	s->secs[s->nr_secs] = threads;
-	s->nr_threads[s->nr_secs] = nr;
-	s->steps[s->nr_secs] = sc.count;
-	s->secs_ns[s->nr_secs] = now - s->last_tick_ns;
-	s->cpu_ok[s->nr_secs + 1] = !proc_cpu_times(PROCFS, &busy, &total, &running);
-	s->busy[s->nr_secs + 1] = busy;
-	s->total[s->nr_secs + 1] = total;
-	/* procs_running counts this reader, which runs as it reads. */
-	s->runnable[s->nr_secs] = running > 0 ? running - 1 : 0;
-	s->nr_secs++;
-	threads = NULL;
-	s->last_tick_ns = now;
-	s->view.seconds++;
-	s->view.trainer_tid = s->trainer_tid;
-	err = analyse_recent(s, o);
-cleanup:
-	free(threads);
-	free(an);
-	return err;
-}
-
-static void draw(struct top_state *s, const struct term *t, __u64 now)
+static void draw(struct top_job *s, const struct term *t, __u64 now)
 {
 	int width, height;
 
@@ -384,30 +231,29 @@ static void draw(struct top_state *s, const struct term *t, __u64 now)
 	}
 }
 
-static int top_run(const struct top_opts *o)
+static void catch_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
-	struct tracer_opts topts = {
-		.root = o->pid, .trainer_tid = o->tid, .verbose = o->verbose,
-		.hist_kinds = 1u << PP_HK_STEP, .hist_keying = PP_HKEY_NONE, .hist_time_div = 1000,
-		.hist_entries = TOP_STEP_HISTS,
-	};
-	struct top_state *s = calloc(1, sizeof(*s));
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+static int top_run(const struct top_opts *o)
+{
+	struct top_job *s = calloc(1, sizeof(*s));
 	struct term term = {};
-	unsigned long long busy, total;
-	int pidfd = -1, err, status = 1, running;
+	int err, status = 1;
 	long frames = 0;
-	bool target_gone = false, was_ansi;
+	bool was_ansi;
 
 	if (!s) {
 		fprintf(stderr, "pipeprof: %s\n", strerror(ENOMEM));
 		return 1;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-
-	err = tracer_start(&s->tracer, &topts);
+	catch_signals();
+	err = top_job_start(s, o->pid, o->tid, o->verbose);
 	if (err) {
 		status = err == -ESRCH ? 2 : 1;
 		goto cleanup;
@@ -416,15 +262,6 @@ static int top_run(const struct top_opts *o)
 		status = 0;
 		goto cleanup;
 	}
-	pidfd = syscall(SYS_pidfd_open, o->pid, 0);
-	s->last_tick_ns = s->tracer.start_ns;
-	s->cpu_ok[0] = !proc_cpu_times(PROCFS, &busy, &total, &running);
-	s->busy[0] = busy;
-	s->total[0] = total;
-	s->view.pid = o->pid;
-	s->view.steps_per_s = -1;
-	proc_comm(PROCFS, o->pid, o->pid, s->view.comm, sizeof(s->view.comm));
-	proc_cmdline(PROCFS, o->pid, s->view.cmdline, sizeof(s->view.cmdline));
 
 	term_enter(&term);
 	if (term.ansi)
@@ -432,87 +269,265 @@ static int top_run(const struct top_opts *o)
 	for (;;) {
 		__u64 now;
 
-		err = exiting ? 0 : tracer_wait(&s->tracer, pidfd, KEY_POLL_MS);
+		err = exiting ? 0 : top_job_wait(s, KEY_POLL_MS);
 		if (err < 0) {
 			term_leave(&term);
 			fprintf(stderr, "pipeprof: %s\n", strerror(-err));
 			goto cleanup;
 		}
-		if (err || (pidfd < 0 && kill(o->pid, 0) && errno == ESRCH))
-			target_gone = true;
 		if (exiting || quit_typed(&term))
 			break;
 		now = monotonic_ns();
-		if (!target_gone && now - s->last_tick_ns < TOP_TICK_NS)
+		if (!s->gone && now - s->last_tick_ns < TOP_TICK_NS)
 			continue;
-		err = take_second(s, o, now);
+		err = top_job_tick(s, now);
 		if (err) {
 			term_leave(&term);
 			fprintf(stderr, "pipeprof: %s\n", strerror(-err));
 			goto cleanup;
 		}
-		s->view.target_exited = target_gone;
+		s->view.target_exited = s->gone;
 		draw(s, &term, now);
 		frames++;
-		if (target_gone || (o->iterations && frames >= o->iterations))
+		if (s->gone || (o->iterations && frames >= o->iterations))
 			break;
 	}
 	/* The screen comes back before the probes detach, which takes ~70 ms a uprobe. */
 	was_ansi = term.ansi;
 	term_leave(&term);
-	if (target_gone && was_ansi) {
+	if (s->gone && was_ansi) {
 		/* The alternate screen is gone: its last frame stays in the scrollback. */
 		top_view_render(stdout, &s->view, PLAIN_WIDTH, INT_MAX, false);
 		fflush(stdout);
 	}
-	if (target_gone)
+	if (s->gone)
 		fprintf(stderr, "pipeprof: PID %d exited\n", o->pid);
 	status = 0;
 cleanup:
 	term_leave(&term);
-	tracer_stop(&s->tracer);
-	thread_snaps_free(&s->snaps);
-	for (int i = 0; i < s->nr_secs; i++)
-		free(s->secs[i]);
-	if (pidfd >= 0)
-		close(pidfd);
+	top_job_stop(s);
 	free(s);
 	return status;
 }
 
-/*
- * No -p: the job the daemon would find, when the host has one. With several, which one is
- * meant is the user's to say: they are listed, and nothing is traced.
- */
-static int pick_job(pid_t *pid)
-{
-	pid_t jobs[MAX_LISTED_JOBS];
-	int n = discover_jobs(jobs, MAX_LISTED_JOBS);
+/* ---- without -p: the host's jobs ---- */
 
+/* Jobs traced at once: each holds its own BPF object and probes. */
+#define TOP_MAX_JOBS 8
+/* Jobs kept on screen, those that exited included: the oldest exited one makes room. */
+#define TOP_KEPT_JOBS 16
+#define TOP_RESCAN_S 5
+
+struct top_host {
+	struct top_job *jobs[TOP_KEPT_JOBS];
+	int nr_jobs;
+	int not_traced;		/* found at the last scan past TOP_MAX_JOBS */
+	__u64 start_ns, last_scan_ns;
+};
+
+static struct top_job *host_find(const struct top_host *h, pid_t pid)
+{
+	for (int i = 0; i < h->nr_jobs; i++)
+		if (h->jobs[i]->pid == pid)
+			return h->jobs[i];
+	return NULL;
+}
+
+static int host_traced(const struct top_host *h)
+{
+	int n = 0;
+
+	for (int i = 0; i < h->nr_jobs; i++)
+		n += h->jobs[i]->started;
+	return n;
+}
+
+/* Room for one more job on screen: the oldest that exited (or was not traced) goes. */
+static bool host_make_room(struct top_host *h)
+{
+	if (h->nr_jobs < TOP_KEPT_JOBS)
+		return true;
+	for (int i = 0; i < h->nr_jobs; i++)
+		if (!h->jobs[i]->started) {
+			free(h->jobs[i]);
+			memmove(h->jobs + i, h->jobs + i + 1, (h->nr_jobs - i - 1) * sizeof(h->jobs[0]));
+			h->nr_jobs--;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Attaches to the jobs discovery finds that are not watched yet, up to TOP_MAX_JOBS traced;
+ * the rest are counted. A job that cannot be traced stays on screen with the reason, said on
+ * stderr too unless on_screen (where it would scribble over the frame). Returns the number of
+ * jobs found, or -errno when the processes cannot be listed.
+ */
+static int host_scan(struct top_host *h, const struct top_opts *o, bool on_screen)
+{
+	pid_t found[MAX_LISTED_JOBS];
+	int n = discover_jobs(found, MAX_LISTED_JOBS);
+
+	if (n < 0)
+		return n;
+	h->not_traced = 0;
+	for (int i = 0; i < n; i++) {
+		struct top_job *j;
+		int err;
+
+		if (host_find(h, found[i]))
+			continue;
+		if (host_traced(h) >= TOP_MAX_JOBS || !host_make_room(h)) {
+			h->not_traced++;
+			continue;
+		}
+		j = calloc(1, sizeof(*j));
+		if (!j)
+			return -ENOMEM;
+		err = top_job_start(j, found[i], 0, o->verbose);
+		if (err) {
+			top_job_stop(j);
+			if (err == -ESRCH) {	/* gone already: no job to show */
+				free(j);
+				continue;
+			}
+			snprintf(j->view.failed, sizeof(j->view.failed), "%s", strerror(-err));
+			if (!on_screen)
+				fprintf(stderr, "pipeprof top: cannot trace PID %d: %s\n", found[i],
+					strerror(-err));
+		}
+		h->jobs[h->nr_jobs++] = j;
+	}
+	h->last_scan_ns = monotonic_ns();
+	return n;
+}
+
+static void host_draw(struct top_host *h, const struct term *t, __u64 now)
+{
+	const struct top_view *views[TOP_KEPT_JOBS];
+	struct top_jobs_frame f = {
+		.elapsed_s = (now - h->start_ns) / 1e9, .not_traced = h->not_traced,
+		.cap = TOP_MAX_JOBS, .rescan_s = TOP_RESCAN_S,
+	};
+	int width, height;
+
+	for (int i = 0; i < h->nr_jobs; i++)
+		views[i] = &h->jobs[i]->view;
+	term_size(t, &width, &height);
+	top_view_render_jobs(stdout, views, h->nr_jobs, &f, width, height, t->ansi);
+	if (!t->ansi) {
+		fputc('\n', stdout);
+		fflush(stdout);
+	}
+}
+
+/* A job that ended, or whose tracing failed, keeps its last figures and lets go of its probes. */
+static void job_ended(struct top_job *j, int err)
+{
+	if (err)
+		snprintf(j->view.failed, sizeof(j->view.failed), "tracing failed: %s",
+			 strerror(-err));
+	j->view.target_exited = j->gone;
+	top_job_stop(j);
+}
+
+/* Sleeps up to timeout_ms, waking early for a key. */
+static void wait_key(const struct term *t, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = t->keys ? STDIN_FILENO : -1, .events = POLLIN };
+
+	poll(&pfd, 1, timeout_ms);
+}
+
+/* One second of every traced job; a job that exited gets its last second, then is let go. A
+ * job attached at a rescan, less than half a second ago, waits for the next tick: its first
+ * "second" would be too short to say much. */
+static void host_tick(struct top_host *h, __u64 now)
+{
+	for (int i = 0; i < h->nr_jobs; i++) {
+		struct top_job *j = h->jobs[i];
+		int err;
+
+		if (!j->started || (!j->gone && now - j->last_tick_ns < TOP_TICK_NS / 2))
+			continue;
+		err = top_job_tick(j, now);
+		if (err || j->gone)
+			job_ended(j, err);
+	}
+}
+
+static int top_host_run(const struct top_opts *o)
+{
+	struct top_host *h = calloc(1, sizeof(*h));
+	struct term term = {};
+	__u64 last_tick_ns;
+	int status = 1, n;
+	long frames = 0;
+
+	if (!h) {
+		fprintf(stderr, "pipeprof: %s\n", strerror(ENOMEM));
+		return 1;
+	}
+	catch_signals();
+	h->start_ns = monotonic_ns();
+	n = host_scan(h, o, false);
 	if (n < 0) {
 		fprintf(stderr, "pipeprof top: cannot list processes: %s\n", strerror(-n));
-		return n;
+		goto cleanup;
 	}
-	if (n == 1) {
-		*pid = jobs[0];
-		return 0;
-	}
-	if (!n) {
+	/* Jobs found may have exited before their attach: then there is none either. */
+	if (!h->nr_jobs && !h->not_traced) {
 		fprintf(stderr, "pipeprof top: no training job found (no process maps libtorch, "
 			"libcudart, libcuda or libnccl); give -p PID\n");
-		return -ESRCH;
+		status = 2;
+		goto cleanup;
 	}
-	fprintf(stderr, "pipeprof top: %d training jobs; give -p with one of them:\n", n);
-	for (int i = 0; i < n; i++) {
-		char comm[16], cmdline[256], shown[SAN_TEXT_SIZE(sizeof(cmdline))];
+	if (!host_traced(h))
+		goto cleanup;		/* none could be traced: each said why */
+	status = 0;
+	if (exiting)
+		goto cleanup;
 
-		proc_comm(PROCFS, jobs[i], jobs[i], comm, sizeof(comm));
-		proc_cmdline(PROCFS, jobs[i], cmdline, sizeof(cmdline));
-		/* Their owners chose the names: escaped, lest they drive the terminal. */
-		san_text(shown, sizeof(shown), cmdline[0] ? cmdline : comm, sizeof(cmdline));
-		fprintf(stderr, "  %7d  %s\n", (int)jobs[i], shown);
+	term_enter(&term);
+	last_tick_ns = monotonic_ns();
+	if (term.ansi)
+		host_draw(h, &term, last_tick_ns);
+	for (;;) {
+		__u64 now;
+
+		wait_key(&term, KEY_POLL_MS);
+		for (int i = 0; i < h->nr_jobs && !exiting; i++) {
+			struct top_job *j = h->jobs[i];
+			int err;
+
+			if (j->started && (err = top_job_wait(j, 0)) < 0)
+				job_ended(j, err);
+		}
+		if (exiting || quit_typed(&term))
+			break;
+		now = monotonic_ns();
+		if (now - last_tick_ns < TOP_TICK_NS)
+			continue;
+		last_tick_ns = now;
+		host_tick(h, now);
+		/* /proc unreadable a moment: the next rescan retries. */
+		if (now - h->last_scan_ns >= TOP_RESCAN_S * TOP_TICK_NS &&
+		    host_scan(h, o, term.ansi) < 0)
+			h->last_scan_ns = now;
+		host_draw(h, &term, now);
+		frames++;
+		if (o->iterations && frames >= o->iterations)
+			break;
 	}
-	return -EINVAL;
+cleanup:
+	/* The screen comes back before the probes detach, which takes ~70 ms a uprobe. */
+	term_leave(&term);
+	for (int i = 0; i < h->nr_jobs; i++) {
+		top_job_stop(h->jobs[i]);
+		free(h->jobs[i]);
+	}
+	free(h);
+	return status;
 }
 
 int top_cmd_main(int argc, char **argv)
@@ -523,7 +538,7 @@ int top_cmd_main(int argc, char **argv)
 	if (top_cmd_parse(argc, argv, 0, &opts))
 		return 2;
 	if (!opts.pid)
-		return pick_job(&opts.pid) ? 2 : top_run(&opts);
+		return top_host_run(&opts);
 	err = target_resolve(PROCFS, &opts.pid, &opts.tid);
 	if (err)
 		return err == -ESRCH || err == -EINVAL ? 2 : 1;

@@ -288,6 +288,35 @@ static void elapsed_text(double s, char *buf, size_t size)
 		snprintf(buf, size, "%ld:%02ld", t / 60, t % 60);
 }
 
+/* A role's row: its threads, its strip, its last second's bar and largest shares. */
+static void put_role(struct line *l, const struct top_view *v, int r, const char *indent)
+{
+	const struct top_role *role = &v->roles[r];
+	const struct top_second *last = &role->hist[TOP_HISTORY - 1];
+
+	put_fmt(l, "%s%-8s %4d  ", indent, role_name(r), role->threads);
+	put_strip(l, role);
+	put_text(l, "  ");
+	if (last->seen) {
+		put_bar(l, last);
+		put_text(l, "  ");
+		put_shares(l, last);
+	} else {
+		put_text(l, v->seconds ? "no thread in the last second" : "");
+	}
+	end_line(l);
+}
+
+static void put_legend(struct line *l)
+{
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		put_text(l, s ? "  " : "");
+		put_cell(l, top_state_letter(s), s);
+		put_fmt(l, " %s", state_legend[s]);
+	}
+	end_line(l);
+}
+
 void top_view_render(FILE *out, const struct top_view *v, int width, int height, bool ansi)
 {
 	char comm[SAN_TEXT_SIZE(sizeof(v->comm))], cmdline[SAN_TEXT_SIZE(sizeof(v->cmdline))];
@@ -338,19 +367,8 @@ void top_view_render(FILE *out, const struct top_view *v, int width, int height,
 	end_line(&l);
 	for (int r = 0; r < NR_ROLES; r++) {
 		const struct top_role *role = &v->roles[r];
-		const struct top_second *last = &role->hist[TOP_HISTORY - 1];
 
-		put_fmt(&l, "%-8s %4d  ", role_name(r), role->threads);
-		put_strip(&l, role);
-		put_text(&l, "  ");
-		if (last->seen) {
-			put_bar(&l, last);
-			put_text(&l, "  ");
-			put_shares(&l, last);
-		} else {
-			put_text(&l, v->seconds ? "no thread in the last second" : "");
-		}
-		end_line(&l);
+		put_role(&l, v, r, "");
 		if (r == ROLE_TRAINER) {
 			put_fmt(&l, "%-8s %4s  ", "", "");
 			put_sparkline(&l, role, stall);
@@ -360,12 +378,96 @@ void top_view_render(FILE *out, const struct top_view *v, int width, int height,
 		}
 	}
 	end_line(&l);
-	{
-		for (int s = 0; s < PP_NR_STATES; s++) {
-			put_text(&l, s ? "  " : "");
-			put_cell(&l, top_state_letter(s), s);
-			put_fmt(&l, " %s", state_legend[s]);
-		}
+	put_legend(&l);
+	if (ansi)
+		fputs("\033[J", out);
+	fflush(out);
+}
+
+/* Rows one job takes in the host's view: header, verdict, a row per role. */
+#define JOB_ROWS (2 + NR_ROLES)
+
+static void put_job(struct line *l, const struct top_view *v)
+{
+	char comm[SAN_TEXT_SIZE(sizeof(v->comm))], cmdline[SAN_TEXT_SIZE(sizeof(v->cmdline))];
+	char elapsed[32];
+
+	/* Its owner chose the name and arguments: shown escaped, lest they drive the terminal. */
+	san_text(comm, sizeof(comm), v->comm, sizeof(v->comm));
+	san_text(cmdline, sizeof(cmdline), v->cmdline, sizeof(v->cmdline));
+	elapsed_text(v->elapsed_s, elapsed, sizeof(elapsed));
+	if (l->ansi)
+		fputs("\033[1m", l->out);
+	put_fmt(l, "PID %d (%s)", (int)v->pid, comm);
+	if (l->ansi)
+		fputs("\033[0m", l->out);
+	if (v->target_exited)
+		put_text(l, "  EXITED");
+	if (v->failed[0]) {
+		put_fmt(l, "  %s", cmdline[0] ? cmdline : comm);
+		end_line(l);
+		put_fmt(l, "  not traced: %s", v->failed);
+		end_line(l);
+		return;
+	}
+	put_fmt(l, "  %s", elapsed);
+	if (v->steps_per_s >= 0)
+		put_fmt(l, "  steps %.2f/s", v->steps_per_s);
+	else
+		put_text(l, "  steps -");
+	put_fmt(l, "  %s", cmdline[0] ? cmdline : comm);
+	end_line(l);
+	if (v->have_verdict)
+		put_fmt(l, "  verdict (last %d s): %s", v->verdict_seconds, v->verdict_line);
+	else
+		put_text(l, "  verdict: measuring the first second...");
+	end_line(l);
+	for (int r = 0; r < NR_ROLES; r++)
+		put_role(l, v, r, "  ");
+}
+
+void top_view_render_jobs(FILE *out, const struct top_view *const *views, int n,
+			  const struct top_jobs_frame *f, int width, int height, bool ansi)
+{
+	/* A newline on a terminal's last row would scroll the frame's first away. */
+	struct line l = { .out = out, .width = width, .height = ansi ? height - 1 : height,
+			  .ansi = ansi };
+	/* Under the jobs: a blank line (or the count of those left out), the legend, the rescan. */
+	int footer = 2 + (f->rescan_s > 0) + !n, shown = 0;
+	char elapsed[32];
+
+	elapsed_text(f->elapsed_s, elapsed, sizeof(elapsed));
+	if (ansi)
+		fputs("\033[H\033[1m", out);
+	put_fmt(&l, "pipeprof top - %d training job%s  elapsed %s", n, n == 1 ? "" : "s", elapsed);
+	if (f->not_traced)
+		put_fmt(&l, "  (%d more found, not traced: at most %d)", f->not_traced, f->cap);
+	put_text(&l, ansi ? "   q: quit" : "");
+	if (ansi)
+		fputs("\033[0m", out);
+	end_line(&l);
+	put_fmt(&l, "  %-8s %4s  %-*s  %-*s  %s", "ROLE", "THR", STRIP_COLS + 2,
+		"last 30 s (newest right)", BAR_COLS + 2, "last second", "largest shares");
+	end_line(&l);
+	/* Whole jobs only, a blank line between two. */
+	for (; shown < n; shown++) {
+		if (l.rows + (shown > 0) + JOB_ROWS + footer > l.height)
+			break;
+		if (shown)
+			end_line(&l);
+		put_job(&l, views[shown]);
+	}
+	if (shown < n)
+		put_fmt(&l, "%d more job%s not shown: the terminal is too short", n - shown,
+			n - shown == 1 ? "" : "s");
+	end_line(&l);
+	put_legend(&l);
+	if (!n) {
+		put_text(&l, "no training job (no process maps libtorch, libcudart, libcuda or libnccl)");
+		end_line(&l);
+	}
+	if (f->rescan_s) {
+		put_fmt(&l, "new jobs are looked for every %d s", f->rescan_s);
 		end_line(&l);
 	}
 	if (ansi)

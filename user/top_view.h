@@ -45,6 +45,15 @@ struct top_view {
 	double steps_per_s;
 	char steps_note[160];
 	bool target_exited;
+	char failed[96];		/* why the job is not traced; "" when it is */
+};
+
+/* What the host's view says besides its jobs. */
+struct top_jobs_frame {
+	double elapsed_s;		/* since the first attach */
+	int not_traced;			/* jobs found past the cap, not traced */
+	int cap;			/* the most jobs traced at once */
+	int rescan_s;			/* how often new jobs are looked for; 0: never */
 };
 
 /* Shifts role's history one second left and appends the second r measured. */
@@ -66,5 +75,13 @@ int top_merge_seconds(const struct thread_result *const *secs, const int *nr, in
  * clears what the last frame left, and colours the states; else plain lines, for a pipe.
  */
 void top_view_render(FILE *out, const struct top_view *v, int width, int height, bool ansi);
+
+/*
+ * The host's jobs in one frame, as top_view_render() draws one: per job a header (PID, name,
+ * steps a second, command line), its verdict and a row per role. Only whole jobs are drawn;
+ * those that do not fit in height are counted on the last line.
+ */
+void top_view_render_jobs(FILE *out, const struct top_view *const *views, int n,
+			  const struct top_jobs_frame *f, int width, int height, bool ansi);
 
 #endif

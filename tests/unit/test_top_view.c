@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <limits.h>
 #include <stdlib.h>
 #include "top_view.h"
 #include "unit.h"
@@ -193,6 +194,108 @@ TEST(test_hostile_names_and_no_verdict)
 	free(s);
 }
 
+static char *render_jobs(const struct top_view *const *views, int n,
+			 const struct top_jobs_frame *f, int width, int height, bool ansi)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f_out = open_memstream(&buf, &len);
+
+	top_view_render_jobs(f_out, views, n, f, width, height, ansi);
+	fclose(f_out);
+	return buf;
+}
+
+/* Three jobs: data-bound, one measuring its first second, one that exited. */
+static void three_jobs(struct top_view *v)
+{
+	data_bound_view(&v[0], 3);
+	data_bound_view(&v[1], 0);
+	v[1].pid = 5000;
+	v[1].have_verdict = false;
+	v[1].steps_per_s = -1;
+	snprintf(v[1].cmdline, sizeof(v[1].cmdline), "python3 other.py");
+	data_bound_view(&v[2], 7);
+	v[2].pid = 6000;
+	v[2].target_exited = true;
+}
+
+TEST(test_jobs_plain_frame)
+{
+	struct top_view v[3];
+	const struct top_view *views[] = { &v[0], &v[1], &v[2] };
+	struct top_jobs_frame f = { .elapsed_s = 12, .not_traced = 2, .cap = 8, .rescan_s = 5 };
+	char *s;
+
+	three_jobs(v);
+	s = render_jobs(views, 3, &f, 120, INT_MAX, false);
+	CHECK_MSG(strstr(s, "pipeprof top - 3 training jobs  elapsed 0:12  (2 more found, not "
+			 "traced: at most 8)\n"), "%s", s);
+	CHECK(strstr(s, "PID 4242 (python3)  0:03  steps 12.50/s  python3 train.py --epochs 3\n"
+		     "  verdict (last 5 s): DATA-LOADING BOUND: 75.0% DATA_WAIT\n"
+		     "  TRAINER     1  |                           DDD|  "
+		     "[RRRRRRRRDDDDDDDDDDDDDDDDDDDDDD]  DATA_WAIT 75%  RUNNING 25%\n"));
+	CHECK(strstr(s, "PID 5000 (python3)  0:00  steps -  python3 other.py\n"
+		     "  verdict: measuring the first second...\n"));
+	CHECK(strstr(s, "PID 6000 (python3)  EXITED  0:07  steps 12.50/s"));
+	CHECK(strstr(s, "new jobs are looked for every 5 s"));
+	CHECK(!strstr(s, "not shown"));
+	CHECK(!strchr(s, '\033'));
+	CHECK(longest_line(s) <= 120);
+	/* Title, column heads, 3 jobs of 5 rows with a blank between, blank, legend, rescan. */
+	CHECK_EQ_INT(count_lines(s), 2 + 3 * 5 + 2 + 3);
+	free(s);
+}
+
+TEST(test_jobs_that_do_not_fit)
+{
+	struct top_view v[3];
+	const struct top_view *views[] = { &v[0], &v[1], &v[2] };
+	struct top_jobs_frame f = { .rescan_s = 5 };
+	char *s;
+
+	three_jobs(v);
+	/* 2 + 5 + 1 + 5 + 3 rows fit two jobs, not the third's blank line and rows. */
+	s = render_jobs(views, 3, &f, 120, 17, false);
+	CHECK_MSG(strstr(s, "PID 5000 ") && !strstr(s, "PID 6000 "), "%s", s);
+	CHECK(strstr(s, "\n1 more job not shown: the terminal is too short\n"));
+	CHECK_EQ_INT(count_lines(s), 16);
+	free(s);
+	/* On a terminal, the last row stays empty: a row less, and a job less. */
+	s = render_jobs(views, 3, &f, 120, 16, true);
+	CHECK_MSG(strstr(s, "PID 4242 ") && !strstr(s, "PID 5000 "), "%s", s);
+	CHECK(strstr(s, "2 more jobs not shown"));
+	CHECK(count_lines(s) <= 15);
+	CHECK(!strncmp(s, "\033[H", 3));
+	free(s);
+	/* Narrow: every line clipped. */
+	s = render_jobs(views, 3, &f, 30, INT_MAX, false);
+	CHECK_MSG(longest_line(s) <= 30, "%s", s);
+	free(s);
+}
+
+TEST(test_jobs_failed_and_hostile)
+{
+	struct top_view v = { .pid = 7, .steps_per_s = -1 };
+	const struct top_view *views[] = { &v };
+	struct top_jobs_frame f = {};
+	char *s;
+
+	snprintf(v.comm, sizeof(v.comm), "x\033]0;pwn\007");
+	snprintf(v.cmdline, sizeof(v.cmdline), "evil\033[2J");
+	snprintf(v.failed, sizeof(v.failed), "Operation not permitted");
+	s = render_jobs(views, 1, &f, 120, 40, false);
+	CHECK_MSG(!strchr(s, '\033') && !strchr(s, '\007'), "%s", s);
+	CHECK(strstr(s, "pipeprof top - 1 training job  elapsed 0:00\n"));
+	CHECK(strstr(s, "  not traced: Operation not permitted\n"));
+	CHECK(!strstr(s, "looked for"));
+	free(s);
+	s = render_jobs(views, 0, &f, 120, 40, false);
+	CHECK_MSG(strstr(s, "pipeprof top - 0 training jobs ") && strstr(s, "no training job"),
+		  "%s", s);
+	free(s);
+}
+
 int main(void)
 {
 	RUN_TEST(test_push_shifts_and_shares);
@@ -200,5 +303,8 @@ int main(void)
 	RUN_TEST(test_plain_frame);
 	RUN_TEST(test_ansi_frame_and_clipping);
 	RUN_TEST(test_hostile_names_and_no_verdict);
+	RUN_TEST(test_jobs_plain_frame);
+	RUN_TEST(test_jobs_that_do_not_fit);
+	RUN_TEST(test_jobs_failed_and_hostile);
 	return unit_summary();
 }
