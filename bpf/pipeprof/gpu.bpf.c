@@ -78,10 +78,7 @@ int BPF_KRETPROBE(on_gpu_return)
 	t->phase = PP_PHASE_ONCPU;
 	t->phase_start_ns = now;
 	/* A thread back from waiting on the GPU may relay that wait (stall model's chains). */
-	t->last_wait = PP_GPU_WAIT;
-	t->last_wait_depth = 0;
-	t->last_wait_end_ns = now;
-	t->ran_since_wait_ns = 0;
+	wait_ended_on_cpu(t, PP_GPU_WAIT, now);
 
 	api = t->gpu_api;
 	took = now - t->gpu_enter_ns;

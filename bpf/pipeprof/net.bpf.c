@@ -29,9 +29,6 @@ int BPF_PROG(on_tcp_rcv_space_adjust, struct sock *sk)
 	now = bpf_ktime_get_ns();
 	if (!naming(now))
 		return 0;
-	t->last_wait = PP_COMM_WAIT;
-	t->last_wait_depth = 0;
-	t->last_wait_end_ns = now;
-	t->ran_since_wait_ns = 0;
+	wait_ended_on_cpu(t, PP_COMM_WAIT, now);
 	return 0;
 }
