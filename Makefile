@@ -172,9 +172,9 @@ scenario-test: pipeprof fixtures
 	$(PYTHON) -m pytest -v -p no:cacheprovider --ignore=tests/test_recommendations.py \
 		--ignore=tests/test_ranks_data.py tests/
 
-# A distributed job of three ranks and their workers: six busy processes on this VM's two CPUs,
-# where known defects move a rank's shares past the tolerance in some attaches
-# (tests/test_ranks_data.py says which).
+# A distributed job of three ranks and their workers: six busy processes on this VM's two CPUs
+# (~30 s; tests/test_ranks_data.py says which defects it caught and what is left: on a loaded
+# VM the kernel's run_delay, which the ranks' records read, can still overstate their RUNQ).
 test-distributed: pipeprof fixtures
 	$(PYTHON) -m pytest -v -p no:cacheprovider tests/test_ranks_data.py
 

@@ -545,6 +545,16 @@ static __always_inline __u64 relay_run_from(struct pp_thread *t)
 	return t->last_wait_end_ns > t->oncpu_since_ns ? t->last_wait_end_ns : t->oncpu_since_ns;
 }
 
+/* A wait of cause `cause` ended at `now` with the thread on a CPU (a GPU sync returned, a TCP
+ * receive copied what a peer sent): from here it may relay that cause (stall model's chains). */
+static __always_inline void wait_ended_on_cpu(struct pp_thread *t, __u32 cause, __u64 now)
+{
+	t->last_wait = cause;
+	t->last_wait_depth = 0;
+	t->last_wait_end_ns = now;
+	t->ran_since_wait_ns = 0;
+}
+
 static __always_inline void account_oncpu_ep(struct pp_thread *t, __u32 tid, __u64 now, bool rec)
 {
 	if (t->phase == PP_PHASE_ONCPU || t->phase == PP_PHASE_UNKNOWN)

@@ -265,8 +265,9 @@ int tracer_drain_hists(struct tracer *t,
 		       void *ctx);
 
 /* From end_ns on nothing more is accounted, while tracer_collect() reads the maps. Waits of
- * thread `tid` (and of the root's GPU-calling threads) still open at end_ns are given up to
- * naming_ms to end, so that their wakeups name them; only their part before end_ns counts.
+ * thread `tid` (else of the trainer candidates of the root and of each rank under it) still
+ * open at end_ns are given up to naming_ms to end, so that their wakeups name them; only
+ * their part before end_ns counts.
  * A wait still open then is given up to max_naming_ms in all, saying so on stderr unless
  * quiet, until *stop is set. Returns the milliseconds the naming was open. */
 int tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms, int max_naming_ms,

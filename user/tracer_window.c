@@ -15,6 +15,18 @@
 #include "proctree.h"
 #include "tracer.h"
 
+/* Whether tgid is the root or a rank of a distributed job under it: a process whose main
+ * thread or GPU-calling threads are trainer candidates. */
+static bool trainer_process(struct tracer *t, __u32 tgid)
+{
+	struct pp_proc proc;
+
+	if (tgid == (__u32)t->root)
+		return true;
+	return !bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.tracked_procs), &tgid, &proc) &&
+	       proc.rank_tgid == tgid;
+}
+
 /* Whether a thread the verdict may rest on is still in a wait that began before end_ns. */
 static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
 {
@@ -28,9 +40,10 @@ static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
 		if (bpf_map_lookup_elem(fd, &key, &th))
 			continue;
 		/* The trainer candidates as analyse() picks them: --tid wherever it lives, else the
-		 * root's main thread and its GPU-calling threads. */
+		 * main thread and the GPU-calling threads of the root and of each rank under it
+		 * (every rank's verdict rests on its own trainer). */
 		if (tid ? key != (__u32)tid :
-		    th.tgid != (__u32)t->root || (key != (__u32)t->root && !th.gpu_calls))
+		    (key != th.tgid && !th.gpu_calls) || !trainer_process(t, th.tgid))
 			continue;
 		if ((th.phase == PP_PHASE_OFFCPU || th.phase == PP_PHASE_UNKNOWN) &&
 		    th.phase_start_ns < end_ns)

@@ -90,10 +90,7 @@ static __always_inline struct pp_thread *blocking_call_return(__u32 tid, __u64 *
 	t->phase = PP_PHASE_ONCPU;
 	t->phase_start_ns = now;
 	/* A thread back from a blocking call may relay that wait (stall model's chains). */
-	t->last_wait = pp_call_state(t->call_state);
-	t->last_wait_depth = 0;
-	t->last_wait_end_ns = now;
-	t->ran_since_wait_ns = 0;
+	wait_ended_on_cpu(t, pp_call_state(t->call_state), now);
 	*took = now - t->gpu_enter_ns;
 	return t;
 }

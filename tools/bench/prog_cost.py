@@ -131,6 +131,7 @@ SUMMARY = [
     ("on_sched_process_exec", "every exec on the host", [("forkexec", "p")]),
     ("on_sched_process_exit", "every task exit on the host", [("forkexec", "p")]),
     ("on_softirq_entry", "every softirq on the host", [("data_bound", "p"), ("io_bound", "p")]),
+    ("on_tcp_rcv_space_adjust", "every TCP receive that copies data, on the host", None),
     ("on_block_io_start", "every block I/O submitted", [("io_bound", "p"), ("io_bound", "hist")]),
     ("on_block_rq_issue", "every block request issued", [("io_bound", "p"), ("io_bound", "hist")]),
     ("on_block_rq_complete", "every block request completed", [("io_bound", "p"), ("io_bound", "hist")]),
