@@ -88,6 +88,7 @@ extern const volatile __s64 preempt_count_rq_delta;
  * the window opens only once every probe is in place. Threads first seen later are taken to
  * have existed since then. */
 extern __u64 window_start_ns;
+extern bool tcp_receive_is_comm;
 /* Set when the report is taken: nothing after it is accounted while the maps are read (the
  * probes themselves take seconds to detach), so every thread's states sum to the window. */
 extern __u64 window_end_ns;

@@ -522,6 +522,7 @@ int tracer_refresh(struct tracer *t)
 		if (err)
 			return err;
 	}
+	t->skel->bss->tcp_receive_is_comm = t->root_rank >= 0 || t->ranks_marked > 0;
 	return 0;
 }
 

@@ -7,6 +7,9 @@
  * sleeps between its reads: one wait, then milliseconds on a CPU reading, then the wakeup of
  * the thread that waits for the message. Measured from its wait alone, that run spent the relay
  * budget on the receive itself, and the trainer's wait read THREAD_WAIT.
+ *
+ * Only in a distributed job (tcp_receive_is_comm): elsewhere a thread reading TCP is more
+ * likely a loader streaming samples from storage, whose hand-off is data, not a collective.
  */
 #include "pipeprof.bpf.h"
 
@@ -18,7 +21,7 @@ int BPF_PROG(on_tcp_rcv_space_adjust, struct sock *sk)
 	__u32 tid = (__u32)id;
 	struct pp_thread *t;
 
-	if (!window_start_ns || !pid_tracked(id >> 32))
+	if (!tcp_receive_is_comm || !window_start_ns || !pid_tracked(id >> 32))
 		return 0;
 	/* A socket read for the kernel (strparser, TLS) runs in whatever task it interrupted. */
 	if (wake_context() != PP_WAKE_TASK)
