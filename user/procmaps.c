@@ -7,7 +7,7 @@
 
 #define DELETED_SUFFIX " (deleted)"
 
-static int hexval(char c)
+int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';

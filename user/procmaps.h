@@ -54,6 +54,8 @@ static inline bool lib_is_file(const struct mapped_lib *lib, uint64_t inode, uns
 
 /* Parse one line of /proc/PID/maps. Returns 0, or -EINVAL when the line is malformed. */
 int procmaps_parse_line(const char *line, struct maps_entry *out);
+/* A hex digit's value, -1 for any other character (procfs files spell numbers in hex). */
+int hexval(char c);
 
 /* Classify a library by the basename of its path; any directory, any soname version. */
 enum lib_kind lib_kind_of_path(const char *path);

@@ -7,23 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "procmaps.h"
 #include "procnet.h"
 
 #define TCP_ESTABLISHED 1
 /* Sockets read per process: a rank holds a few dozen (gloo pairs, the store); a server
  * process with more is no rank of a training job worth the read. */
 #define MAX_SOCKETS_PER_PROC 4096
-
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* "0100007F:9C41": the address's hex digits as bytes in the order written (8 or 32 digits),
  * and the port. Returns the text after it, or NULL. */
@@ -36,13 +26,13 @@ static const char *parse_endpoint(const char *s, uint8_t addr[16], uint16_t *por
 	while (*s == ' ')
 		s++;
 	memset(addr, 0, 16);
-	for (; hex_digit(s[digits]) >= 0; digits++)
+	for (; hexval(s[digits]) >= 0; digits++)
 		if (digits < 32)
-			addr[digits / 2] |= hex_digit(s[digits]) << (digits % 2 ? 0 : 4);
+			addr[digits / 2] |= hexval(s[digits]) << (digits % 2 ? 0 : 4);
 	if ((digits != 8 && digits != 32) || s[digits] != ':')
 		return NULL;
 	s += digits + 1;
-	if (hex_digit(*s) < 0)
+	if (hexval(*s) < 0)
 		return NULL;
 	p = strtoul(s, &end, 16);
 	if (p > 0xffff)
@@ -61,7 +51,7 @@ int tcp_parse_line(const char *line, struct tcp_conn *c)
 	/* "  12: " */
 	while (*line == ' ')
 		line++;
-	if (hex_digit(*line) < 0)
+	if (hexval(*line) < 0)
 		return -EINVAL;
 	strtoul(line, &end, 10);
 	if (*end != ':')
@@ -153,6 +143,22 @@ int peers_find(const pid_t *pids, int n, const struct sock_owner *owners, int nr
 	return marked;
 }
 
+/* Makes room in *arr (nr elements of size elem, room for *cap) for one more: 0 or -ENOMEM. */
+static int room_for_one(void **arr, int nr, int *cap, size_t elem)
+{
+	int grown_cap = *cap ? *cap * 2 : 64;
+	void *grown;
+
+	if (nr < *cap)
+		return 0;
+	grown = realloc(*arr, grown_cap * elem);
+	if (!grown)
+		return -ENOMEM;
+	*arr = grown;
+	*cap = grown_cap;
+	return 0;
+}
+
 /* Appends pid's sockets to *owners. Returns 0 or -ENOMEM; a process gone or unreadable
  * holds none. */
 static int read_sockets(const char *procfs, pid_t pid, struct sock_owner **owners, int *nr,
@@ -177,16 +183,9 @@ static int read_sockets(const char *procfs, pid_t pid, struct sock_owner **owner
 		link[len] = '\0';
 		if (sscanf(link, "socket:[%lu]", &inode) != 1)
 			continue;
-		if (*nr == *cap) {
-			int grown_cap = *cap ? *cap * 2 : 64;
-			struct sock_owner *grown = realloc(*owners, grown_cap * sizeof(**owners));
-
-			if (!grown) {
-				closedir(dir);
-				return -ENOMEM;
-			}
-			*owners = grown;
-			*cap = grown_cap;
+		if (room_for_one((void **)owners, *nr, cap, sizeof(**owners))) {
+			closedir(dir);
+			return -ENOMEM;
 		}
 		(*owners)[(*nr)++] = (struct sock_owner){ .inode = inode, .pid = pid };
 		found++;
@@ -208,16 +207,9 @@ static int read_conns(const char *path, struct tcp_conn **conns, int *nr, int *c
 	while (fgets(line, sizeof(line), f)) {
 		if (tcp_parse_line(line, &c) || c.state != TCP_ESTABLISHED)
 			continue;
-		if (*nr == *cap) {
-			int grown_cap = *cap ? *cap * 2 : 256;
-			struct tcp_conn *grown = realloc(*conns, grown_cap * sizeof(**conns));
-
-			if (!grown) {
-				fclose(f);
-				return -ENOMEM;
-			}
-			*conns = grown;
-			*cap = grown_cap;
+		if (room_for_one((void **)conns, *nr, cap, sizeof(**conns))) {
+			fclose(f);
+			return -ENOMEM;
 		}
 		(*conns)[(*nr)++] = c;
 	}
