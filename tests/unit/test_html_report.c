@@ -484,8 +484,10 @@ TEST(test_nccl_section)
 	report.nccl_libs = NULL;
 	report.nccl_traced = false;
 	memset(report.nccl, 0, sizeof(report.nccl));
-	if (!CHECK(html != NULL))
+	if (!CHECK(html != NULL)) {
+		where_free(&report);
 		return;
+	}
 	check_safe(html);
 	CHECK(strstr(html, "<section id=\"nccl\">\n<h2>NCCL</h2>\n<p class=\"note\">Probed: "
 		      "<code>/opt/" HOSTILE_SHOWN "/libnccl.so.2</code>."));
@@ -496,6 +498,7 @@ TEST(test_nccl_section)
 	CHECK(strstr(html, "<td>10.0 MB received (2 calls of unknown size not in it)</td>"));
 	CHECK(strstr(html, "id=\"nccl\"") > strstr(html, "id=\"steps\""));
 	free(html);
+	where_free(&report);
 }
 
 TEST(test_write_error)
