@@ -475,6 +475,8 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		tracer_verifier_stats_print(t);
 	if (!err && t->kf.preempt_count_proven && t->kf.preempt_count_rq_delta)
 		t->skel->bss->irq_from_preempt_count = true;
+	if (!err)
+		tracer_warm_grown_maps(t);
 	if (err) {
 		if (errno_is_privilege(err))
 			fprintf(stderr, "pipeprof: permission denied loading BPF programs although "

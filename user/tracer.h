@@ -294,6 +294,8 @@ bool tracer_probed(struct tracer *t, const char *api);
  * PIPEPROF_TEST_MAP_ENTRIES="threads=N,procs=M" shrinks those two). -EINVAL for a bad hook. */
 int tracer_size_maps(struct tracer *t);
 /* Marks pid a live process the programs follow, or not. 0 or -errno (the map's mapping). */
+/* Fills each CPU's cache of the maps allocated as they fill (after load, before attach). */
+void tracer_warm_grown_maps(struct tracer *t);
 int tracer_mark_pid(struct tracer *t, pid_t pid, bool live);
 void tracer_unmap_pids(struct tracer *t);
 /* The "Not traced" lines of full thread and process maps, with how many of the job's threads and
