@@ -212,13 +212,23 @@ def pipeprof_bin():
     return PIPEPROF
 
 
-@pytest.fixture(scope="session")
-def fakecuda():
-    lib = os.path.join(ROOT, ".output", "fakecuda", "libcudart.so.13")
+def fixture_lib(name):
+    """A library `make fixtures` builds under .output/fakecuda, or the test fails saying so."""
+    lib = os.path.join(ROOT, ".output", "fakecuda", name)
     if not os.path.exists(lib):
         pytest.fail("%s is missing: build the GPU fixtures with `make fixtures`" % lib,
                     pytrace=False)
     return lib
+
+
+@pytest.fixture(scope="session")
+def fakecuda():
+    return fixture_lib("libcudart.so.13")
+
+
+@pytest.fixture(scope="session")
+def fakenccl():
+    return fixture_lib("libnccl.so.2")
 
 
 def cpu_steal_ticks():

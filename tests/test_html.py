@@ -458,15 +458,11 @@ def test_gpu_page_renders(gpu_page, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def nccl_page(tmp_path_factory):
+def nccl_page(tmp_path_factory, fakenccl):
     """nccl_job.py on the fake libnccl (every collective a step, the communicator made each
     step): the page's NCCL section."""
-    lib = os.path.join(ROOT, ".output", "fakecuda", "libnccl.so.2")
-    if not os.path.exists(lib):
-        pytest.fail("%s is missing: build the fixtures with `make fixtures`" % lib,
-                    pytrace=False)
     d = tmp_path_factory.mktemp("html-nccl")
-    w, pid = start([PYTHON, os.path.join(WORKLOADS, "nccl_job.py"), "--lib", lib,
+    w, pid = start([PYTHON, os.path.join(WORKLOADS, "nccl_job.py"), "--lib", fakenccl,
                     "--comm-every", "1", "--duration", "120", "--truth", "/dev/null"],
                    "nccl_job.py")
     try:

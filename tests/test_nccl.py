@@ -46,15 +46,6 @@ MAX_EDGE_CALLS = 8
 STEP_BYTES = 262144 * 4 + 16384 * 2 * 4 + 32768 * 8 + 100000 + 5000 * 8 + 2 * 1024 * 4
 
 
-@pytest.fixture(scope="module")
-def fakenccl():
-    lib = os.path.join(ROOT, ".output", "fakecuda", "libnccl.so.2")
-    if not os.path.exists(lib):
-        pytest.fail("%s is missing: build the fixtures with `make fixtures`" % lib,
-                    pytrace=False)
-    return lib
-
-
 def outcomes(calls, start, end, ready_ns):
     """Every (calls, bytes, unsized) pipeprof may report for these calls of one API, and the
     sum of the brackets of those surely inside and of those possibly inside."""
