@@ -7,7 +7,8 @@ sees no GPU (the development VMs and CI); run on a GPU machine with
 
 Each loop is attached three times, and each attach must give the loop's verdict, the trainer's
 shares within 5 points of the loop's own record, the steps the loop made, and the GPU API calls
-it made: one .item() sync a step, every kernel of the launch loop. PIPEPROF_REAL_CUDA_OUT names
+it made: one .item() sync a step, every kernel of the launch loop, and in a one-rank NCCL process
+group the real libnccl's one all-reduce a step and its bytes. PIPEPROF_REAL_CUDA_OUT names
 a folder to keep each loop's text report in (for the notes).
 """
 import os
@@ -91,11 +92,35 @@ def _device_sync_calls(report, truth, window):
         "cudaDeviceSynchronize: pipeprof %s, the loop %.1f (+-2)" % (got, want)
 
 
+ALLREDUCE_BYTES = 4 << 20
+
+
+def _nccl_allreduce(report, truth, window):
+    """The real libnccl, probed where libtorch_cuda loaded it: one ncclAllReduce of 4 MiB of
+    float32 a step, and nothing else, in the NCCL section and per step."""
+    nccl = report.get("nccl") or {}
+    libs = [l.get("path", "") for l in nccl.get("libraries") or []]
+    calls = {c["name"]: c for c in nccl.get("calls") or []}
+    ar = calls.get("ncclAllReduce") or {}
+    per = (report.get("steps") or {}).get("nccl") or {}
+    n = (report.get("steps") or {}).get("count") or 0
+    ok = (nccl.get("traced") and any("libnccl" in l for l in libs)
+          and set(calls) == {"ncclAllReduce"} and ar.get("calls", 0) > 0
+          and ar.get("bytes") == ar["calls"] * ALLREDUCE_BYTES and not ar.get("unsized_calls")
+          and n >= 5 and per.get("calls_min") == per.get("calls_max") == 1
+          and per.get("bytes") == ALLREDUCE_BYTES * n)
+    return ok, "nccl libraries %s, calls %s, per step %s over %d steps" % (
+        libs, {k: (v.get("calls"), v.get("bytes"), v.get("unsized_calls"))
+               for k, v in calls.items()}, per, n)
+
+
 SCENARIOS = {
     # mode: (workload args, pipeprof args, verdict, evidence)
     "gpu": ([], [], "GPU-BOUND", [_steps_match, sync_calls, _syncs_per_step(1)]),
     "data": (["--workers", "2"], [], "DATA-LOADING BOUND", [_steps_match, _syncs_per_step(1),
                                                              _h2d_pinned]),
+    "nccl": (["--allreduce-mb", str(ALLREDUCE_BYTES >> 20)], [], "GPU-BOUND",
+             [_steps_match, _syncs_per_step(1), _nccl_allreduce]),
     "launch": (["--ops", "300"], ["--step-symbol", "libcudart.so:cudaDeviceSynchronize"],
                "CPU-BOUND", [_steps_match, _device_sync_calls, _launches_per_step(300),
                              _launch_bound_said]),

@@ -399,103 +399,167 @@ static int by_addr(const void *a, const void *b)
 {
 	const struct elf_sym_entry *x = a, *y = b;
 
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
+	return x->addr_off < y->addr_off ? -1 : x->addr_off > y->addr_off;
 }
 
-static int load_table(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_syms *out)
+static bool is_named_func(const Elf64_Sym *sym)
 {
-	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t nr_syms, j;
-	int cap = 0;
+	int type = ELF64_ST_TYPE(sym->st_info);
 
-	if (!data || !sh->sh_entsize)
-		return 0;
-	nr_syms = sh->sh_size / sh->sh_entsize;
-	for (j = 0; j < nr_syms; j++) {
-		const char *name;
-		GElf_Sym sym;
-		int type;
+	return (type == STT_FUNC || type == STT_GNU_IFUNC) && sym->st_shndx != SHN_UNDEF &&
+	       sym->st_value && sym->st_name;
+}
 
-		if (!gelf_getsym(data, j, &sym))
-			break;
-		type = GELF_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-		    !sym.st_value)
-			continue;
-		name = elf_strptr(elf, sh->sh_link, sym.st_name);
-		if (!name || !*name)
-			continue;
-		if (out->nr == cap) {
-			void *grown;
+/*
+ * Reads the table in chunks with pread rather than through a mapping of the file: a mapping's
+ * pages, once touched, count in pipeprof's resident memory until it is unmapped, and
+ * libtorch_cpu's table alone is tens of MB. Two passes: the lowest address, then the entries.
+ */
+static int scan_table(int fd, struct elf_syms *out)
+{
+	enum { CHUNK = 2048 };
+	Elf64_Sym *buf = malloc(CHUNK * sizeof(*buf));
+	uint64_t lowest = UINT64_MAX;
+	size_t cap = 0;
+	int err = 0;
 
-			cap = cap ? 2 * cap : 256;
-			grown = realloc(out->e, cap * sizeof(*out->e));
-			if (!grown)
-				return -ENOMEM;
-			out->e = grown;
+	if (!buf)
+		return -ENOMEM;
+	for (int pass = 0; pass < 2 && !err; pass++) {
+		for (uint64_t at = 0; at < out->table_entries && !err; at += CHUNK) {
+			uint64_t want = out->table_entries - at < CHUNK ? out->table_entries - at : CHUNK;
+			ssize_t got = pread(fd, buf, want * sizeof(*buf),
+					    out->table_off + at * sizeof(*buf));
+
+			if (got != (ssize_t)(want * sizeof(*buf))) {
+				err = got < 0 ? -errno : -EINVAL;
+				break;
+			}
+			for (uint64_t j = 0; j < want; j++) {
+				const Elf64_Sym *sym = &buf[j];
+
+				if (!is_named_func(sym))
+					continue;
+				if (!pass) {
+					if (sym->st_value < lowest)
+						lowest = sym->st_value;
+					continue;
+				}
+				if (sym->st_value - out->base > UINT32_MAX)
+					continue;
+				if ((size_t)out->nr == cap) {
+					void *grown;
+
+					cap = cap ? 2 * cap : 1024;
+					grown = realloc(out->e, cap * sizeof(*out->e));
+					if (!grown) {
+						err = -ENOMEM;
+						break;
+					}
+					out->e = grown;
+				}
+				out->e[out->nr].addr_off = sym->st_value - out->base;
+				out->e[out->nr].index = at + j;
+				out->nr++;
+			}
 		}
-		out->e[out->nr].name = strndup(name, strcspn(name, "@"));
-		if (!out->e[out->nr].name)
-			return -ENOMEM;
-		out->e[out->nr].addr = sym.st_value;
-		out->e[out->nr].size = sym.st_size;
-		out->nr++;
+		out->base = lowest;
 	}
-	return 0;
+	free(buf);
+	return err;
 }
 
 int elf_syms_load(const char *path, struct elf_syms *out)
 {
+	GElf_Shdr sh, names;
+	GElf_Ehdr eh;
 	Elf_Scn *scn;
-	GElf_Shdr sh;
 	Elf *elf;
 	int fd, err;
 
-	*out = (struct elf_syms){ 0 };
+	*out = (struct elf_syms){ .fd = -1 };
 	err = elf_open(path, &fd, &elf);
 	if (err)
 		return err;
+	/* The entries are read as the x86-64 ABI lays them out. */
+	if (!gelf_getehdr(elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB) {
+		err = -EINVAL;
+		goto cleanup;
+	}
 	scn = find_section(elf, SHT_SYMTAB, &sh);
 	if (!scn)
 		scn = find_section(elf, SHT_DYNSYM, &sh);
-	err = scn ? load_table(elf, scn, &sh, out) : 0;
+	if (!scn || sh.sh_entsize != sizeof(Elf64_Sym) || sh.sh_type == SHT_NOBITS)
+		goto cleanup;	/* no symbols: every address is named by its offset */
+	if (!gelf_getshdr(elf_getscn(elf, sh.sh_link), &names) || names.sh_type != SHT_STRTAB) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	out->table_off = sh.sh_offset;
+	out->table_entries = sh.sh_size / sizeof(Elf64_Sym);
+	out->names_off = names.sh_offset;
+	out->names_size = names.sh_size;
+	err = scan_table(fd, out);
+	if (err)
+		goto cleanup;
+	if (out->nr) {
+		qsort(out->e, out->nr, sizeof(*out->e), by_addr);
+		out->fd = fd;
+		fd = -1;
+	}
+cleanup:
 	if (err)
 		elf_syms_free(out);
-	else if (out->nr)
-		qsort(out->e, out->nr, sizeof(*out->e), by_addr);
 	elf_end(elf);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return err;
 }
 
-const char *elf_syms_find(const struct elf_syms *s, uint64_t vaddr)
+const char *elf_syms_find(const struct elf_syms *s, uint64_t vaddr, char *buf, size_t size)
 {
 	int lo = 0, hi = s->nr - 1, best = -1;
+	uint64_t off = vaddr - s->base;
+	Elf64_Sym sym;
+	ssize_t got;
 
+	if (vaddr < s->base || !size)
+		return NULL;
 	while (lo <= hi) {
 		int mid = lo + (hi - lo) / 2;
 
-		if (s->e[mid].addr <= vaddr) {
+		if (s->e[mid].addr_off <= off) {
 			best = mid;
 			lo = mid + 1;
 		} else {
 			hi = mid - 1;
 		}
 	}
-	if (best < 0)
+	if (best < 0 || pread(s->fd, &sym, sizeof(sym), s->table_off + (uint64_t)s->e[best].index *
+			      sizeof(sym)) != sizeof(sym))
 		return NULL;
 	/* Aliases share an address: any of them names it. A sized symbol must hold vaddr. */
-	if (s->e[best].size && vaddr - s->e[best].addr >= s->e[best].size)
+	if (sym.st_size && off - s->e[best].addr_off >= sym.st_size)
 		return NULL;
-	return s->e[best].name;
+	if (sym.st_name >= s->names_size)
+		return NULL;
+	if (size > s->names_size - sym.st_name + 1)
+		size = s->names_size - sym.st_name + 1;
+	got = pread(s->fd, buf, size - 1, s->names_off + sym.st_name);
+	if (got <= 0)
+		return NULL;
+	buf[got] = 0;
+	buf[strcspn(buf, "@")] = 0;
+	return *buf ? buf : NULL;
 }
 
 void elf_syms_free(struct elf_syms *s)
 {
-	for (int i = 0; i < s->nr; i++)
-		free(s->e[i].name);
+	if (s->fd >= 0)
+		close(s->fd);
 	free(s->e);
-	*s = (struct elf_syms){ 0 };
+	*s = (struct elf_syms){ .fd = -1 };
 }
 
 int elf_imports_threads(const char *path)

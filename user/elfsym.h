@@ -47,18 +47,27 @@ int elf_vaddr_to_offset(const char *path, uint64_t vaddr, uint64_t *offset);
 int elf_offset_to_vaddr(const char *path, uint64_t offset, uint64_t *vaddr, bool *relocatable);
 
 /* The function symbols of a file, to name addresses: .symtab where the file has one, else
- * .dynsym; sorted by address. */
+ * .dynsym. Kept small, since a library such as libtorch_cpu exports hundreds of thousands of
+ * functions with long C++ names and a report names a few dozen: 8 bytes a function (its
+ * address from the lowest one, and its index in the table), sorted by address, and the file
+ * kept open to read a name when one is asked for. A file whose functions span over 4 GiB keeps
+ * those within 4 GiB of its lowest. */
 struct elf_syms {
 	int nr;
+	int fd;			/* -1 when nothing was loaded */
+	uint64_t base;		/* the lowest function address */
+	uint64_t table_off, table_entries;	/* the symbol table's file offset and length */
+	uint64_t names_off, names_size;		/* its string table's */
 	struct elf_sym_entry {
-		uint64_t addr, size;
-		char *name;
+		uint32_t addr_off;	/* address - base */
+		uint32_t index;		/* in the symbol table */
 	} *e;
 };
 int elf_syms_load(const char *path, struct elf_syms *out);
-/* The symbol whose [addr, addr + size) holds vaddr (or the nearest one below it, when it has
- * no size), or NULL. */
-const char *elf_syms_find(const struct elf_syms *s, uint64_t vaddr);
+/* The name (without its version) of the symbol whose [addr, addr + size) holds vaddr, or of
+ * the nearest one below it when that has no size, into buf; NULL when none holds it or its
+ * name cannot be read. A name longer than the buffer is cut. */
+const char *elf_syms_find(const struct elf_syms *s, uint64_t vaddr, char *buf, size_t size);
 void elf_syms_free(struct elf_syms *s);
 
 /* 1 when the file imports a way to start threads (pthread_create, OpenMP's GOMP_parallel* or

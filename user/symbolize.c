@@ -216,9 +216,9 @@ int symbolizer_name(struct symbolizer *z, pid_t pid, uint64_t ip, char *out, siz
 	const struct sym_map *m = map_of(z, pid, ip);
 	struct sym_file *sf;
 	const char *sym, *base;
+	char file[96], sym_buf[4096];
 	bool relocatable;
 	uint64_t vaddr;
-	char file[96];
 	char *owned;
 
 	if (!m)
@@ -239,7 +239,7 @@ int symbolizer_name(struct symbolizer *z, pid_t pid, uint64_t ip, char *out, siz
 	if (!sf || sf->err ||
 	    elf_offset_to_vaddr(map_path(pid, m, file, sizeof(file)), ip - m->start + m->pgoff, &vaddr,
 				&relocatable) ||
-	    !(sym = elf_syms_find(&sf->syms, vaddr))) {
+	    !(sym = elf_syms_find(&sf->syms, vaddr, sym_buf, sizeof(sym_buf)))) {
 		snprintf(out, size, "%s+0x%llx", base, (unsigned long long)(ip - m->start + m->pgoff));
 		return 0;
 	}

@@ -553,6 +553,152 @@ TEST(thread_imports)
 	CHECK_EQ_INT(elf_imports_threads("/nonexistent"), -ENOENT);
 }
 
+
+/* Every sized function in the table elf_syms_load reads (.symtab, else .dynsym) is
+ * named at its first and last byte by one of the names at its address; past its end, by no
+ * name or another symbol's. */
+struct nm_func {
+	uint64_t value, size;
+	char name[256];
+};
+
+/* The defined functions (FUNC, IFUNC) readelf lists in .symtab, else .dynsym. nm cannot say: its
+ * letter is the section's, and a NOTYPE label in .text reads 't' like a function. */
+static int nm_funcs(const char *path, struct nm_func **out)
+{
+	char cmd[PATH_MAX + 96], line[4096], type[32], ndx[32], sym[4096];
+	unsigned long long value;
+	char size[64];
+	int n[2] = { 0, 0 }, cap[2] = { 0, 0 }, table = -1;
+	struct nm_func *lists[2] = { NULL, NULL };
+	FILE *p;
+
+	*out = NULL;
+	snprintf(cmd, sizeof(cmd), "readelf -sW '%s' 2>/dev/null", path);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p)) {
+		if (strstr(line, "Symbol table '.dynsym'"))
+			table = 0;
+		else if (strstr(line, "Symbol table '.symtab'"))
+			table = 1;
+		if (table < 0 || sscanf(line, " %*u: %llx %63s %31s %*s %*s %31s %4095s", &value, size,
+					type, ndx, sym) != 5 ||
+		    (strcmp(type, "FUNC") && strcmp(type, "IFUNC")) || !strcmp(ndx, "UND") || !value)
+			continue;
+		if (n[table] == cap[table]) {
+			void *grown = realloc(lists[table], (cap[table] = cap[table] ? 2 * cap[table] :
+							     1024) * sizeof(**out));
+
+			if (!grown)
+				break;
+			lists[table] = grown;
+		}
+		lists[table][n[table]].value = value;
+		lists[table][n[table]].size = strtoull(size, NULL, 0);
+		snprintf(lists[table][n[table]].name, sizeof(lists[table][0].name), "%.*s",
+			 (int)strcspn(sym, "@"), sym);
+		n[table]++;
+	}
+	pclose(p);
+	table = n[1] ? 1 : 0;
+	free(lists[!table]);
+	*out = lists[table];
+	return n[table];
+}
+
+static bool named_at(const struct nm_func *f, int n, uint64_t value, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (f[i].value == value && !strncmp(f[i].name, name, sizeof(f[i].name) - 1))
+			return true;
+	return false;
+}
+
+static void check_names(const char *path, int max_checked)
+{
+	struct nm_func *f;
+	struct elf_syms s;
+	char buf[4096];
+	int n = nm_funcs(path, &f), checked = 0, step;
+
+	CHECK_MSG(n > 0, "%s: readelf listed no function", path);
+	CHECK_EQ_INT(elf_syms_load(path, &s), 0);
+	step = n / max_checked > 1 ? n / max_checked : 1;
+	for (int i = 0; i < n; i += step) {
+		const char *first, *last;
+
+		if (!f[i].size)
+			continue;
+		first = elf_syms_find(&s, f[i].value, buf, sizeof(buf));
+		CHECK_MSG(first && named_at(f, n, f[i].value, first), "%s: 0x%" PRIx64
+			  " (%s) named %s", path, f[i].value, f[i].name, first ? first : "nothing");
+		last = elf_syms_find(&s, f[i].value + f[i].size - 1, buf, sizeof(buf));
+		CHECK_MSG(last && named_at(f, n, f[i].value, last), "%s: 0x%" PRIx64
+			  " (%s), its last byte, named %s", path, f[i].value + f[i].size - 1,
+			  f[i].name, last ? last : "nothing");
+		checked++;
+	}
+	CHECK_MSG(checked >= (n < max_checked ? 1 : max_checked / 2), "%s: %d of %d checked", path,
+		  checked, n);
+	/* A short buffer cuts the name rather than overrunning. */
+	for (int i = 0; i < n; i++) {
+		if (f[i].size && strlen(f[i].name) > 4) {
+			const char *cut = elf_syms_find(&s, f[i].value, buf, 4);
+
+			CHECK_MSG(cut && strlen(cut) == 3, "%s: a 4-byte buffer gave %s", path,
+				  cut ? cut : "nothing");
+			break;
+		}
+	}
+	CHECK(!elf_syms_find(&s, 0, buf, sizeof(buf)));
+	elf_syms_free(&s);
+	CHECK_EQ_INT(s.fd, -1);
+	free(f);
+}
+
+TEST(symbol_names)
+{
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	/* By its path: nm, run through popen, has a /proc/self of its own. */
+	if (CHECK(len > 0)) {
+		self[len] = 0;
+		check_names(self, 1000);
+	}
+	check_names(LIBC, 400);
+	if (exists(REAL_CUDART))
+		check_names(REAL_CUDART, 200);
+	if (exists("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0"))
+		check_names("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0", 400);
+}
+
+/* No file, a file that is not ELF, a library cut short: an error, no crash. */
+TEST(symbol_names_damaged)
+{
+	char cut[] = "/tmp/pipeprof-unit-cutXXXXXX", cmd[PATH_MAX + 64];
+	struct elf_syms s;
+	int fd;
+
+	CHECK_EQ_INT(elf_syms_load("/nonexistent/x", &s), -ENOENT);
+	CHECK_EQ_INT(s.fd, -1);
+	CHECK_EQ_INT(elf_syms_load("/proc/self/cmdline", &s), -EINVAL);
+	CHECK_EQ_INT(s.fd, -1);
+	fd = mkstemp(cut);
+	if (!CHECK(fd >= 0))
+		return;
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "head -c 100000 '%s' > %s", LIBC, cut);
+	CHECK_EQ_INT(system(cmd), 0);
+	/* Its section headers are gone: no table, so nothing is named and nothing is kept open. */
+	fd = elf_syms_load(cut, &s);
+	CHECK_MSG(fd < 0 || !s.nr, "a cut library: %d, %d symbols", fd, s.nr);
+	CHECK_EQ_INT(s.fd, -1);
+	unlink(cut);
+}
+
 int main(void)
 {
 	RUN_TEST(real_libcudart);
@@ -564,5 +710,7 @@ int main(void)
 	RUN_TEST(errors);
 	RUN_TEST(usdt_notes);
 	RUN_TEST(thread_imports);
+	RUN_TEST(symbol_names);
+	RUN_TEST(symbol_names_damaged);
 	return unit_summary();
 }
