@@ -88,7 +88,7 @@ extern const volatile __s64 preempt_count_rq_delta;
  * the window opens only once every probe is in place. Threads first seen later are taken to
  * have existed since then. */
 extern __u64 window_start_ns;
-extern bool tcp_receive_is_comm;
+extern bool job_is_distributed;
 /* Set when the report is taken: nothing after it is accounted while the maps are read (the
  * probes themselves take seconds to detach), so every thread's states sum to the window. */
 extern __u64 window_end_ns;
@@ -323,6 +323,13 @@ static __always_inline __u32 wake_context(void)
 	if (irq && irq->softirq_vec)
 		return net ? PP_WAKE_SOFTIRQ_NET : PP_WAKE_SOFTIRQ;
 	return PP_WAKE_TASK;
+}
+
+/* What a network receive delivers to the job: a collective's message in a distributed job,
+ * else data (a streaming dataset, a sample server). */
+static __always_inline __u32 network_cause(void)
+{
+	return job_is_distributed ? PP_COMM_WAIT : PP_DATA_WAIT;
 }
 
 /* Masking, not comparing, keeps the index provably in bounds after clang's register moves. */

@@ -11,7 +11,12 @@ within 5 points of the workload's truth (plus that attach's steal), and its evid
   BOUND; the top waker's causes include COMM_WAIT; extra peer_pid names rank 1;
 - mmap_io.py: I/O BOUND; the verdict line names IO_WAIT;
 - lock_holder.py: WAITING ON A THREAD; the verdict's waited_on is the lock holder (extra
-  holder_tid).
+  holder_tid);
+- net_loader.py, a job of one trainer fed over TCP by a sample server outside the job, read by
+  a thread of the trainer's process (--mode thread) or by the trainer itself (--mode main):
+  DATA-LOADING BOUND, not COMMUNICATION BOUND (no rank, no collective), with no COMM_WAIT; the
+  waits ended by the reader thread (READY extra reader_tid) or by network receives; the advice
+  is about data over the network (network_data), none about stragglers or DDP.
 
 Every one also checks the verdict's contract: 'stalls' (each >= 10% of the trainer's time, the
 trainer's own fraction, largest first, the scenario's stall first), 'near_threshold' (a bool),
@@ -131,6 +136,29 @@ def line_names_io_wait(report, truth, window):
         "verdict.line %r (want it to name IO_WAIT)" % (line,)
 
 
+def data_over_network(via):
+    """The trainer's data waits ended by network receives ("net") or by the thread that read
+    them (READY extra reader_tid); the advice is network_data and nothing about collectives."""
+
+    def check(report, truth, window):
+        wo, why = waited_on_entries(report)
+        if why:
+            return False, "waited_on: %s" % why
+        if via == "net":
+            ok = wo[0].get("role") == "INTERRUPT" and "NET_RX" in (wo[0].get("comm") or "")
+        else:
+            ok = wo[0]["tid"] == _extra(truth, "reader_tid")
+        ok = ok and (wo[0].get("causes") or {}).get("DATA_WAIT", 0) > 0
+        ids = [r.get("id") for r in report.get("recommendations") or []]
+        comm = ((report.get("trainer") or {}).get("states") or {}).get("COMM_WAIT")
+        ok = ok and "network_data" in ids and not {"find_straggler", "overlap_comm"} & set(ids)
+        return ok, "waited_on[0]: %s (want %s); recommendations %s; trainer COMM_WAIT %r" % (
+            describe_waker(wo[0]), "a network receive" if via == "net" else
+            "the reader thread %s" % _extra(truth, "reader_tid"), ids, comm)
+
+    return check
+
+
 # id: (script, args, expected verdict, largest stall, evidence checks)
 NEW_SCENARIOS = {
     "thread_loader": ("thread_loader.py", [], "DATA-LOADING BOUND (thread loader)",
@@ -140,6 +168,10 @@ NEW_SCENARIOS = {
     "mmap_io": ("mmap_io.py", [], "I/O BOUND", "IO_WAIT", [line_names_io_wait]),
     "lock_holder": ("lock_holder.py", [], "WAITING ON A THREAD", "THREAD_WAIT",
                     [verdict_waits_on("holder_tid")]),
+    "net_loader_thread": ("net_loader.py", ["--mode", "thread"], "DATA-LOADING BOUND",
+                          "DATA_WAIT", [data_over_network("thread")]),
+    "net_loader_main": ("net_loader.py", ["--mode", "main"], "DATA-LOADING BOUND", "DATA_WAIT",
+                        [data_over_network("net")]),
 }
 
 

@@ -159,6 +159,7 @@ void attach_job_ranked(struct daemon *d, pid_t pid, int rank_hint)
 	j->pid = pid;
 	proc_comm(PROCFS, pid, pid, j->comm, sizeof(j->comm));
 	job_rank(j, rank_hint);
+	opts.distributed = j->rank >= 0;
 	err = tracer_start(&j->tracer, &opts);
 	if (err) {
 		tracer_stop(&j->tracer);

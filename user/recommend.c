@@ -228,6 +228,39 @@ static void recommend_busy_workers(struct analysis *a, double bound, double run,
 	because_cpus(r, m);
 }
 
+/*
+ * With no worker process a data wait can only be the network's (stall model): a receive ended
+ * it, or a thread of the trainer's process that had just received handed it on. The data comes
+ * from remote storage or a sample server, whose latency more reads in flight hide.
+ */
+static void recommend_network_data(struct analysis *a, double f)
+{
+	struct recommendation *r = add_rec(a, "network_data", speedup_bound(f));
+	__u64 by_net = 0, by_thread = 0;
+
+	for (int i = 0; i < a->nr_waited_on; i++) {
+		const struct waited_on *w = &a->waited_on[i];
+
+		if (w->tid)
+			by_thread += w->cause_ns[PP_DATA_WAIT];
+		else if (w->ctx == PP_WAKE_SOFTIRQ_NET)
+			by_net += w->cause_ns[PP_DATA_WAIT];
+	}
+	say(r, "The trainer's data arrives over the network (a streaming dataset, a sample "
+	    "server): keep more reads in flight, in DataLoader workers (num_workers>0) or more "
+	    "reader threads with a connection each, or cache the dataset on local storage.");
+	because(r, "no DataLoader worker process was seen; the trainer waits for data %.0f%% of "
+		"its time", f * 100);
+	if (by_net && !by_thread)
+		because(r, ", each wait ended by a network receive");
+	else if (by_thread && !by_net)
+		because(r, ", each wait ended by a thread of its process that had just received "
+			"from the network");
+	else if (by_net)
+		because(r, ", %.0f%% of it ended by a network receive and the rest by a thread of its "
+			"process that had just received", by_net * 100.0 / (by_net + by_thread));
+}
+
 static void recommend_data(struct analysis *a, const struct analysis_input *in,
 			   const struct thread_result *threads, double f)
 {
@@ -242,10 +275,7 @@ static void recommend_data(struct analysis *a, const struct analysis_input *in,
 	struct recommendation *r;
 
 	if (!a->roles[ROLE_WORKER].processes) {
-		r = add_rec(a, "dataloader_workers", bound);
-		say(r, "Use num_workers>0 so batches are prepared in parallel with the training step.");
-		because(r, "no DataLoader worker process was seen; the trainer waits for data %.0f%% "
-			"of its time", f * 100);
+		recommend_network_data(a, f);
 		return;
 	}
 	/* What one more worker would do is in the model (and the JSON) whatever the advice. */

@@ -389,6 +389,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	t->wait_stack_scope = o->sample_hz ? o->wait_stack_scope : PP_WAIT_STACKS_TID;
 	t->steps = o->steps;
 	t->record = o->record;
+	t->root_in_group = o->distributed;
 	t->memory = o->memory;
 	if (o->step_symbol) {
 		const char *colon = strchr(o->step_symbol, ':');

@@ -45,6 +45,7 @@ struct tracer_opts {
 	bool memory;		/* the report's host memory: /proc readings through the window */
 	const char *step_symbol;	/* FILE:SYMBOL whose calls start steps; NULL: autograd */
 	bool record;		/* `pipeprof record`: every state episode (tracer_record.c) */
+	bool distributed;	/* the target is known to be a rank (the daemon split a launcher) */
 };
 
 /* The probes on one library file in one process. */
@@ -77,6 +78,9 @@ struct tracer {
 	int ranks_marked;		/* processes found in a rank (tracer_mark_rank) */
 	bool root_rank_read;
 	int root_rank;			/* the rank the target's environment names, -1 none */
+	/* The target is in a process group: it names a rank, or a rendezvous (MASTER_ADDR,
+	 * WORLD_SIZE: env:// initialisation), or the daemon knows it is a rank. */
+	bool root_in_group;
 	/* Processes under the root connected to another one (procnet.h), as of the last full
 	 * scan: ranks whose environment names none. */
 	pid_t *joined;

@@ -335,9 +335,15 @@ static void seed_pinned(struct tracer *t, pid_t pid, struct pinned_ranges *pinne
 /* A target that is itself a rank is the trainer: its workers inherit its RANK. */
 static void read_root_rank(struct tracer *t)
 {
+	char value[64];
+
 	if (!t->root_rank_read) {
 		t->root_rank = proc_env_rank(PROCFS, t->root);
 		t->root_rank_read = true;
+		/* A rank of mp.spawn names no rank but inherits its parent's rendezvous. */
+		t->root_in_group |= t->root_rank >= 0 ||
+				    !proc_env_value(PROCFS, t->root, "MASTER_ADDR", value, sizeof(value)) ||
+				    !proc_env_value(PROCFS, t->root, "WORLD_SIZE", value, sizeof(value));
 	}
 }
 
@@ -522,7 +528,9 @@ int tracer_refresh(struct tracer *t)
 		if (err)
 			return err;
 	}
-	t->skel->bss->tcp_receive_is_comm = t->root_rank >= 0 || t->ranks_marked > 0;
+	/* Until then, what the network delivers is data (a streaming dataset), not a collective's
+	 * message: a job of one trainer that names no rendezvous has no peer to wait for. */
+	t->skel->bss->job_is_distributed = t->root_in_group || t->ranks_marked > 0;
 	return 0;
 }
 

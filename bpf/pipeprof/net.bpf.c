@@ -8,8 +8,9 @@
  * the thread that waits for the message. Measured from its wait alone, that run spent the relay
  * budget on the receive itself, and the trainer's wait read THREAD_WAIT.
  *
- * Only in a distributed job (tcp_receive_is_comm): elsewhere a thread reading TCP is more
- * likely a loader streaming samples from storage, whose hand-off is data, not a collective.
+ * What it relays is a collective's message only in a distributed job (job_is_distributed):
+ * elsewhere a thread reading TCP is a loader streaming samples from remote storage or a sample
+ * server, whose hand-off is data. Such a reader is as busy between its reads as gloo's.
  */
 #include "pipeprof.bpf.h"
 
@@ -21,7 +22,7 @@ int BPF_PROG(on_tcp_rcv_space_adjust, struct sock *sk)
 	__u32 tid = (__u32)id;
 	struct pp_thread *t;
 
-	if (!tcp_receive_is_comm || !window_start_ns || !pid_tracked(id >> 32))
+	if (!window_start_ns || !pid_tracked(id >> 32))
 		return 0;
 	/* A socket read for the kernel (strparser, TLS) runs in whatever task it interrupted. */
 	if (wake_context() != PP_WAKE_TASK)
@@ -32,6 +33,6 @@ int BPF_PROG(on_tcp_rcv_space_adjust, struct sock *sk)
 	now = bpf_ktime_get_ns();
 	if (!naming(now))
 		return 0;
-	wait_ended_on_cpu(t, PP_COMM_WAIT, now);
+	wait_ended_on_cpu(t, network_cause(), now);
 	return 0;
 }

@@ -136,7 +136,7 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 	wakee->wake_depth = 0;
 	wakee->waker_tid = wakee->waker_tgid = 0;
 	if (ctx != PP_WAKE_TASK) {
-		wakee->wake_cause = ctx == PP_WAKE_SOFTIRQ_NET ? PP_COMM_WAIT : PP_OTHER;
+		wakee->wake_cause = ctx == PP_WAKE_SOFTIRQ_NET ? network_cause() : PP_OTHER;
 		return;
 	}
 	wakee->waker_tid = waker_tid;

@@ -47,9 +47,9 @@ bool irq_from_preempt_count = false;
 /* Set with window_end_ns: until then, wakeups still name the waits open at the close. */
 __u64 naming_until_ns = 0;
 /* Set by userspace once the job is known to be distributed (the target names a RANK, or ranks
- * were found under it): only then does a TCP receive end a COMM wait (net.bpf.c). A thread of
- * a job of one trainer that streams its data over TCP is loading data, not in a collective. */
-bool tcp_receive_is_comm = false;
+ * were found under it): only then is what the network delivers a collective's (COMM_WAIT). In a
+ * job of one trainer it is data: a streaming dataset, a sample server (DATA_WAIT). */
+bool job_is_distributed = false;
 
 struct pp_hist zero_hist;
 struct pp_thread_gpu zero_thread_gpu;
