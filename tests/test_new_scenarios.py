@@ -16,7 +16,9 @@ within 5 points of the workload's truth (plus that attach's steal), and its evid
   a thread of the trainer's process (--mode thread) or by the trainer itself (--mode main):
   DATA-LOADING BOUND, not COMMUNICATION BOUND (no rank, no collective), with no COMM_WAIT; the
   waits ended by the reader thread (READY extra reader_tid) or by network receives; the advice
-  is about data over the network (network_data), none about stragglers or DDP.
+  is about data over the network (network_data), none about stragglers or DDP; --mode workers
+  (a DataLoader whose workers each read a connection): the workers wait on the network, and the
+  advice is network_data, not the hand-off's (ipc_collate).
 
 Every one also checks the verdict's contract: 'stalls' (each >= 10% of the trainer's time, the
 trainer's own fraction, largest first, the scenario's stall first), 'near_threshold' (a bool),
@@ -159,6 +161,18 @@ def data_over_network(via):
     return check
 
 
+def workers_wait_on_network(report, truth, window):
+    """DataLoader workers each reading a connection: they wait on the network most of their
+    time, and the advice is about that (network_data), not the hand-off (ipc_collate) nor
+    collectives."""
+    states = ((report.get("evidence") or {}).get("worker_loops") or {}).get("states") or {}
+    net = sum((states.get(s) or {}).get("fraction", 0) for s in ("DATA_WAIT", "COMM_WAIT"))
+    ids = [r.get("id") for r in report.get("recommendations") or []]
+    ok = net >= 0.5 and "network_data" in ids and not \
+        {"ipc_collate", "find_straggler", "overlap_comm"} & set(ids)
+    return ok, "workers' network share %.3f (want >= 0.5); recommendations %s" % (net, ids)
+
+
 # id: (script, args, expected verdict, largest stall, evidence checks)
 NEW_SCENARIOS = {
     "thread_loader": ("thread_loader.py", [], "DATA-LOADING BOUND (thread loader)",
@@ -172,6 +186,8 @@ NEW_SCENARIOS = {
                           "DATA_WAIT", [data_over_network("thread")]),
     "net_loader_main": ("net_loader.py", ["--mode", "main"], "DATA-LOADING BOUND", "DATA_WAIT",
                         [data_over_network("net")]),
+    "net_loader_workers": ("net_loader.py", ["--mode", "workers"], "DATA-LOADING BOUND",
+                           "DATA_WAIT", [workers_wait_on_network]),
 }
 
 

@@ -155,6 +155,15 @@ static double frac(const __u64 *ns, __u64 wall, enum pp_state s)
 }
 
 /* Not working, not waiting on storage or a CPU or the GPU: blocked on a queue or IPC. */
+/* A worker's wait for what the network delivers: a streaming dataset's read (DATA_WAIT in a job
+ * of one trainer, COMM_WAIT in a rank's, where workers run no collectives). */
+double role_network_fraction(const struct role_result *r)
+{
+	if (!r->wall_ns)
+		return 0;
+	return frac(r->ns, r->wall_ns, PP_DATA_WAIT) + frac(r->ns, r->wall_ns, PP_COMM_WAIT);
+}
+
 double role_idle_fraction(const struct role_result *r)
 {
 	double idle;
@@ -162,7 +171,8 @@ double role_idle_fraction(const struct role_result *r)
 	if (!r->wall_ns)
 		return 0;
 	idle = 1.0 - frac(r->ns, r->wall_ns, PP_RUNNING) - frac(r->ns, r->wall_ns, PP_RUNQ) -
-	       frac(r->ns, r->wall_ns, PP_IO_WAIT) - frac(r->ns, r->wall_ns, PP_GPU_WAIT);
+	       frac(r->ns, r->wall_ns, PP_IO_WAIT) - frac(r->ns, r->wall_ns, PP_GPU_WAIT) -
+	       role_network_fraction(r);
 	/* The four shares can sum a rounding error past 1: no "-0.0%" idle. */
 	return idle > 0 ? idle : 0;
 }

@@ -178,6 +178,7 @@ void format_waker_name(char *buf, size_t size, const struct waited_on *w);
 void waited_on_collect(struct analysis *a, const struct thread_result *threads, int nr_threads,
 		       __u32 trainer_tid, const struct wake_record *wakes, int nr_wakes);
 double role_idle_fraction(const struct role_result *r);
+double role_network_fraction(const struct role_result *r);
 /* Appends to a fixed buffer; truncates rather than overflows. */
 void text_append(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -271,6 +271,7 @@ static void recommend_data(struct analysis *a, const struct analysis_input *in,
 	double io = share(w->ns, w->wall_ns, PP_IO_WAIT);
 	double runq = share(w->ns, w->wall_ns, PP_RUNQ);
 	double idle = role_idle_fraction(w);
+	double net = role_network_fraction(w);
 	const struct prediction *next;
 	struct recommendation *r;
 
@@ -289,6 +290,14 @@ static void recommend_data(struct analysis *a, const struct analysis_input *in,
 		    ", or more workers to keep more reads in flight");
 		because(r, "the workers wait on storage %.0f%% of their time", io * 100);
 		because_cpus(r, &a->model);
+	}
+	if (net >= 0.2) {
+		r = add_rec(a, "network_data", bound);
+		say(r, "The workers wait for data arriving over the network (a streaming dataset, a "
+		    "sample server): %skeep more reads in flight per worker, or cache the dataset on "
+		    "local storage.", pipeline_no_idle_cpu(m) ? "" : "more workers, ");
+		because(r, "the workers wait on network receives %.0f%% of their time", net * 100);
+		because_cpus(r, m);
 	}
 	if (runq >= 0.2) {
 		r = add_rec(a, "oversubscribed_workers", bound);

@@ -99,11 +99,16 @@ static void print_evidence(FILE *out, const struct report *r)
 
 	fprintf(out, "\nEvidence:\n");
 	if (w->processes) {
-		fprintf(out, "  DataLoader workers (%d process%s, %s): on-CPU %.1f%%, I/O %.1f%%, "
+		double net = role_network_fraction(w);
+		char net_text[48] = "";
+
+		if (net >= 0.0005)
+			snprintf(net_text, sizeof(net_text), ", network %.1f%%", 100 * net);
+		fprintf(out, "  DataLoader workers (%d process%s, %s): on-CPU %.1f%%, I/O %.1f%%%s, "
 			"runnable %.1f%%, idle %.1f%% of their time\n",
 			w->processes, w->processes == 1 ? "" : "es",
 			a->worker_loops_are_main_threads ? "main threads" : "all threads",
-			pct(w->ns[PP_RUNNING], w->wall_ns), pct(w->ns[PP_IO_WAIT], w->wall_ns),
+			pct(w->ns[PP_RUNNING], w->wall_ns), pct(w->ns[PP_IO_WAIT], w->wall_ns), net_text,
 			pct(w->ns[PP_RUNQ], w->wall_ns), 100 * role_idle_fraction(w));
 	} else {
 		fprintf(out, "  DataLoader workers: none seen (no child processes in the window)\n");

@@ -200,6 +200,16 @@ TEST(test_verdict_data_loading_worker_evidence)
 	analyse(th, 2, &in, &a);
 	CHECK(has_rec(&a, "ipc_collate"));
 
+	/* Workers waiting on network receives are not idle: their data is slow to come, and no
+	 * hand-off tuning helps that. */
+	__u64 net_worker[PP_NR_STATES] = { [PP_RUNNING] = 20, [PP_DATA_WAIT] = 970, [PP_OTHER] = 10 };
+	th[1] = mk(201, 201, net_worker, 0);
+	analyse(th, 2, &in, &a);
+	CHECK(has_rec(&a, "network_data"));
+	CHECK(!has_rec(&a, "ipc_collate"));
+	CHECK(role_network_fraction(&a.worker_loops) > 0.96);
+	CHECK(role_idle_fraction(&a.worker_loops) < 0.02);
+
 	/* Without workers the data came over the network: more reads in flight, or a local
 	 * copy. */
 	analyse(th, 1, &in, &a);

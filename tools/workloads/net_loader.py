@@ -7,7 +7,9 @@ A sample server, outside the job (double-forked: not a descendant, as remote sto
 sends a batch of --batch-kb every --batch-ms on a loopback connection. --mode thread: a Python
 thread of the trainer's process reads each batch off the socket and hands it over through a
 queue.Queue(maxsize=2) (a thread prefetcher); --mode main: the trainer reads the socket itself
-(num_workers=0 with an iterable dataset). The trainer's step is --step-ms of its own CPU.
+(num_workers=0 with an iterable dataset); --mode workers: a DataLoader of --workers processes,
+each reading its own connection (an IterableDataset, as WebDataset streams shards). The
+trainer's step is --step-ms of its own CPU.
 
 Ground truth: the wait for the next batch is a 'data' segment (DATA_WAIT for its off-CPU part):
 the trainer starves for data that comes over the network; the compute is 'compute'.
@@ -25,9 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import groundtruth  # noqa: E402
 
 
-def serve(listener, batch_bytes, batch_ms):
-    """The server's loop: one client, a batch every batch_ms until it hangs up."""
-    conn, _ = listener.accept()
+def serve_one(conn, batch_bytes, batch_ms):
+    """One client: a batch every batch_ms until it hangs up."""
     payload = bytes(range(256)) * (batch_bytes // 256)
     nxt = time.monotonic()
     try:
@@ -39,10 +40,24 @@ def serve(listener, batch_bytes, batch_ms):
             conn.sendall(payload)
     except OSError:
         pass
+    conn.close()
+
+
+def serve(listener, batch_bytes, batch_ms, clients):
+    """The server: each of `clients` connections served by a thread of its own; exits when the
+    last hangs up."""
+    threads = []
+    for _ in range(clients):
+        conn, _ = listener.accept()
+        t = threading.Thread(target=serve_one, args=(conn, batch_bytes, batch_ms), daemon=True)
+        t.start()
+        threads.append(t)
+    for t in threads:
+        t.join()
     os._exit(0)
 
 
-def start_server(batch_bytes, batch_ms):
+def start_server(batch_bytes, batch_ms, clients):
     """A listener on an ephemeral loopback port, served by a grandchild reparented away from
     this process (the job's tree does not hold it). Returns the port."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -55,7 +70,7 @@ def start_server(batch_bytes, batch_ms):
         if os.fork():
             os._exit(0)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        serve(listener, batch_bytes, batch_ms)
+        serve(listener, batch_bytes, batch_ms, clients)
     os.waitpid(pid, 0)
     listener.close()
     return port
@@ -72,10 +87,25 @@ def recv_exact(sock, n):
     return buf
 
 
+class Stream:
+    """An IterableDataset (duck-typed, so this file imports torch only in workers mode): each
+    DataLoader worker opens its own connection and yields what the server sends it."""
+
+    def __init__(self, port, nbytes):
+        self.port, self.nbytes = port, nbytes
+
+    def __iter__(self):
+        sock = socket.create_connection(("127.0.0.1", self.port))
+        while True:
+            yield bytes(recv_exact(sock, self.nbytes)[:4096])
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     groundtruth.add_common_args(p)
-    p.add_argument("--mode", choices=("thread", "main"), default="thread")
+    p.add_argument("--mode", choices=("thread", "main", "workers"), default="thread")
+    p.add_argument("--workers", type=int, default=2, help="workers mode: num_workers "
+                   "(default %(default)s)")
     p.add_argument("--batch-kb", type=int, default=256, help="bytes a batch, KiB (default %(default)s)")
     p.add_argument("--batch-ms", type=float, default=20.0,
                    help="the server sends a batch every this many ms (default %(default)s)")
@@ -100,6 +130,8 @@ def main(argv=None):
             st["q"].put(e)
 
     def next_batch():
+        if args.mode == "workers":
+            return next(st["it"])
         if args.mode == "main":
             return recv_exact(st["sock"], nbytes)
         item = st["q"].get()
@@ -115,9 +147,20 @@ def main(argv=None):
         return acc
 
     def warmup():
-        port = start_server(nbytes, args.batch_ms)
-        st["sock"] = socket.create_connection(("127.0.0.1", port))
+        port = start_server(nbytes, args.batch_ms, args.workers if args.mode == "workers" else 1)
         info = {"server_port": port, "batch_bytes": nbytes}
+        if args.mode == "workers":
+            import torch
+            torch.set_num_threads(1)
+            stream = type("TorchStream", (Stream, torch.utils.data.IterableDataset), {})
+            loader = torch.utils.data.DataLoader(stream(port, nbytes), batch_size=None,
+                                                 num_workers=args.workers)
+            st["it"] = iter(loader)
+            for _ in range(5):
+                compute(next_batch())
+            info["worker_pids"] = [w.pid for w in st["it"]._workers]
+            return info
+        st["sock"] = socket.create_connection(("127.0.0.1", port))
         if args.mode == "thread":
             st["thread"] = threading.Thread(target=reader, name="reader", daemon=True)
             st["thread"].start()
@@ -135,6 +178,8 @@ def main(argv=None):
 
     def cleanup():
         st["stop"].set()
+        if "it" in st:
+            st["it"]._shutdown_workers()
         if "sock" in st:
             st["sock"].close()
         if "thread" in st:
