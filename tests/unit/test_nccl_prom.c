@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The daemon's NCCL counters (nccl_prom.c): accumulated across windows so that they never go
  * down, and written one sample per probed API, with escaped labels. */
-#include <errno.h>__
+#include <errno.h>
 #include <stdlib.h>
 #include "nccl_prom.h"
 #include "prom.h"
