@@ -18,19 +18,18 @@ Per API the bytes are then its calls of known size times its one call size, and 
 is unsized (each step makes a fresh communicator, seen at its creation).
 
 Also: the series never go down between scrapes; the exposition is valid (this module's parser
-and promtool); a job that maps no libnccl (the fake libcuda only) has no NCCL series.
+and promtool); a job that maps no libnccl (the fake libcuda only), or one whose libnccl has
+nothing to probe, has no NCCL series.
 """
 import json
-import os
 import subprocess
 import time
 
-import pytest
-
 from conftest import finish_workload, save_result
-from test_daemon import (ATTACH_S, FAKE_CUDA, JOB_FAMILIES, PROMTOOL, ALLOWED_LABELS,  # noqa: F401
-                         daemons, http_get, job_python, parse_exposition, preconditions,
-                         scrape, start_job_workload, start_lib_job)
+from test_daemon import (ALLOWED_LABELS, ATTACH_S, FAKE_CUDA, PROMTOOL, http_get,
+                         parse_exposition, scrape, start_job_workload, start_lib_job)
+# test_daemon's fixtures: its daemons, the jobs' python, and its preconditions (autouse)
+from test_daemon import daemons, job_python, nccl_lib, preconditions  # noqa: F401
 
 WINDOW_S = 2
 # How long after a window's end_ns the daemon may read the maps: it first waits for BPF
@@ -147,16 +146,20 @@ def check_delta(calls, end_a, end_b, a, b):
     return problems, (i, j)
 
 
-def test_nccl_series_per_job_and_api(daemons, procs, job_python, tmp_path):
+def test_nccl_series_per_job_and_api(daemons, procs, job_python, nccl_lib, tmp_path):
     d = daemons(["--window", str(WINDOW_S)])
+    # Two jobs without NCCL series: one maps libcuda only, one a libnccl.so.2 with no NCCL
+    # symbol (the fake libcuda under that name: nothing to probe).
     other = start_lib_job(procs, job_python, FAKE_CUDA, seconds=60)
+    empty = start_lib_job(procs, job_python, nccl_lib, seconds=60)
     truth_path = str(tmp_path / "truth.json")
     w, pid, _ = start_job_workload(procs, job_python, "nccl_job.py", truth_path, duration=120)
     m, _ = d.wait_line(r"\battached PID %d\b" % pid, ATTACH_S + 20)
     assert m, "the daemon did not attach to nccl_job.py (PID %d)\n%s" % (pid, d.log())
-    m, _ = d.wait_line(r"\battached PID %d\b" % other.p.pid, ATTACH_S + 20)
-    assert m, "the daemon did not attach to the libcuda job (PID %d)\n%s" % (
-        other.p.pid, d.log())
+    for job in (other, empty):
+        m, _ = d.wait_line(r"\battached PID %d\b" % job.p.pid, ATTACH_S + 20)
+        assert m, "the daemon did not attach to %s (PID %d)\n%s" % (
+            job.argv, job.p.pid, d.log())
 
     reports = {}        # end_ns -> nccl_of_report
     scrapes = []        # (text, samples, nccl_of_scrape)
@@ -206,9 +209,10 @@ def test_nccl_series_per_job_and_api(daemons, procs, job_python, tmp_path):
         for api in APIS:
             want = {"calls", "seconds"} | (set() if api in GROUP else {"bytes", "unsized"})
             assert set(got[api]) == want, (api, got[api])
-    # No libnccl, no NCCL series; the job itself is there.
-    assert [v for n, l, v in samples if n == "pipeprof_job_info" and
-            l.get("pid") == str(other.p.pid)] == [1.0]
+    # No libnccl probed, no NCCL series; the jobs themselves are there.
+    for job in (other, empty):
+        assert [v for n, l, v in samples if n == "pipeprof_job_info" and
+                l.get("pid") == str(job.p.pid)] == [1.0], job.argv
     stray = [(n, l) for n, l, _ in samples if n in FAMILIES.values() and l["pid"] != str(pid)]
     assert not stray, stray
 
