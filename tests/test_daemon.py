@@ -50,7 +50,7 @@ VERDICTS = ("data_loading_bound", "gpu_bound", "cpu_bound", "io_bound", "cpu_con
             "communication_bound", "undetermined", "data_loading_thread", "waiting_on_thread",
             "gpu_unobserved", "wait_not_ended", "gpu_backlog")
 JSONL_TYPES = ("snapshot", "verdict_change", "step_regression", "attach", "detach")
-ALLOWED_LABELS = {"pid", "comm", "role", "state", "verdict", "le", "dist_job", "rank"}
+ALLOWED_LABELS = {"pid", "comm", "role", "state", "verdict", "le", "dist_job", "rank", "op"}
 JOB_FAMILIES = {
     "pipeprof_job_info": "gauge",
     "pipeprof_job_state_seconds_total": "counter",
@@ -59,6 +59,11 @@ JOB_FAMILIES = {
     "pipeprof_job_step_seconds": "histogram",
     "pipeprof_job_gpu_sync_seconds": "histogram",
     "pipeprof_job_io_latency_seconds": "histogram",
+    # their series only for jobs with a probed libnccl (test_daemon_nccl.py)
+    "pipeprof_job_nccl_calls_total": "counter",
+    "pipeprof_job_nccl_bytes_total": "counter",
+    "pipeprof_job_nccl_unsized_calls_total": "counter",
+    "pipeprof_job_nccl_seconds_total": "counter",
 }
 SELF_FAMILIES = ("pipeprof_jobs_attached", "pipeprof_attach_failures_total",
                  "pipeprof_events_lost_total", "pipeprof_cpu_seconds_total",

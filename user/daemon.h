@@ -15,6 +15,7 @@
 #include "daemon_window.h"
 #include "http.h"
 #include "jsonl.h"
+#include "nccl_prom.h"
 #include "proctree.h"
 #include "step_baseline.h"
 #include "tracer.h"
@@ -49,6 +50,10 @@ struct job {
 	double step_sum_s;
 	struct step_baseline baseline;			/* per-window median steps, seconds */
 	char *report_json;				/* the last window's pipeprof.report/v1 */
+	/* NCCL per API since the attach, as of the last window, and nccl_stats as it read then;
+	 * the APIs a probe has been on (their series stay while the job does). */
+	struct nccl_counts nccl[PP_NR_NCCL_CALLS], nccl_seen[PP_NR_NCCL_CALLS];
+	bool nccl_probed[PP_NR_NCCL_CALLS];
 	struct job *next;
 };
 

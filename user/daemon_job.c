@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 #include "classify.h"
 #include "daemon.h"
+#include "gpu_apis.h"
 #include "hist.h"
 #include "pipeprof.skel.h"
 #include "proctree.h"
@@ -282,7 +283,7 @@ static void check_step_regression(struct daemon *d, struct job *j, const __u64 *
 /* The same document `pipeprof -p PID -j` prints, over this window's threads. */
 static char *window_report(struct job *j, struct thread_result *threads, int nr,
 			   const struct analysis_input *in, const struct analysis *an, __u64 end_ns,
-			   bool cmdline)
+			   bool cmdline, struct nccl_counts nccl[PP_NR_NCCL_CALLS], bool *have_nccl)
 {
 	struct report r = {};
 	char *buf = NULL;
@@ -291,6 +292,12 @@ static char *window_report(struct job *j, struct thread_result *threads, int nr,
 
 	if (tracer_collect(&j->tracer, end_ns, &r))
 		goto cleanup;
+	/* The metrics' NCCL counts are the report's own reading of nccl_stats. */
+	for (int op = 0; op < PP_NR_NCCL_CALLS; op++)
+		nccl[op] = (struct nccl_counts){ .calls = r.nccl[op].calls, .bytes = r.nccl[op].bytes,
+						 .unsized = r.nccl[op].unsized,
+						 .total_ns = r.nccl[op].total_ns };
+	*have_nccl = true;
 	free(r.threads);
 	r.threads = threads;
 	r.nr_threads = nr;
@@ -362,6 +369,8 @@ void process_window(struct daemon *d, struct job *j, __u64 now)
 	struct analysis an = {};
 	struct thread_result *threads = NULL;
 	__u64 step_slots[PP_HIST_SLOTS] = {};
+	struct nccl_counts nccl[PP_NR_NCCL_CALLS] = {};
+	bool have_nccl = false, probed[PP_NR_NCCL_CALLS];
 	double step_sum = 0;
 	enum verdict before = j->verdict;
 	char *report;
@@ -378,7 +387,10 @@ void process_window(struct daemon *d, struct job *j, __u64 now)
 	analyse(threads, nr, &in, &an);
 	window_steps(j, an.trainer_index >= 0 ? threads[an.trainer_index].tid : 0, step_slots,
 		     &step_sum);
-	report = window_report(j, threads, nr, &in, &an, now, d->cfg.serve == SERVE_ALL);
+	report = window_report(j, threads, nr, &in, &an, now, d->cfg.serve == SERVE_ALL, nccl,
+			       &have_nccl);
+	for (int op = 0; op < PP_NR_NCCL_CALLS; op++)
+		probed[op] = tracer_probed(&j->tracer, nccl_op_name(op));
 
 	pthread_mutex_lock(&d->lock);
 	for (int r = 0; r < NR_ROLES; r++)
@@ -392,6 +404,10 @@ void process_window(struct daemon *d, struct job *j, __u64 now)
 	for (int s = 0; s < PP_HIST_SLOTS; s++)
 		j->step_slots[s] += step_slots[s];
 	j->step_sum_s += step_sum;
+	if (have_nccl)
+		nccl_accumulate(j->nccl, j->nccl_seen, nccl);
+	for (int op = 0; op < PP_NR_NCCL_CALLS; op++)
+		j->nccl_probed[op] |= probed[op];
 	free(j->report_json);
 	j->report_json = report;
 	d->windows++;

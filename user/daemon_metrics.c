@@ -117,6 +117,40 @@ static void rank_samples(FILE *f, struct daemon *d)
 	}
 }
 
+/*
+ * NCCL per job and API, since the attach, as of the last window (as the state seconds are):
+ * only for jobs with a probed libnccl, and only the APIs probed. Each rank is a job, so these
+ * are per rank; pipeprof_rank_info joins them to their rank and dist_job on pid.
+ */
+static void nccl_family(FILE *f, struct daemon *d, const char *name, enum nccl_metric m)
+{
+	char pid[16];
+
+	for (struct job *j = d->jobs; j; j = j->next) {
+		snprintf(pid, sizeof(pid), "%d", j->pid);
+		nccl_prom_samples(f, name, m, pid, j->comm, j->nccl, j->nccl_probed);
+	}
+}
+
+static void nccl_families(FILE *f, struct daemon *d)
+{
+	prom_family(f, "pipeprof_job_nccl_calls_total", "counter",
+		    "NCCL calls that returned, per API (op: its NCCL name), since the attach, as "
+		    "of the last window");
+	nccl_family(f, d, "pipeprof_job_nccl_calls_total", NCCL_METRIC_CALLS);
+	prom_family(f, "pipeprof_job_nccl_bytes_total", "counter",
+		    "Bytes of the NCCL calls of known size, per API: count x type size; for "
+		    "ncclAllGather, the bytes received");
+	nccl_family(f, d, "pipeprof_job_nccl_bytes_total", NCCL_METRIC_BYTES);
+	prom_family(f, "pipeprof_job_nccl_unsized_calls_total", "counter",
+		    "NCCL calls whose bytes are unknown, not in the bytes: an AllGather on a "
+		    "communicator made before the attach, or an unknown data type");
+	nccl_family(f, d, "pipeprof_job_nccl_unsized_calls_total", NCCL_METRIC_UNSIZED);
+	prom_family(f, "pipeprof_job_nccl_seconds_total", "counter",
+		    "Time inside NCCL calls, per API (COMM_WAIT to the calling thread)");
+	nccl_family(f, d, "pipeprof_job_nccl_seconds_total", NCCL_METRIC_SECONDS);
+}
+
 /* The whole exposition, rebuilt each second; the HTTP thread only copies it. */
 static char *build_metrics(struct daemon *d)
 {
@@ -186,6 +220,8 @@ static char *build_metrics(struct daemon *d)
 				    LABELS({ "pid", pid }, { "comm", j->comm }), slots, PP_HIST_SLOTS,
 				    1e-6, sum);
 	}
+
+	nccl_families(f, d);
 
 	for (struct job *j = d->jobs; j; j = j->next) {
 		double run_s;
