@@ -3,10 +3,10 @@
 held against a rank whose every NCCL call is known: tools/workloads/nccl_job.py on the fake
 libnccl.so.2 (test_nccl.py checks the same calls in `pipeprof -p`'s report).
 
-The daemon reads nccl_stats (cumulative since the attach) at each window's close, as its
-report does, and serves that reading until the next window. So every scrape must equal the
-"nccl" section of one of the job's window reports (polled alongside), and so names a window
-end. Between two such scrapes the counts grew by the calls whose return the BPF program saw
+The daemon reads nccl_stats (cumulative since the attach) at each window's close and serves
+that reading until the next window; its window report holds that window's calls. So every
+scrape must equal the sum of the job's window reports (polled alongside) up to one window, and
+so names a window end. Between two such scrapes the counts grew by the calls whose return the BPF program saw
 between the two readings; each reading comes after its window's end_ns (by the time the
 daemon takes to close the window, at most READ_SLACK_S) and the job makes its calls one at a
 time on one thread, so what grew is a contiguous run of the job's calls (in the truth file's
@@ -67,6 +67,42 @@ def nccl_of_report(report):
         out[api] = {"calls": c["calls"], "bytes": c["bytes"], "unsized": c["unsized_calls"],
                     "total_ns": c["total_ns"]}
     return out
+
+
+def add_counts(a, b, sign=1):
+    return {api: {k: a[api][k] + sign * b[api][k] for k in a[api]} for api in APIS}
+
+
+def readings_of(reports, scrapes):
+    """The cumulative reading behind each window's report. A window's report holds that
+    window's calls; the metrics, every call since the attach. Summed in order from the first
+    report polled, plus what came before it (the offset that makes the first scrape one of
+    them): {end_ns: reading}, or a problem. Polled 8 times a window, no window is missed; a
+    gap says one was."""
+    ends = sorted(reports)
+    for a, b in zip(ends, ends[1:]):
+        if b - a > 1.6 * WINDOW_S * 1e9:
+            return None, "no report polled between the windows ending %.3f and %.3f s" % (
+                a / 1e9, b / 1e9)
+    cum, run = {}, {api: {"calls": 0, "bytes": 0, "unsized": 0, "total_ns": 0} for api in APIS}
+    for e in ends:
+        run = add_counts(run, reports[e])
+        cum[e] = run
+    first = scrapes[0][2]
+    first = {api: {"calls": int(first.get(api, {}).get("calls", 0)),
+                   "bytes": int(first.get(api, {}).get("bytes", 0)),
+                   "unsized": int(first.get(api, {}).get("unsized", 0)),
+                   "total_ns": round(first.get(api, {}).get("seconds", 0) * 1e9)}
+             for api in APIS}
+    for e in ends:
+        offset = add_counts(first, cum[e], -1)
+        if any(v < 0 for api in APIS for v in offset[api].values()):
+            continue
+        readings = {x: add_counts(cum[x], offset) for x in ends}
+        if all(any(same_counts(sc[2], r) for r in readings.values()) for sc in scrapes):
+            return readings, None
+    return None, "no offset makes every scrape a sum of window reports: first scrape %s, " \
+        "reports %s" % (first["ncclAllReduce"], {e: reports[e]["ncclAllReduce"] for e in ends})
 
 
 def same_counts(scraped, reported):
@@ -178,8 +214,7 @@ def test_nccl_series_per_job_and_api(daemons, procs, job_python, nccl_lib, tmp_p
         if status == 200:
             rep = json.loads(body)
             reports[rep["window"]["end_ns"]] = nccl_of_report(rep)
-        seen = {e for s in scrapes for e, r in reports.items() if same_counts(s[2], r)}
-        if len(seen) >= WINDOWS:
+        if len(reports) >= WINDOWS + 1 and len(scrapes) >= WINDOWS:
             break
         time.sleep(POLL_S)
     # The last window's reading may come READ_SLACK_S after its end: the truth must go on.
@@ -223,11 +258,14 @@ def test_nccl_series_per_job_and_api(daemons, procs, job_python, nccl_lib, tmp_p
                 assert b[api][k] >= a[api][k], (api, k, a[api][k], b[api][k])
     assert scrapes[-1][2]["ncclAllReduce"]["calls"] > scrapes[0][2]["ncclAllReduce"]["calls"]
 
-    # Every scrape is one window's reading; what grew between them is what the job did.
+    # Every scrape is one window's reading (the sum of the window reports up to it); what grew
+    # between two is what the job did.
+    reports, why = readings_of(reports, scrapes)
+    assert reports, why
     ends = []
     for n, (_, _, got) in enumerate(scrapes):
         match = [e for e, r in reports.items() if same_counts(got, r)]
-        assert match, "scrape %d matches no window report:\n%s\nreports: %s" % (
+        assert match, "scrape %d matches no window reading:\n%s\nreadings: %s" % (
             n, got, {e: r["ncclAllReduce"] for e, r in reports.items()})
         ends.append(match[0])
     ends = sorted(set(ends))

@@ -54,6 +54,7 @@ struct job {
 	 * the APIs a probe has been on (their series stay while the job does). */
 	struct nccl_counts nccl[PP_NR_NCCL_CALLS], nccl_seen[PP_NR_NCCL_CALLS];
 	bool nccl_probed[PP_NR_NCCL_CALLS];
+	struct window_calls_seen calls_seen;		/* for the window's report */
 	struct job *next;
 };
 

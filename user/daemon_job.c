@@ -298,6 +298,7 @@ static char *window_report(struct job *j, struct thread_result *threads, int nr,
 						 .unsized = r.nccl[op].unsized,
 						 .total_ns = r.nccl[op].total_ns };
 	*have_nccl = true;
+	window_calls_delta(&r, &j->calls_seen);
 	free(r.threads);
 	r.threads = threads;
 	r.nr_threads = nr;
