@@ -461,6 +461,31 @@ static void recommend_contention(struct analysis *a, const struct analysis_input
 			m->in.workers == 1 ? "" : "s", m->other_cpus);
 }
 
+/*
+ * A trainer whose waits are ended by a process outside the job waits on it: a data service on
+ * the host feeding it through a Unix socket or a pipe, a parameter server, a lock file's owner.
+ * The model gives such waits no cause (OTHER); the process is still worth naming.
+ */
+static void recommend_outside_waker(struct analysis *a, const struct thread_result *tr)
+{
+	const struct waited_on *w = a->nr_waited_on ? &a->waited_on[0] : NULL;
+	double f;
+	struct recommendation *r;
+
+	if (!w || w->ctx != PP_WAKE_TASK || w->thread_index >= 0 || !w->tgid || !tr->wall_ns ||
+	    !a->waited_total_ns || w->ns * 2 < a->waited_total_ns)
+		return;
+	f = (double)w->ns / tr->wall_ns;
+	if (f < 0.2)
+		return;
+	r = add_rec(a, "outside_waker", speedup_bound(f));
+	say(r, "The trainer waits on process %u, outside the traced job: if it feeds the job (a "
+	    "data service, a parameter server), trace it too (pipeprof -p %u) to see why it is "
+	    "slow to answer.", w->tgid, w->tgid);
+	because(r, "its wakeups ended %.0f%% of the trainer's time off-CPU, %.0f%% of the "
+		"trainer's time", 100.0 * w->ns / a->waited_total_ns, f * 100);
+}
+
 static void recommend_verdict(struct analysis *a, const struct analysis_input *in,
 			      const struct thread_result *tr, const struct thread_result *threads)
 {
@@ -560,6 +585,7 @@ static void recommend_verdict(struct analysis *a, const struct analysis_input *i
 			"trainer's %s is %.0f%%", state_name(a->verdict_state), f * 100);
 		break;
 	default:
+		recommend_outside_waker(a, tr);
 		r = add_rec(a, "undetermined", 0);
 		say(r, "Check --tid names the training thread; the waits' causes are under \"Waited on\".");
 		because(r, "no stall reaches the threshold and the trainer is on-CPU only %.0f%%, "

@@ -478,6 +478,32 @@ TEST(test_missed_switch_in)
 }
 
 /* What ended the trainer's waits: per waker, interrupts per context, most time first. */
+/* A trainer whose waits a process outside the job ends (a data service over a Unix socket):
+ * no stall the model names, but the advice names that process. A minor outside waker does not
+ * get it. */
+TEST(test_outside_waker)
+{
+	__u64 trainer[PP_NR_STATES] = { [PP_RUNNING] = 220, [PP_OTHER] = 780 };
+	struct thread_result th[1] = { mk(100, 100, trainer, 0) };
+	struct wake_record w[] = {
+		wk(100, 555, 555, PP_WAKE_TASK, PP_OTHER, 760, 300),
+		wk(100, 0, 0, PP_WAKE_HARDIRQ, PP_OTHER, 20, 20),
+	};
+	struct analysis_input in = input();
+	struct analysis a;
+
+	in.wakes = w;
+	in.nr_wakes = 2;
+	analyse(th, 1, &in, &a);
+	CHECK(has_rec(&a, "outside_waker"));
+	CHECK(has_rec(&a, "undetermined"));
+
+	w[0] = wk(100, 555, 555, PP_WAKE_TASK, PP_OTHER, 100, 30);
+	w[1] = wk(100, 0, 0, PP_WAKE_HARDIRQ, PP_OTHER, 680, 300);
+	analyse(th, 1, &in, &a);
+	CHECK(!has_rec(&a, "outside_waker"));
+}
+
 TEST(test_waited_on)
 {
 	__u64 trainer[PP_NR_STATES] = { [PP_RUNNING] = 300, [PP_DATA_WAIT] = 600, [PP_OTHER] = 100 };
@@ -788,6 +814,7 @@ int main(void)
 	RUN_TEST(test_chain_rule);
 	RUN_TEST(test_missed_switch_in);
 	RUN_TEST(test_waited_on);
+	RUN_TEST(test_outside_waker);
 	RUN_TEST(test_thread_verdicts);
 	RUN_TEST(test_near_threshold);
 	return unit_summary();
