@@ -41,6 +41,7 @@ static __always_inline void hist_add(__u64 *slots, __u64 value)
 
 #define TASK_RUNNING	0
 #define NET_RX_VEC	3
+#define PF_EXITING	0x00000004	/* include/linux/sched.h: set in do_exit() */
 /* include/linux/preempt.h */
 #define SOFTIRQ_OFFSET	(1U << 8)
 #define HARDIRQ_MASK	(0xfU << 16)

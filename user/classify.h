@@ -142,6 +142,11 @@ struct analysis {
 	int nr_waited_on;
 	struct waited_on waited_on[MAX_WAITED_ON];
 	__u64 waited_total_ns;
+	/* Of it, what processes other than the trainer's ended by exiting (OTHER: a command the
+	 * loop ran and waited for), over every waker, not only the MAX_WAITED_ON longest. */
+	__u64 children_exit_ns;
+	int children_exit_procs;
+	char children_comm[16];		/* the one that ended the most */
 	int verdict_waited_on;	/* into waited_on: the thread a thread verdict names, or -1 */
 	/* Every stall of NOTABLE_STALL or more, largest first. */
 	int nr_stalls;

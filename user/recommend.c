@@ -486,6 +486,27 @@ static void recommend_outside_waker(struct analysis *a, const struct thread_resu
 		"trainer's time", 100.0 * w->ns / a->waited_total_ns, f * 100);
 }
 
+/*
+ * A child's exit ends no DATA wait (sched.bpf.c): a loop that runs a command and waits for it
+ * (subprocess.run of a shell tool, a checkpoint upload) waits on its children, which the model
+ * gives no cause (OTHER). Named here, with the children's own name.
+ */
+static void recommend_children(struct analysis *a, const struct thread_result *tr)
+{
+	double f = tr->wall_ns ? (double)a->children_exit_ns / tr->wall_ns : 0;
+	struct recommendation *r;
+
+	if (!a->waited_total_ns || a->children_exit_ns * 2 < a->waited_total_ns || f < 0.2)
+		return;
+	r = add_rec(a, "waits_on_children", speedup_bound(f));
+	say(r, "The trainer waits for child processes it runs to finish (%s%s): start them without "
+	    "waiting (subprocess.Popen, a thread), run them less often, or do their work in the "
+	    "process.", a->children_comm, a->children_exit_procs > 1 ? " and others" : "");
+	because(r, "%d child process%s ended by exiting %.0f%% of the trainer's time off-CPU, %.0f%% "
+		"of its time", a->children_exit_procs, a->children_exit_procs == 1 ? "" : "es",
+		100.0 * a->children_exit_ns / a->waited_total_ns, f * 100);
+}
+
 static void recommend_verdict(struct analysis *a, const struct analysis_input *in,
 			      const struct thread_result *tr, const struct thread_result *threads)
 {
@@ -586,6 +607,7 @@ static void recommend_verdict(struct analysis *a, const struct analysis_input *i
 		break;
 	default:
 		recommend_outside_waker(a, tr);
+		recommend_children(a, tr);
 		r = add_rec(a, "undetermined", 0);
 		say(r, "Check --tid names the training thread; the waits' causes are under \"Waited on\".");
 		because(r, "no stall reaches the threshold and the trainer is on-CPU only %.0f%%, "

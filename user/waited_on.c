@@ -37,6 +37,14 @@ static bool same_waker(const struct waited_on *w, const struct wake_record *r)
 	return r->ctx != PP_WAKE_TASK || w->tid == r->waker;
 }
 
+static __u32 trainer_tgid(const struct thread_result *threads, int n, __u32 trainer_tid)
+{
+	for (int i = 0; i < n; i++)
+		if (threads[i].tid == trainer_tid)
+			return threads[i].tgid;
+	return 0;
+}
+
 void waited_on_collect(struct analysis *a, const struct thread_result *threads, int nr_threads,
 		       __u32 trainer_tid, const struct wake_record *wakes, int nr_wakes)
 {
@@ -73,6 +81,21 @@ void waited_on_collect(struct analysis *a, const struct thread_result *threads, 
 		return;
 	}
 	qsort(all, n, sizeof(*all), by_time_desc);
+	a->children_exit_ns = 0;
+	a->children_exit_procs = 0;
+	for (int k = 0; k < n; k++) {
+		const struct thread_result *t = NULL;
+
+		for (int i = 0; all[k].ctx == PP_WAKE_TASK && i < nr_threads && !t; i++)
+			if (threads[i].tid == all[k].tid)
+				t = &threads[i];
+		if (!t || !t->exited || !all[k].cause_ns[PP_OTHER] || t->tgid == trainer_tgid(threads,
+		    nr_threads, trainer_tid))
+			continue;
+		if (!a->children_exit_procs++)
+			memcpy(a->children_comm, t->comm, sizeof(a->children_comm));
+		a->children_exit_ns += all[k].cause_ns[PP_OTHER];
+	}
 	for (int k = 0; k < n && k < MAX_WAITED_ON; k++) {
 		struct waited_on *w = &a->waited_on[a->nr_waited_on++];
 

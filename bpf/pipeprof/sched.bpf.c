@@ -161,9 +161,12 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 		}
 	}
 	/* Any thread of a descendant process is a WORKER: a DataLoader worker delivering a
-	 * batch, or feeding its own loop; a rank's own process is that rank's trainer. */
+	 * batch, or feeding its own loop; a rank's own process is that rank's trainer. One that
+	 * wakes its parent by exiting delivered nothing: the loop waited in wait() for a command
+	 * it ran (subprocess.run of a shell tool) or for a worker it shut down. */
 	if (!waker_proc->is_root && waker_proc->rank_tgid != waker_tgid) {
-		wakee->wake_cause = PP_DATA_WAIT;
+		if (!(bpf_get_current_task_btf()->flags & PF_EXITING))
+			wakee->wake_cause = PP_DATA_WAIT;
 		return;
 	}
 	wakee->wake_cause = PP_THREAD_WAIT;

@@ -504,6 +504,38 @@ TEST(test_outside_waker)
 	CHECK(!has_rec(&a, "outside_waker"));
 }
 
+/* A loop that runs a command each step and waits for it: its children's exits end its waits
+ * (OTHER, sched.bpf.c), summed over every child, not only the longest wakers. */
+TEST(test_waits_on_children)
+{
+	__u64 trainer[PP_NR_STATES] = { [PP_RUNNING] = 250, [PP_OTHER] = 750 };
+	__u64 child[PP_NR_STATES] = { [PP_RUNNING] = 5, [PP_OTHER] = 25 };
+	struct thread_result th[21];
+	struct wake_record w[20];
+	struct analysis_input in = input();
+	struct analysis a;
+
+	th[0] = mk(100, 100, trainer, 0);
+	for (int i = 0; i < 20; i++) {
+		th[i + 1] = mk(300 + i, 300 + i, child, 0);
+		th[i + 1].exited = true;
+		w[i] = wk(100, 300 + i, 300 + i, PP_WAKE_TASK, PP_OTHER, 37, 1);
+	}
+	in.wakes = w;
+	in.nr_wakes = 20;
+	analyse(th, 21, &in, &a);
+	CHECK_EQ_INT(a.children_exit_procs, 20);
+	CHECK_EQ_U64(a.children_exit_ns, 740 * MS);
+	CHECK(has_rec(&a, "waits_on_children"));
+
+	/* Children still running that wake it (a pipe's output) are not waited for by exit. */
+	for (int i = 0; i < 20; i++)
+		th[i + 1].exited = false;
+	analyse(th, 21, &in, &a);
+	CHECK_EQ_INT(a.children_exit_procs, 0);
+	CHECK(!has_rec(&a, "waits_on_children"));
+}
+
 TEST(test_waited_on)
 {
 	__u64 trainer[PP_NR_STATES] = { [PP_RUNNING] = 300, [PP_DATA_WAIT] = 600, [PP_OTHER] = 100 };
@@ -815,6 +847,7 @@ int main(void)
 	RUN_TEST(test_missed_switch_in);
 	RUN_TEST(test_waited_on);
 	RUN_TEST(test_outside_waker);
+	RUN_TEST(test_waits_on_children);
 	RUN_TEST(test_thread_verdicts);
 	RUN_TEST(test_near_threshold);
 	return unit_summary();
