@@ -55,10 +55,11 @@ static const char *const opt_keys[] = {
 
 static const char daemon_doc[] =
 	"Trace every training job on this host continuously; Prometheus metrics over HTTP.\v"
-	"Jobs are processes that map libtorch, libcudart, libcuda or libnccl: those running at\n"
-	"start and new ones (found from exec events). DataLoader workers belong to their job.\n"
+	"Jobs are processes that map libtorch, libcudart, libcuda or libnccl: those\n"
+	"running at start and new ones (found from exec events). DataLoader workers\n"
+	"belong to their job; each rank of a distributed job is a job of its own.\n"
 	"Per job and rolling window: the stall model's seconds per role and state, the\n"
-	"verdict, step time, GPU sync and block I/O latency.\n"
+	"verdict, step time, GPU sync and block I/O latency, NCCL calls and bytes.\n"
 	"\n"
 	"HTTP (loopback by default): /metrics (Prometheus text), /healthz,\n"
 	"/api/v1/report?pid=N (the job's last window as pipeprof -p N -j prints it).\n"
