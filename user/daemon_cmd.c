@@ -73,7 +73,8 @@ static const char daemon_doc[] =
 	"JSON lines file; options given on the command line win over the file.\n"
 	"\n"
 	"EXAMPLES:\n"
-	"  sudo pipeprof daemon --listen 127.0.0.1:9464 --jsonl /var/log/pipeprof/events.jsonl\n"
+	"  sudo pipeprof daemon --listen 127.0.0.1:9464 \\\n"
+	"      --jsonl /var/log/pipeprof/events.jsonl\n"
 	"  curl -s 127.0.0.1:9464/metrics\n"
 	"  sudo pipeprof daemon --match '^python' --window 30\n"
 	"  systemctl enable --now pipeprof   # tools/pipeprof.service, installed by make install";

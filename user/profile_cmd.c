@@ -20,7 +20,7 @@ static const char profile_doc[] =
 	"  sudo pipeprof profile -p 4242 -d 10 -o out.folded\n"
 	"  sudo pipeprof profile -p 4242 -d 10 --role worker -o workers.folded\n"
 	"  sudo pipeprof profile -p 4242 -d 10 --offcpu -o waits.folded\n"
-	"  sudo pipeprof profile -p 4242 -d 10 --offcpu --role worker -o worker-waits.folded\n"
+	"  sudo pipeprof profile -p 4242 -d 10 --offcpu --role worker -o worker.folded\n"
 	"  sudo pipeprof profile -p 4242 -d 10 --format svg -o flame.svg\n"
 	"  flamegraph.pl out.folded > out.svg\n"
 	"\n"
