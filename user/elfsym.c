@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include "elfsym.h"
 
 #define VERSYM_HIDDEN 0x8000
@@ -81,6 +82,26 @@ static int load_offset(Elf *elf, uint64_t vaddr, uint64_t *offset)
 	return have ? 0 : -ENOENT;
 }
 
+/*
+ * Drops [p, p + len) of the file's mapping from pipeprof's resident memory: pages of a
+ * library's symbol and string tables that one pass has read (libtorch_cpu's are ~100 MB) would
+ * otherwise count until the file is closed; they stay in the page cache, and a later read
+ * faults them back. Only inside libelf's read-only image of the file, never a copy it made.
+ */
+static void release_pages(Elf *elf, const void *p, size_t len)
+{
+	size_t size, page = sysconf(_SC_PAGESIZE);
+	const char *image = elf_rawfile(elf, &size);
+	uintptr_t from = (uintptr_t)p, to = from + len;
+
+	if (!image || !p || from < (uintptr_t)image || to > (uintptr_t)image + size)
+		return;
+	from &= ~(page - 1);
+	to &= ~(page - 1);
+	if (to > from)
+		madvise((void *)from, to - from, MADV_DONTNEED);
+}
+
 /* The .gnu.version table that parallels a symbol table, if the object has one. */
 static Elf_Data *versym_of(Elf *elf, size_t symtab_ndx)
 {
@@ -106,58 +127,111 @@ static bool name_matches(const char *want, const char *name, size_t blen)
 	return wlen == blen && !strncmp(want, name, blen);
 }
 
+/* A defined symbol of a scanned type: where its name is, and its index in the table. */
+struct sym_ref {
+	uint32_t name, index;
+};
+
+static int by_name_offset(const void *a, const void *b)
+{
+	const struct sym_ref *x = a, *y = b;
+
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+#define RELEASE_EVERY (1 << 20)	/* bytes of a table read before they are released */
+
 /*
  * Record in funcs[] the best candidate of this table for every name not already settled by
  * an earlier table. Names in .symtab may carry the version in the string itself
- * (memcpy@GLIBC_2.2.5, memcpy@@GLIBC_2.14); .dynsym keeps it in .gnu.version.
+ * (memcpy@GLIBC_2.2.5, memcpy@@GLIBC_2.14); .dynsym keeps it in .gnu.version. Among equals
+ * the first in the table wins.
+ *
+ * The names are read in the string table's order, not the symbols': .dynsym is laid out by
+ * hash bucket, so reading its names in its own order touches the whole string table at once,
+ * and libtorch's is tens of MB. In order, what was read is released as the pass goes on.
  */
-static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_func *funcs,
-			int n, enum sym_rank *rank, const bool *settled)
+static int scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_func *funcs,
+		       int n, enum sym_rank *rank, const bool *settled)
 {
-	Elf_Data *data, *versym;
-	size_t j, nr_syms, blen;
-	enum sym_rank r;
+	Elf_Data *data, *versym, *names;
+	size_t j, nr_syms, nr_refs = 0, released = 0, blen;
+	uint32_t *best = NULL;
+	struct sym_ref *refs = NULL;
 	const char *name, *at;
+	enum sym_rank r;
 	GElf_Versym vs;
 	GElf_Sym sym;
-	int i, type;
+	int i, type, err = 0;
 
 	data = elf_getdata(scn, NULL);
-	if (!data || !sh->sh_entsize)
-		return;
+	names = elf_getdata(elf_getscn(elf, sh->sh_link), NULL);
+	if (!data || !names || !sh->sh_entsize)
+		return 0;
 	versym = versym_of(elf, elf_ndxscn(scn));
 	nr_syms = sh->sh_size / sh->sh_entsize;
-
-	for (j = 0; j < nr_syms; j++) {
+	refs = malloc((nr_syms ? nr_syms : 1) * sizeof(*refs));
+	best = calloc(n ? n : 1, sizeof(*best));
+	if (!refs || !best) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (j = 0; j < nr_syms && j <= UINT32_MAX; j++) {
 		if (!gelf_getsym(data, j, &sym))
 			break;
 		type = GELF_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT) ||
-		    sym.st_shndx == SHN_UNDEF)
-			continue;
-		name = elf_strptr(elf, sh->sh_link, sym.st_name);
-		if (!name || !*name)
+		if ((type == STT_FUNC || type == STT_GNU_IFUNC || type == STT_OBJECT) &&
+		    sym.st_shndx != SHN_UNDEF && sym.st_name && sym.st_name < names->d_size)
+			refs[nr_refs++] = (struct sym_ref){ sym.st_name, j };
+		if ((j + 1) * sh->sh_entsize - released >= RELEASE_EVERY) {
+			release_pages(elf, (char *)data->d_buf + released, (j + 1) * sh->sh_entsize -
+				      released);
+			released = (j + 1) * sh->sh_entsize;
+		}
+	}
+	release_pages(elf, data->d_buf, data->d_size);
+	qsort(refs, nr_refs, sizeof(*refs), by_name_offset);
+
+	released = 0;
+	for (size_t k = 0; k < nr_refs; k++) {
+		if (refs[k].name - released >= RELEASE_EVERY) {
+			release_pages(elf, (char *)names->d_buf + released, refs[k].name - released);
+			released = refs[k].name;
+		}
+		name = (const char *)names->d_buf + refs[k].name;
+		if (!memchr(name, 0, names->d_size - refs[k].name) || !*name)
 			continue;
 		at = strchr(name, '@');
 		blen = at ? (size_t)(at - name) : strlen(name);
-
-		if (at)
-			r = at[1] == '@' ? RANK_DEFAULT : RANK_HIDDEN;
-		else if (versym && gelf_getversym(versym, j, &vs))
-			r = (vs & VERSYM_HIDDEN) ? RANK_HIDDEN : RANK_DEFAULT;
-		else
-			r = RANK_DEFAULT;	/* cannot tell: the first one wins */
-
 		for (i = 0; i < n; i++) {
-			if (settled[i] || r <= rank[i] || funcs[i].object != (type == STT_OBJECT))
+			if (settled[i] || !name_matches(funcs[i].name, name, blen) ||
+			    !gelf_getsym(data, refs[k].index, &sym) ||
+			    funcs[i].object != (GELF_ST_TYPE(sym.st_info) == STT_OBJECT))
 				continue;
-			if (!name_matches(funcs[i].name, name, blen))
+			if (at)
+				r = at[1] == '@' ? RANK_DEFAULT : RANK_HIDDEN;
+			else if (versym && gelf_getversym(versym, refs[k].index, &vs))
+				r = (vs & VERSYM_HIDDEN) ? RANK_HIDDEN : RANK_DEFAULT;
+			else
+				r = RANK_DEFAULT;	/* cannot tell: the first one wins */
+			if (r < rank[i] || (r == rank[i] && refs[k].index > best[i]))
 				continue;
 			rank[i] = r;
+			best[i] = refs[k].index;
 			funcs[i].value = sym.st_value;
 			funcs[i].size = sym.st_size;
 		}
 	}
+	release_pages(elf, names->d_buf, names->d_size);
+	release_pages(elf, data->d_buf, data->d_size);
+	if (versym)
+		release_pages(elf, versym->d_buf, versym->d_size);
+cleanup:
+	free(best);
+	free(refs);
+	return err;
 }
 
 static Elf_Scn *find_section(Elf *elf, Elf64_Word type, GElf_Shdr *sh)
@@ -206,7 +280,9 @@ int elf_resolve_funcs(const char *path, struct elf_func *funcs, int n)
 		scn = find_section(elf, tables[t], &sh);
 		if (!scn)
 			continue;
-		scan_symtab(elf, scn, &sh, funcs, n, rank, settled);
+		err = scan_symtab(elf, scn, &sh, funcs, n, rank, settled);
+		if (err)
+			goto cleanup;
 		for (i = 0; i < n; i++)
 			settled[i] = rank[i] != RANK_NONE;
 	}
