@@ -18,7 +18,11 @@ within 5 points of the workload's truth (plus that attach's steal), and its evid
   waits ended by the reader thread (READY extra reader_tid) or by network receives; the advice
   is about data over the network (network_data), none about stragglers or DDP; --mode workers
   (a DataLoader whose workers each read a connection): the workers wait on the network, and the
-  advice is network_data, not the hand-off's (ipc_collate).
+  advice is network_data, not the hand-off's (ipc_collate); --transport unix (the server, a
+  data service outside the job, behind a Unix socket): NO DOMINANT STALL (a stranger's wakeup
+  has no cause in the model), and outside_waker names the server's pid;
+- shell_step.py, a loop that runs `sleep` each step and waits for it: NO DOMINANT STALL, not
+  DATA-LOADING BOUND (a child's exit delivers no batch), and waits_on_children says so.
 
 Every one also checks the verdict's contract: 'stalls' (each >= 10% of the trainer's time, the
 trainer's own fraction, largest first, the scenario's stall first), 'near_threshold' (a bool),
@@ -46,7 +50,11 @@ def verdict_contract(stall):
         problems = []
         stalls = v.get("stalls")
         got = trainer_fractions(report)
-        if not isinstance(stalls, list) or not stalls:
+        if stall is None:
+            if stalls != []:
+                problems.append("verdict.stalls is %r, want [] (no stall the model names)" % (
+                    stalls,))
+        elif not isinstance(stalls, list) or not stalls:
             problems.append("verdict.stalls is %r, want a non-empty list" % (stalls,))
         else:
             fr = []
@@ -161,6 +169,24 @@ def data_over_network(via):
     return check
 
 
+def advice_names(rec_id, key=None):
+    """The advice rec_id is given, naming the process of READY extra `key` when given."""
+
+    def check(report, truth, window):
+        recs = {r.get("id"): r for r in report.get("recommendations") or []}
+        r = recs.get(rec_id)
+        want = _extra(truth, key) if key else None
+        ok = r is not None and (not key or (isinstance(want, int) and
+                                            "process %d," % want in (r.get("text") or "")))
+        bad = {"more_workers", "ipc_collate", "persistent_workers", "network_data",
+               "find_straggler"} & set(recs)
+        return ok and not bad, "recommendations %s; %s: %r (want it%s), none of %s" % (
+            list(recs), rec_id, (r or {}).get("text"), " to name process %s" % want if key
+            else "", sorted(bad))
+
+    return check
+
+
 def workers_wait_on_network(report, truth, window):
     """DataLoader workers each reading a connection: they wait on the network most of their
     time, and the advice is about that (network_data), not the hand-off (ipc_collate) nor
@@ -188,6 +214,11 @@ NEW_SCENARIOS = {
                         [data_over_network("net")]),
     "net_loader_workers": ("net_loader.py", ["--mode", "workers"], "DATA-LOADING BOUND",
                            "DATA_WAIT", [workers_wait_on_network]),
+    "data_service_unix": ("net_loader.py", ["--mode", "main", "--transport", "unix"],
+                          "NO DOMINANT STALL", None, [advice_names("outside_waker",
+                                                                  "server_pid")]),
+    "shell_step": ("shell_step.py", [], "NO DOMINANT STALL", None,
+                   [advice_names("waits_on_children")]),
 }
 
 

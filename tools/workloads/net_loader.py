@@ -13,6 +13,11 @@ trainer's step is --step-ms of its own CPU.
 
 Ground truth: the wait for the next batch is a 'data' segment (DATA_WAIT for its off-CPU part):
 the trainer starves for data that comes over the network; the compute is 'compute'.
+
+--transport unix: the same server behind a Unix socket (a data service on the host): its own
+writes wake the reader, a process outside the job, not the network. The wait is an 'other'
+segment (OTHER: the model names no cause for a stranger's wakeup); pipeprof is to name the
+server (READY extra server_pid) as what the trainer waits on.
 """
 import argparse
 import os
@@ -57,23 +62,47 @@ def serve(listener, batch_bytes, batch_ms, clients):
     os._exit(0)
 
 
-def start_server(batch_bytes, batch_ms, clients):
-    """A listener on an ephemeral loopback port, served by a grandchild reparented away from
-    this process (the job's tree does not hold it). Returns the port."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    port = listener.getsockname()[1]
+def start_server(batch_bytes, batch_ms, clients, transport):
+    """A listener (an ephemeral loopback port, or a Unix socket), served by a grandchild
+    reparented away from this process (the job's tree does not hold it). Returns the address
+    to connect to and the server's pid."""
+    if transport == "unix":
+        addr = "/tmp/pipeprof-net-loader-%d.sock" % os.getpid()
+        if os.path.exists(addr):
+            os.unlink(addr)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(addr)
+    else:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+    listener.listen(clients)
+    if transport != "unix":
+        addr = listener.getsockname()
+    rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.close(rfd)
         os.setsid()
         if os.fork():
             os._exit(0)
+        os.write(wfd, str(os.getpid()).encode())
+        os.close(wfd)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         serve(listener, batch_bytes, batch_ms, clients)
+    os.close(wfd)
     os.waitpid(pid, 0)
+    server_pid = int(os.read(rfd, 32) or b"0")
+    os.close(rfd)
     listener.close()
-    return port
+    return addr, server_pid
+
+
+def connect(addr):
+    if isinstance(addr, str):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(addr)
+        return sock
+    return socket.create_connection(addr)
 
 
 def recv_exact(sock, n):
@@ -91,11 +120,11 @@ class Stream:
     """An IterableDataset (duck-typed, so this file imports torch only in workers mode): each
     DataLoader worker opens its own connection and yields what the server sends it."""
 
-    def __init__(self, port, nbytes):
-        self.port, self.nbytes = port, nbytes
+    def __init__(self, addr, nbytes):
+        self.addr, self.nbytes = addr, nbytes
 
     def __iter__(self):
-        sock = socket.create_connection(("127.0.0.1", self.port))
+        sock = connect(self.addr)
         while True:
             yield bytes(recv_exact(sock, self.nbytes)[:4096])
 
@@ -106,6 +135,8 @@ def main(argv=None):
     p.add_argument("--mode", choices=("thread", "main", "workers"), default="thread")
     p.add_argument("--workers", type=int, default=2, help="workers mode: num_workers "
                    "(default %(default)s)")
+    p.add_argument("--transport", choices=("tcp", "unix"), default="tcp",
+                   help="loopback TCP (the network) or a Unix socket (default %(default)s)")
     p.add_argument("--batch-kb", type=int, default=256, help="bytes a batch, KiB (default %(default)s)")
     p.add_argument("--batch-ms", type=float, default=20.0,
                    help="the server sends a batch every this many ms (default %(default)s)")
@@ -147,20 +178,23 @@ def main(argv=None):
         return acc
 
     def warmup():
-        port = start_server(nbytes, args.batch_ms, args.workers if args.mode == "workers" else 1)
-        info = {"server_port": port, "batch_bytes": nbytes}
+        addr, server_pid = start_server(nbytes, args.batch_ms,
+                                        args.workers if args.mode == "workers" else 1,
+                                        args.transport)
+        st["addr"] = addr
+        info = {"server": str(addr), "server_pid": server_pid, "batch_bytes": nbytes}
         if args.mode == "workers":
             import torch
             torch.set_num_threads(1)
             stream = type("TorchStream", (Stream, torch.utils.data.IterableDataset), {})
-            loader = torch.utils.data.DataLoader(stream(port, nbytes), batch_size=None,
+            loader = torch.utils.data.DataLoader(stream(addr, nbytes), batch_size=None,
                                                  num_workers=args.workers)
             st["it"] = iter(loader)
             for _ in range(5):
                 compute(next_batch())
             info["worker_pids"] = [w.pid for w in st["it"]._workers]
             return info
-        st["sock"] = socket.create_connection(("127.0.0.1", port))
+        st["sock"] = connect(addr)
         if args.mode == "thread":
             st["thread"] = threading.Thread(target=reader, name="reader", daemon=True)
             st["thread"].start()
@@ -170,14 +204,18 @@ def main(argv=None):
             info["reader_tid"] = st["thread"].native_id
         return info
 
+    wait_kind = "other" if args.transport == "unix" else "data"
+
     def step():
-        with rec.seg("data"):
+        with rec.seg(wait_kind):
             batch = next_batch()
         with rec.seg("compute"):
             compute(batch)
 
     def cleanup():
         st["stop"].set()
+        if isinstance(st.get("addr"), str) and os.path.exists(st["addr"]):
+            os.unlink(st["addr"])
         if "it" in st:
             st["it"]._shutdown_workers()
         if "sock" in st:
