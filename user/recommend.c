@@ -507,8 +507,60 @@ static void recommend_children(struct analysis *a, const struct thread_result *t
 		100.0 * a->children_exit_ns / a->waited_total_ns, f * 100);
 }
 
+/*
+ * A loop run in a thread of its own while the main thread waits in join() (a notebook's
+ * background training, a framework's runner thread): the main thread, taken for the trainer,
+ * was blocked all window. Which other thread is the loop cannot be told safely (a queue's
+ * feeder thread waits on the same workers), so the busiest are named for --tid.
+ */
+static void recommend_loop_thread(struct analysis *a, const struct analysis_input *in,
+				  const struct thread_result *tr, const struct thread_result *threads,
+				  int n)
+{
+	int pick[3] = { -1, -1, -1 };
+	struct recommendation *r;
+
+	if (a->trainer_choice != TRAINER_MAIN_THREAD || tr->open_wait_ns * 10 < tr->wall_ns * 9)
+		return;
+	for (int i = 0; i < n; i++) {
+		const struct thread_result *t = &threads[i];
+		__u64 busy = t->wall_ns - t->ns[PP_OTHER];
+
+		if (t == tr || t->tgid != in->root_pid || busy * 10 < t->wall_ns)
+			continue;
+		for (int k = 0; k < 3; k++) {
+			const struct thread_result *o = pick[k] >= 0 ? &threads[pick[k]] : NULL;
+
+			if (!o || busy > o->wall_ns - o->ns[PP_OTHER]) {
+				memmove(&pick[k + 1], &pick[k], (2 - k) * sizeof(pick[0]));
+				pick[k] = i;
+				break;
+			}
+		}
+	}
+	if (pick[0] < 0)
+		return;
+	r = add_rec(a, "loop_in_thread", 0);
+	say(r, "If the training loop runs in a thread other than the main one, trace again with "
+	    "--tid naming it: threads of this process at work in the window were");
+	for (int k = 0; k < 3 && pick[k] >= 0; k++) {
+		const struct thread_result *t = &threads[pick[k]];
+		int top = PP_RUNNING;
+
+		for (int s = 0; s < PP_NR_STATES; s++)
+			if (s != PP_OTHER && t->ns[s] > t->ns[top])
+				top = s;
+		say(r, "%s %u (%s %.0f%%)", k ? "," : "", t->tid, state_name(top),
+		    100.0 * t->ns[top] / t->wall_ns);
+	}
+	say(r, ".");
+	because(r, "the main thread, taken for the trainer, was blocked %.0f%% of the window and "
+		"nothing woke it (a join() or an event loop)", 100.0 * tr->open_wait_ns / tr->wall_ns);
+}
+
 static void recommend_verdict(struct analysis *a, const struct analysis_input *in,
-			      const struct thread_result *tr, const struct thread_result *threads)
+			      const struct thread_result *tr, const struct thread_result *threads,
+			      int n)
 {
 	double f = a->verdict_fraction, bound = speedup_bound(f);
 	double secs = in->window_ns / 1e9;
@@ -570,6 +622,7 @@ static void recommend_verdict(struct analysis *a, const struct analysis_input *i
 		recommend_thread(a, threads, f);
 		break;
 	case VERDICT_WAIT_NOT_ENDED:
+		recommend_loop_thread(a, in, tr, threads, n);
 		r = add_rec(a, "trace_longer", 0);
 		say(r, "Trace for longer than one step: -d at least twice the time between the "
 		    "trainer's wakeups.");
@@ -631,7 +684,7 @@ void recommend(struct analysis *a, const struct analysis_input *in, const struct
 		because(r, "the trainer thread was not seen running in the window");
 		return;
 	}
-	recommend_verdict(a, in, tr, threads);
+	recommend_verdict(a, in, tr, threads, n);
 	/* Whatever the verdict: copies to the GPU seen to come mostly from pageable memory. */
 	if (in->gpu_mapped && in->h2d_traced && in->h2d_bytes && h2d_pageable(in) &&
 	    !batches_pinned(a, threads)) {

@@ -736,6 +736,24 @@ TEST(test_verdict_wait_not_ended)
 	CHECK_MSG(strstr(a.verdict_line, "last 100.0% of the window") &&
 		  !strstr(a.verdict_line, "speed the loop"), "%s", a.verdict_line);
 
+	CHECK(!has_rec(&a, "loop_in_thread"));	/* no other thread did anything */
+
+	/* The loop in a thread of its own, the main thread in join(): the thread is named. */
+	{
+		const __u64 loop[PP_NR_STATES] = { [PP_RUNNING] = 100, [PP_DATA_WAIT] = 900 };
+		const __u64 idle[PP_NR_STATES] = { [PP_OTHER] = 1000 };
+		struct thread_result th3[3] = { th[0], mk(102, 100, loop, 0), mk(103, 100, idle, 0) };
+		const char *text = NULL;
+
+		analyse(th3, 3, &in, &a);
+		CHECK_EQ_INT(a.verdict, VERDICT_WAIT_NOT_ENDED);
+		for (int i = 0; i < a.nr_recs; i++)
+			if (!strcmp(a.recs[i].id, "loop_in_thread"))
+				text = a.recs[i].text;
+		CHECK_MSG(text && strstr(text, "102 (DATA_WAIT 90%)") && !strstr(text, "103"), "%s",
+			  text ? text : "no loop_in_thread");
+	}
+
 	/* Closed waits alone are no reason: the same OTHER, named (timers), is undetermined. */
 	th[0].open_wait_ns = 0;
 	analyse(th, 1, &in, &a);
