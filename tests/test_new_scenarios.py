@@ -9,6 +9,9 @@ within 5 points of the workload's truth (plus that attach's steal), and its evid
   a HELPER;
 - ddp_gloo.py (a launcher relaying rank 0's READY; pipeprof attaches to rank 0): COMMUNICATION
   BOUND; the top waker's causes include COMM_WAIT; extra peer_pid names rank 1;
+- the same with --no-rank-env (rank 0 traced alone, told its rank and rendezvous on its command
+  line, nothing in its environment): still COMMUNICATION BOUND, known as a rank by its
+  connection to its sibling, rank 1 (else what the network delivers would be data);
 - mmap_io.py: I/O BOUND; the verdict line names IO_WAIT;
 - lock_holder.py: WAITING ON A THREAD; the verdict's waited_on is the lock holder (extra
   holder_tid);
@@ -205,6 +208,8 @@ NEW_SCENARIOS = {
                       "THREAD_WAIT", [top_waker_is_producer, verdict_waits_on("producer_tid")]),
     "ddp_gloo": ("ddp_gloo.py", [], "COMMUNICATION BOUND", "COMM_WAIT",
                  [top_waker_ended_comm]),
+    "ddp_gloo_no_env": ("ddp_gloo.py", ["--no-rank-env"], "COMMUNICATION BOUND", "COMM_WAIT",
+                        [top_waker_ended_comm]),
     "mmap_io": ("mmap_io.py", [], "I/O BOUND", "IO_WAIT", [line_names_io_wait]),
     "lock_holder": ("lock_holder.py", [], "WAITING ON A THREAD", "THREAD_WAIT",
                     [verdict_waits_on("holder_tid")]),

@@ -81,6 +81,7 @@ struct tracer {
 	/* The target is in a process group: it names a rank, or a rendezvous (MASTER_ADDR,
 	 * WORLD_SIZE: env:// initialisation), or the daemon knows it is a rank. */
 	bool root_in_group;
+	int sibling_checks;		/* connected_to_sibling() reads so far */
 	/* Processes under the root connected to another one (procnet.h), as of the last full
 	 * scan: ranks whose environment names none. */
 	pid_t *joined;

@@ -332,6 +332,31 @@ static void seed_pinned(struct tracer *t, pid_t pid, struct pinned_ranges *pinne
 	pinned->nr = 0;
 }
 
+/*
+ * A rank traced alone whose environment names neither a rank nor a rendezvous (its launcher
+ * passed both on its command line) is in a process group when it is connected to a sibling,
+ * another child of its launcher. Not under init, where every process is a sibling.
+ */
+#define SIBLINGS_MAX 256
+static bool connected_to_sibling(pid_t root)
+{
+	pid_t ppid = 0, pids[SIBLINGS_MAX + 1], ppids[SIBLINGS_MAX];
+	bool joined[SIBLINGS_MAX + 1] = { false };
+	char path[64], stat[512], state;
+	int n, m = 1;
+
+	snprintf(path, sizeof(path), PROCFS "/%d/stat", (int)root);
+	if (proc_read_line(path, stat, sizeof(stat)) < 0 || proc_parse_stat(stat, &ppid, &state) ||
+	    ppid <= 1)
+		return false;
+	n = proc_descendants(PROCFS, ppid, pids + 1, ppids, SIBLINGS_MAX);
+	for (int i = 0; i < n; i++)
+		if (ppids[i] == ppid && pids[i + 1] != root)
+			pids[m++] = pids[i + 1];
+	pids[0] = root;
+	return m > 1 && proc_joined_peers(PROCFS, root, pids, m, joined) > 0 && joined[0];
+}
+
 /* A target that is itself a rank is the trainer: its workers inherit its RANK. */
 static void read_root_rank(struct tracer *t)
 {
@@ -527,6 +552,12 @@ int tracer_refresh(struct tracer *t)
 		err = tracer_refresh_pid(t, key);
 		if (err)
 			return err;
+	}
+	/* A rank started with neither in its environment joins its group after the attach, if
+	 * not before: looked for at the attach and the scans of the next half minute. */
+	if (!t->root_in_group && !t->ranks_marked && t->sibling_checks < JOINED_RECHECKS) {
+		t->sibling_checks++;
+		t->root_in_group = connected_to_sibling(t->root);
 	}
 	/* Until then, what the network delivers is data (a streaming dataset), not a collective's
 	 * message: a job of one trainer that names no rendezvous has no peer to wait for. */
