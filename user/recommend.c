@@ -466,15 +466,20 @@ static void recommend_contention(struct analysis *a, const struct analysis_input
  * the host feeding it through a Unix socket or a pipe, a parameter server, a lock file's owner.
  * The model gives such waits no cause (OTHER); the process is still worth naming.
  */
-static void recommend_outside_waker(struct analysis *a, const struct thread_result *tr)
+static void recommend_outside_waker(struct analysis *a, const struct thread_result *tr,
+				    const struct thread_result *threads, int n)
 {
 	const struct waited_on *w = a->nr_waited_on ? &a->waited_on[0] : NULL;
 	double f;
 	struct recommendation *r;
 
 	if (!w || w->ctx != PP_WAKE_TASK || w->thread_index >= 0 || !w->tgid || !tr->wall_ns ||
-	    !a->waited_total_ns || w->ns * 2 < a->waited_total_ns)
+	    !a->waited_total_ns || w->ns * 2 < a->waited_total_ns || w->cause_ns[PP_OTHER] * 2 < w->ns)
 		return;
+	/* A thread of the job's own processes gone before they were read is no stranger. */
+	for (int i = 0; i < n; i++)
+		if (threads[i].tgid == w->tgid)
+			return;
 	f = (double)w->ns / tr->wall_ns;
 	if (f < 0.2)
 		return;
@@ -659,7 +664,7 @@ static void recommend_verdict(struct analysis *a, const struct analysis_input *i
 			"trainer's %s is %.0f%%", state_name(a->verdict_state), f * 100);
 		break;
 	default:
-		recommend_outside_waker(a, tr);
+		recommend_outside_waker(a, tr, threads, n);
 		recommend_children(a, tr);
 		r = add_rec(a, "undetermined", 0);
 		say(r, "Check --tid names the training thread; the waits' causes are under \"Waited on\".");

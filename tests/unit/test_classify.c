@@ -498,6 +498,15 @@ TEST(test_outside_waker)
 	CHECK(has_rec(&a, "outside_waker"));
 	CHECK(has_rec(&a, "undetermined"));
 
+	/* A thread gone from one of the job's own processes (pid 555 traced) is no stranger. */
+	{
+		__u64 worker[PP_NR_STATES] = { [PP_RUNNING] = 500, [PP_OTHER] = 500 };
+		struct thread_result th2[2] = { th[0], mk(556, 555, worker, 0) };
+
+		analyse(th2, 2, &in, &a);
+		CHECK(!has_rec(&a, "outside_waker"));
+	}
+
 	w[0] = wk(100, 555, 555, PP_WAKE_TASK, PP_OTHER, 100, 30);
 	w[1] = wk(100, 0, 0, PP_WAKE_HARDIRQ, PP_OTHER, 680, 300);
 	analyse(th, 1, &in, &a);
