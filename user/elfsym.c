@@ -168,7 +168,8 @@ static int scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_f
 
 	data = elf_getdata(scn, NULL);
 	names = elf_getdata(elf_getscn(elf, sh->sh_link), NULL);
-	if (!data || !names || !sh->sh_entsize)
+	/* A string table with no bytes in the file (SHT_NOBITS) names nothing. */
+	if (!data || !names || !names->d_buf || !sh->sh_entsize)
 		return 0;
 	versym = versym_of(elf, elf_ndxscn(scn));
 	nr_syms = sh->sh_size / sh->sh_entsize;
