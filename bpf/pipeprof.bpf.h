@@ -107,6 +107,9 @@ extern __u64 naming_until_ns;
 struct irq_ctx {
 	__u32 hardirq_depth;	/* fallback only: device handlers and hrtimer callbacks */
 	__u32 softirq_vec;	/* vector being served, plus one; 0 before the first seen */
+	/* This CPU's preempt count, found once through the current task's run queue: a wakeup
+	 * then pays one probed read for it, not four and a helper call. */
+	__u64 preempt_count_addr;
 };
 
 struct inflight_rq {
@@ -292,12 +295,24 @@ static __always_inline void send_note(__u32 tgid, __u32 kind)
  * x86 folds an inverted need-resched flag into bit 31, so no value is out of band. */
 static __always_inline bool cpu_preempt_count(__u32 *pc)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct rq *rq = task_cpu_rq(task);
+	struct irq_ctx *irq = irq_ctx_here();
+	struct task_struct *task;
+	struct rq *rq;
+	__u64 addr;
 
-	if (!rq || !preempt_count_rq_delta)
+	if (!preempt_count_rq_delta || !irq)
 		return false;
-	return !bpf_probe_read_kernel(pc, sizeof(*pc), (void *)((__u64)rq + preempt_count_rq_delta));
+	addr = irq->preempt_count_addr;
+	if (!addr) {
+		/* A run queue never moves, and task_cpu_rq() answers only this CPU's. */
+		task = bpf_get_current_task_btf();
+		rq = task_cpu_rq(task);
+		if (!rq)
+			return false;
+		addr = (__u64)rq + preempt_count_rq_delta;
+		irq->preempt_count_addr = addr;
+	}
+	return !bpf_probe_read_kernel(pc, sizeof(*pc), (void *)addr);
 }
 
 /* Where the event that runs this program was raised. The softirq vector is trusted only while
