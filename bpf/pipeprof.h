@@ -167,6 +167,11 @@ struct pp_thread {
 	__u64 launch_gap_ns;	/* between consecutive launches with no sync call between */
 	__u64 launch_gaps;
 	__u64 launch_sync_mark;	/* gpu_calls at the previous launch */
+	/* Its waits' waker of late, summed here and added to the wakers map only when another
+	 * waker (or its exit) follows: a thread woken over and over by the same one then pays
+	 * no hash lookup and no atomics at each switch-in. Userspace adds it to the map's. */
+	struct pp_waker_key waker_key;
+	struct pp_waker_val waker_sum;	/* count 0: nothing held */
 	char comm[16];
 };
 

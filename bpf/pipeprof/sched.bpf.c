@@ -303,6 +303,9 @@ int BPF_PROG(on_sched_process_exit, struct task_struct *p)
 		t->phase_start_ns = now;
 		t->exit_ns = now;
 	}
+	/* Before its tid can be reused, and its record replaced with it. */
+	if (record_wakers && t)
+		flush_waker(t);
 	if (!task_group_dead(p))
 		return 0;
 	proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
