@@ -494,9 +494,9 @@ static __always_inline struct pp_proc *live_proc(__u32 tgid)
 	return proc && !proc->exit_ns ? proc : NULL;
 }
 
-/* Whether tgid is a live process pipeprof follows: one array load (the verifier inlines the
- * lookup) for the common answer, no. */
-static __always_inline bool pid_tracked(__u32 tgid)
+/* What tracked_pids says of tgid (enum pp_pid_kind): one array load (the verifier inlines the
+ * lookup) for the common answer, not followed. */
+static __always_inline __u8 pid_kind(__u32 tgid)
 {
 	__u32 key = tgid / PP_PIDS_PER_BLOCK;
 	struct pp_pid_block *b = bpf_map_lookup_elem(&tracked_pids, &key);
@@ -504,16 +504,22 @@ static __always_inline bool pid_tracked(__u32 tgid)
 	if (b)
 		return b->live[tgid % PP_PIDS_PER_BLOCK];
 	/* Beyond the pid_max the map was sized for: pid_max was raised since. */
-	return live_proc(tgid);
+	return live_proc(tgid) ? PP_PID_LOOKUP : PP_PID_UNTRACKED;
 }
 
-static __always_inline void pid_set_tracked(__u32 tgid, bool live)
+/* Whether tgid is a live process pipeprof follows. */
+static __always_inline bool pid_tracked(__u32 tgid)
+{
+	return pid_kind(tgid) != PP_PID_UNTRACKED;
+}
+
+static __always_inline void pid_set_tracked(__u32 tgid, __u8 kind)
 {
 	__u32 key = tgid / PP_PIDS_PER_BLOCK;
 	struct pp_pid_block *b = bpf_map_lookup_elem(&tracked_pids, &key);
 
 	if (b)
-		b->live[tgid % PP_PIDS_PER_BLOCK] = live;
+		b->live[tgid % PP_PIDS_PER_BLOCK] = kind;
 }
 
 /* First sighting of a thread of a tracked process that predates the attach: its phase until
