@@ -632,6 +632,13 @@ static __noinline void flush_waker(struct pp_thread *t)
 	if (v) {
 		__sync_fetch_and_add(&v->ns, t->waker_sum.ns);
 		__sync_fetch_and_add(&v->count, t->waker_sum.count);
+	} else {
+		/* The counter is of waits, and that counted one. */
+		__u32 c = PP_CNT_WAKERS_FULL;
+		__u64 *lost = bpf_map_lookup_elem(&counters, &c);
+
+		if (lost)
+			*lost += t->waker_sum.count - 1;
 	}
 	t->waker_sum.ns = t->waker_sum.count = 0;
 }
