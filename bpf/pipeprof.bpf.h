@@ -108,6 +108,9 @@ extern __u64 naming_until_ns;
 struct irq_ctx {
 	__u32 hardirq_depth;	/* fallback only: device handlers and hrtimer callbacks */
 	__u32 softirq_vec;	/* vector being served, plus one; 0 before the first seen */
+	/* This CPU's preempt count, found once through the current task's run queue: a wakeup
+	 * then pays one probed read for it, not four and a helper call. */
+	__u64 preempt_count_addr;
 };
 
 struct inflight_rq {
@@ -293,12 +296,24 @@ static __always_inline void send_note(__u32 tgid, __u32 kind)
  * x86 folds an inverted need-resched flag into bit 31, so no value is out of band. */
 static __always_inline bool cpu_preempt_count(__u32 *pc)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct rq *rq = task_cpu_rq(task);
+	struct irq_ctx *irq = irq_ctx_here();
+	struct task_struct *task;
+	struct rq *rq;
+	__u64 addr;
 
-	if (!rq || !preempt_count_rq_delta)
+	if (!preempt_count_rq_delta || !irq)
 		return false;
-	return !bpf_probe_read_kernel(pc, sizeof(*pc), (void *)((__u64)rq + preempt_count_rq_delta));
+	addr = irq->preempt_count_addr;
+	if (!addr) {
+		/* A run queue never moves, and task_cpu_rq() answers only this CPU's. */
+		task = bpf_get_current_task_btf();
+		rq = task_cpu_rq(task);
+		if (!rq)
+			return false;
+		addr = (__u64)rq + preempt_count_rq_delta;
+		irq->preempt_count_addr = addr;
+	}
+	return !bpf_probe_read_kernel(pc, sizeof(*pc), (void *)addr);
 }
 
 /* Where the event that runs this program was raised. The softirq vector is trusted only while
@@ -487,9 +502,9 @@ static __always_inline struct pp_proc *live_proc(__u32 tgid)
 	return proc && !proc->exit_ns ? proc : NULL;
 }
 
-/* Whether tgid is a live process pipeprof follows: one array load (the verifier inlines the
- * lookup) for the common answer, no. */
-static __always_inline bool pid_tracked(__u32 tgid)
+/* What tracked_pids says of tgid (enum pp_pid_kind): one array load (the verifier inlines the
+ * lookup) for the common answer, not followed. */
+static __always_inline __u8 pid_kind(__u32 tgid)
 {
 	__u32 key = tgid / PP_PIDS_PER_BLOCK;
 	struct pp_pid_block *b = bpf_map_lookup_elem(&tracked_pids, &key);
@@ -497,16 +512,22 @@ static __always_inline bool pid_tracked(__u32 tgid)
 	if (b)
 		return b->live[tgid % PP_PIDS_PER_BLOCK];
 	/* Beyond the pid_max the map was sized for: pid_max was raised since. */
-	return live_proc(tgid);
+	return live_proc(tgid) ? PP_PID_LOOKUP : PP_PID_UNTRACKED;
 }
 
-static __always_inline void pid_set_tracked(__u32 tgid, bool live)
+/* Whether tgid is a live process pipeprof follows. */
+static __always_inline bool pid_tracked(__u32 tgid)
+{
+	return pid_kind(tgid) != PP_PID_UNTRACKED;
+}
+
+static __always_inline void pid_set_tracked(__u32 tgid, __u8 kind)
 {
 	__u32 key = tgid / PP_PIDS_PER_BLOCK;
 	struct pp_pid_block *b = bpf_map_lookup_elem(&tracked_pids, &key);
 
 	if (b)
-		b->live[tgid % PP_PIDS_PER_BLOCK] = live;
+		b->live[tgid % PP_PIDS_PER_BLOCK] = kind;
 }
 
 /* First sighting of a thread of a tracked process that predates the attach: its phase until
@@ -607,20 +628,47 @@ static __always_inline void hist_switch_in(struct pp_thread *t, __u32 tid, __u32
 		hist_time(PP_HK_RUNQ, 0, tid, t->tgid, now - queued);
 }
 
-/* The wait of tid that ended after off_ns off-CPU was ended by the waker sched_waking saw. */
+/* What the thread holds of its waker (pp_thread.waker_sum) into the wakers map. */
+static __noinline void flush_waker(struct pp_thread *t)
+{
+	struct pp_waker_key key = t->waker_key;
+	struct pp_waker_val *v, zero = {};
+
+	if (!t->waker_sum.count)
+		return;
+	v = map_lookup_or_init(&wakers, &key, &zero, PP_CNT_WAKERS_FULL);
+	if (v) {
+		__sync_fetch_and_add(&v->ns, t->waker_sum.ns);
+		__sync_fetch_and_add(&v->count, t->waker_sum.count);
+	} else {
+		/* The counter is of waits, and that counted one. */
+		__u32 c = PP_CNT_WAKERS_FULL;
+		__u64 *lost = bpf_map_lookup_elem(&counters, &c);
+
+		if (lost)
+			*lost += t->waker_sum.count - 1;
+	}
+	t->waker_sum.ns = t->waker_sum.count = 0;
+}
+
+/* The wait of tid that ended after off_ns off-CPU was ended by the waker sched_waking saw. Only
+ * the thread's own switch-ins write its sum, one at a time: plain adds. */
 static __noinline void record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 off_ns)
 {
 	struct pp_waker_key key = {
 		.wakee = tid, .waker = t->waker_tid, .waker_tgid = t->waker_tgid,
 		.ctx = t->wake_ctx, .cause = cause,
 	};
-	struct pp_waker_val *v, zero = {};
 
-	v = map_lookup_or_init(&wakers, &key, &zero, PP_CNT_WAKERS_FULL);
-	if (!v)
-		return;
-	__sync_fetch_and_add(&v->ns, off_ns);
-	__sync_fetch_and_add(&v->count, 1);
+	if (t->waker_sum.count && (t->waker_key.wakee != key.wakee ||
+				   t->waker_key.waker != key.waker ||
+				   t->waker_key.waker_tgid != key.waker_tgid ||
+				   t->waker_key.ctx != key.ctx || t->waker_key.cause != key.cause))
+		flush_waker(t);
+	if (!t->waker_sum.count)
+		t->waker_key = key;
+	t->waker_sum.ns += off_ns;
+	t->waker_sum.count++;
 }
 
 /* Close the off-CPU (or unknown) stretch that ends now with the thread getting a CPU. */

@@ -94,15 +94,16 @@ struct pp_waker_val {
 #define PP_MAX_WAKERS	16384
 
 /*
- * tracked_pids: whether each pid is a live process pipeprof follows, one byte per pid (a byte
- * store needs no atomics and races with no neighbour), PP_PIDS_PER_BLOCK pids to an entry.
+ * tracked_pids: whether each pid is a process pipeprof follows (enum pp_pid_kind, below), one
+ * byte per pid (a byte store needs no atomics and races with no neighbour), PP_PIDS_PER_BLOCK
+ * pids to an entry.
  * It is what every scheduler event of an unrelated task is turned away by, without a hash
  * lookup; tracked_procs holds the records. Userspace sizes it to pid_max and writes its bytes
  * through a shared mapping of the map.
  */
 #define PP_PIDS_PER_BLOCK 64
 struct pp_pid_block {
-	__u8 live[PP_PIDS_PER_BLOCK];
+	__u8 live[PP_PIDS_PER_BLOCK];	/* enum pp_pid_kind */
 };
 
 /* tracked_procs value */
@@ -117,6 +118,27 @@ struct pp_proc {
 	__u64 fork_ns;		/* 0 when it existed at attach */
 	__u64 exit_ns;		/* 0 while alive */
 };
+
+/*
+ * A tracked_pids byte: 0 for a pid pipeprof does not follow, else what sched_waking needs of the
+ * process's record to judge a wakeup it raised (stall model's wake rules), so that the common
+ * wakers are judged without a hash lookup: a live process that is neither the root nor a
+ * rank's (a DataLoader worker) wakes as a WORKER, the live root as the job's own process.
+ * Anything else (a rank, an exited process) has its record read.
+ */
+enum pp_pid_kind {
+	PP_PID_UNTRACKED = 0,
+	PP_PID_PLAIN,		/* live, not the root, no rank */
+	PP_PID_LOOKUP,		/* read its tracked_procs record */
+	PP_PID_ROOT,		/* live root, no rank */
+};
+
+static inline __u8 pp_pid_kind(const struct pp_proc *p)
+{
+	if (p->exit_ns || p->rank_tgid)
+		return PP_PID_LOOKUP;
+	return p->is_root ? PP_PID_ROOT : PP_PID_PLAIN;
+}
 
 /* threads value: cumulative time per state since the window opened */
 struct pp_thread {
@@ -167,6 +189,11 @@ struct pp_thread {
 	__u64 launch_gap_ns;	/* between consecutive launches with no sync call between */
 	__u64 launch_gaps;
 	__u64 launch_sync_mark;	/* gpu_calls at the previous launch */
+	/* Its waits' waker of late, summed here and added to the wakers map only when another
+	 * waker (or its exit) follows: a thread woken over and over by the same one then pays
+	 * no hash lookup and no atomics at each switch-in. Userspace adds it to the map's. */
+	struct pp_waker_key waker_key;
+	struct pp_waker_val waker_sum;	/* count 0: nothing held */
 	char comm[16];
 };
 

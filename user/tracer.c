@@ -52,7 +52,11 @@ static int track_process(struct tracer *t, pid_t pid, pid_t parent, bool root)
 
 	if (bpf_map_update_elem(fd, &pid, &proc, BPF_NOEXIST) && errno != EEXIST)
 		return -errno;
-	return tracer_mark_pid(t, pid, true);
+	/* The record in the map, which a fork event may have written first; gone already (an
+	 * exit the daemon's window dropped), the programs look it up. */
+	if (bpf_map_lookup_elem(fd, &pid, &proc))
+		return tracer_mark_pid(t, pid, PP_PID_LOOKUP);
+	return tracer_mark_pid(t, pid, pp_pid_kind(&proc));
 }
 
 /* Threads that sleep through the whole window leave no events; seed them so they show. */

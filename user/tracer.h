@@ -298,10 +298,11 @@ bool tracer_probed(struct tracer *t, const char *api);
 /* tracer_maps.c: sizes the maps before load (the pid filter to pid_max; the test hook
  * PIPEPROF_TEST_MAP_ENTRIES="threads=N,procs=M" shrinks those two). -EINVAL for a bad hook. */
 int tracer_size_maps(struct tracer *t);
-/* Marks pid a live process the programs follow, or not. 0 or -errno (the map's mapping). */
 /* Fills each CPU's cache of the maps allocated as they fill (after load, before attach). */
 void tracer_warm_grown_maps(struct tracer *t);
-int tracer_mark_pid(struct tracer *t, pid_t pid, bool live);
+/* Sets pid's tracked_pids byte (enum pp_pid_kind; 0: not followed). 0 or -errno (the map's
+ * mapping). */
+int tracer_mark_pid(struct tracer *t, pid_t pid, __u8 kind);
 void tracer_unmap_pids(struct tracer *t);
 /* The "Not traced" lines of full thread and process maps, with how many of the job's threads and
  * processes alive at end_ns they cost (a census of /proc), of lost events, and r->partial. Needs

@@ -477,8 +477,11 @@ void tracer_mark_rank(struct tracer *t, pid_t pid)
 	if (!rank)
 		return;
 	proc.rank_tgid = rank;
-	if (!bpf_map_update_elem(fd, &pid, &proc, BPF_EXIST))
+	if (!bpf_map_update_elem(fd, &pid, &proc, BPF_EXIST)) {
 		t->ranks_marked++;
+		/* sched_waking reads a rank's record. */
+		tracer_mark_pid(t, pid, pp_pid_kind(&proc));
+	}
 }
 
 int tracer_refresh_pid(struct tracer *t, pid_t pid)

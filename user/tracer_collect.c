@@ -117,16 +117,40 @@ void tracer_prog_stats(struct tracer *t, uint64_t *recursion_misses, uint64_t *r
 }
 
 
+/* What each thread holds of its latest waker, not yet in the wakers map (pp_thread.waker_sum):
+ * one more record each, which the report sums with the map's under the same key. */
+static void collect_held_wakers(struct tracer *t, struct report *r, int cap)
+{
+	int fd = bpf_map__fd(t->skel->maps.threads);
+	__u32 key, next, *prev = NULL;
+	struct pp_thread th;
+
+	while (r->nr_wakes < cap && !bpf_map_get_next_key(fd, prev, &next)) {
+		const struct pp_waker_key *k = &th.waker_key;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &th) || !th.waker_sum.count)
+			continue;
+		r->wakes[r->nr_wakes++] = (struct wake_record){
+			.wakee = k->wakee, .waker = k->waker, .waker_tgid = k->waker_tgid,
+			.ctx = k->ctx, .cause = k->cause, .ns = th.waker_sum.ns,
+			.count = th.waker_sum.count };
+	}
+}
+
 /* Who ended each wait; recorded only where the front-end asked for it. */
 static int collect_wakers(struct tracer *t, struct report *r)
 {
 	int fd = bpf_map__fd(t->skel->maps.wakers), cap = bpf_map__max_entries(t->skel->maps.wakers);
+	/* Room for one held by each thread besides the map's. */
+	int held = bpf_map__max_entries(t->skel->maps.threads);
 	struct pp_waker_key key, *prev = NULL, next;
 	struct pp_waker_val val;
 
 	if (!t->skel->rodata->record_wakers)
 		return 0;
-	r->wakes = calloc(cap, sizeof(*r->wakes));
+	r->wakes = calloc(cap + held, sizeof(*r->wakes));
 	if (!r->wakes)
 		return -ENOMEM;
 	while (r->nr_wakes < cap && !bpf_map_get_next_key(fd, prev, &next)) {
@@ -141,6 +165,7 @@ static int collect_wakers(struct tracer *t, struct report *r)
 					   .cause = key.cause, .ns = val.ns, .count = val.count };
 		r->nr_wakes++;
 	}
+	collect_held_wakers(t, r, cap + held);
 	return 0;
 }
 

@@ -150,7 +150,7 @@ void tracer_warm_grown_maps(struct tracer *t)
 		warm_map_caches(t->skel->maps.wakers);
 }
 
-int tracer_mark_pid(struct tracer *t, pid_t pid, bool live)
+int tracer_mark_pid(struct tracer *t, pid_t pid, __u8 kind)
 {
 	size_t blocks = bpf_map__max_entries(t->skel->maps.tracked_pids);
 
@@ -168,7 +168,7 @@ int tracer_mark_pid(struct tracer *t, pid_t pid, bool live)
 	/* Past the map (pid_max raised since): the programs look such pids up in tracked_procs. */
 	if ((size_t)pid / PP_PIDS_PER_BLOCK < blocks)
 		__atomic_store_n(&t->pids_mem[pid / PP_PIDS_PER_BLOCK].live[pid % PP_PIDS_PER_BLOCK],
-				 live, __ATOMIC_RELEASE);
+				 kind, __ATOMIC_RELEASE);
 	return 0;
 }
 

@@ -123,6 +123,13 @@ static __always_inline bool may_relay(struct pp_thread *waker, __u32 waker_tid, 
 	return waker_tid != waker_tgid && !waker->gpu_calls;
 }
 
+/* A descendant that wakes its parent by exiting delivered nothing: the loop waited in wait()
+ * for a command it ran (subprocess.run of a shell tool) or for a worker it shut down. */
+static __always_inline bool waker_is_exiting(void)
+{
+	return bpf_get_current_task_btf()->flags & PF_EXITING;
+}
+
 /* Which stall an off-CPU wait ends as, judged in the waker's context (stall model), and who
  * ended it. */
 static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_tid, __u64 now)
@@ -131,6 +138,7 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 	__u32 waker_tid = (__u32)id, waker_tgid = id >> 32, ctx = wake_context(), relayed;
 	struct pp_proc *waker_proc;
 	struct pp_thread *waker;
+	__u8 kind;
 
 	wakee->wake_ctx = ctx;
 	wakee->wake_depth = 0;
@@ -144,30 +152,39 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 	wakee->wake_cause = PP_OTHER;
 	if (waker_tid == wakee_tid)
 		return;
-	if (!pid_tracked(waker_tgid))
+	kind = pid_kind(waker_tgid);
+	if (kind == PP_PID_UNTRACKED)
 		return;
-	waker_proc = bpf_map_lookup_elem(&tracked_procs, &waker_tgid);
-	if (!waker_proc)
-		return;
-	/* Ranks of a distributed job under one launcher: a wakeup from another rank is a
-	 * collective's peer delivering (gloo over loopback wakes its peer from its own
-	 * context), not a worker's batch. */
-	if (waker_proc->rank_tgid) {
-		struct pp_proc *wakee_proc = bpf_map_lookup_elem(&tracked_procs, &wakee->tgid);
-
-		if (wakee_proc && wakee_proc->rank_tgid && wakee_proc->rank_tgid != waker_proc->rank_tgid) {
-			wakee->wake_cause = PP_COMM_WAIT;
-			return;
-		}
-	}
-	/* Any thread of a descendant process is a WORKER: a DataLoader worker delivering a
-	 * batch, or feeding its own loop; a rank's own process is that rank's trainer. One that
-	 * wakes its parent by exiting delivered nothing: the loop waited in wait() for a command
-	 * it ran (subprocess.run of a shell tool) or for a worker it shut down. */
-	if (!waker_proc->is_root && waker_proc->rank_tgid != waker_tgid) {
-		if (!(bpf_get_current_task_btf()->flags & PF_EXITING))
+	if (kind == PP_PID_PLAIN) {
+		/* As its record would say below: a live descendant of no rank. */
+		if (!waker_is_exiting())
 			wakee->wake_cause = PP_DATA_WAIT;
 		return;
+	}
+	/* The live root (PP_PID_ROOT) is the job's own process: not a worker, not a rank's. */
+	if (kind != PP_PID_ROOT) {
+		waker_proc = bpf_map_lookup_elem(&tracked_procs, &waker_tgid);
+		if (!waker_proc)
+			return;
+		/* Ranks of a distributed job under one launcher: a wakeup from another rank is
+		 * a collective's peer delivering (gloo over loopback wakes its peer from its own
+		 * context), not a worker's batch. */
+		if (waker_proc->rank_tgid) {
+			struct pp_proc *wakee_proc = bpf_map_lookup_elem(&tracked_procs, &wakee->tgid);
+
+			if (wakee_proc && wakee_proc->rank_tgid &&
+			    wakee_proc->rank_tgid != waker_proc->rank_tgid) {
+				wakee->wake_cause = PP_COMM_WAIT;
+				return;
+			}
+		}
+		/* Any thread of a descendant process is a WORKER: a DataLoader worker delivering
+		 * a batch, or feeding its own loop; a rank's own process is that rank's trainer. */
+		if (!waker_proc->is_root && waker_proc->rank_tgid != waker_tgid) {
+			if (!waker_is_exiting())
+				wakee->wake_cause = PP_DATA_WAIT;
+			return;
+		}
 	}
 	wakee->wake_cause = PP_THREAD_WAIT;
 	if (waker_tgid != wakee->tgid)
@@ -232,12 +249,13 @@ int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_stru
 	__u32 tid = BPF_CORE_READ(child, pid), tgid = BPF_CORE_READ(child, tgid);
 	struct pp_thread fresh = {};
 	struct pp_proc proc = {}, *old;
+	__u8 kind;
 	__u64 now;
 
 	if (!pid_tracked(parent_tgid)) {
 		/* The pid of a process of the job that exited, reused by one that is not. */
 		if (tid == tgid && pid_tracked(tgid))
-			pid_set_tracked(tgid, false);
+			pid_set_tracked(tgid, PP_PID_UNTRACKED);
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
@@ -255,14 +273,17 @@ int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_stru
 			/* Userspace's /proc walk at attach saw the child before this event. */
 			if (!old->fork_ns)
 				old->fork_ns = now;
+			kind = pp_pid_kind(old);
 		} else if (bpf_map_update_elem(&tracked_procs, &tgid, &proc, BPF_ANY)) {
 			/* An exited process's record under this pid is replaced: the pid was
 			 * reused. */
 			count(PP_CNT_PROCS_FULL);
 			return 0;
+		} else {
+			kind = pp_pid_kind(&proc);
 		}
 		/* Before the child can run: wake_up_new_task() follows this event. */
-		pid_set_tracked(tgid, true);
+		pid_set_tracked(tgid, kind);
 		count(PP_CNT_FORKS);
 		send_note(tgid, PP_NOTE_FORK);
 	}
@@ -306,11 +327,16 @@ int BPF_PROG(on_sched_process_exit, struct task_struct *p)
 		t->phase_start_ns = now;
 		t->exit_ns = now;
 	}
+	/* Before its tid can be reused, and its record replaced with it. */
+	if (record_wakers && t)
+		flush_waker(t);
 	if (!task_group_dead(p))
 		return 0;
 	proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
 	if (proc && !proc->exit_ns) {
 		proc->exit_ns = now;
+		/* Its record, exit_ns set, is what judges the wakeups left (its parent's). */
+		pid_set_tracked(tgid, PP_PID_LOOKUP);
 		/* Still marked: its exit wakes its parent (waitpid) after this event, and that
 		 * wakeup is the job's. A fork that reuses the pid outside the job clears it. */
 		count(PP_CNT_PROC_EXITS);

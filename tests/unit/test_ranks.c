@@ -172,8 +172,27 @@ TEST(test_ranks_by_their_connections)
 	free(j);
 }
 
+/* What sched_waking may skip reading of a waker's process: only a live one with no rank. */
+TEST(test_pid_kind)
+{
+	struct pp_proc worker = { .parent_tgid = 100 }, root = { .is_root = 1 };
+	struct pp_proc ranked = { .parent_tgid = 100, .rank_tgid = 200 };
+	struct pp_proc ranked_root = { .is_root = 1, .rank_tgid = 100 };
+	struct pp_proc gone = { .parent_tgid = 100, .exit_ns = 5 }, gone_root = { .is_root = 1, .exit_ns = 5 };
+
+	CHECK_EQ_INT(pp_pid_kind(&worker), PP_PID_PLAIN);
+	CHECK_EQ_INT(pp_pid_kind(&root), PP_PID_ROOT);
+	CHECK_EQ_INT(pp_pid_kind(&ranked), PP_PID_LOOKUP);
+	CHECK_EQ_INT(pp_pid_kind(&ranked_root), PP_PID_LOOKUP);
+	CHECK_EQ_INT(pp_pid_kind(&gone), PP_PID_LOOKUP);
+	CHECK_EQ_INT(pp_pid_kind(&gone_root), PP_PID_LOOKUP);
+	/* Every kind but 0 reads as followed to the programs' pid_tracked(). */
+	CHECK(PP_PID_PLAIN && PP_PID_LOOKUP && PP_PID_ROOT && !PP_PID_UNTRACKED);
+}
+
 int main(void)
 {
+	RUN_TEST(test_pid_kind);
 	RUN_TEST(test_ranks_under_a_launcher);
 	RUN_TEST(test_no_straggler_when_ranks_are_even);
 	RUN_TEST(test_a_target_that_is_a_rank_has_none_below);
