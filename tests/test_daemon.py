@@ -402,6 +402,15 @@ def values(samples, name, **labels):
             if n == name and all(l.get(k) == str(x) for k, x in labels.items())]
 
 
+def promtool_accepts(text, tmp_path):
+    """Asserts that `promtool check metrics` takes the exposition text (kept in tmp_path)."""
+    (tmp_path / "metrics.txt").write_text(text)
+    r = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0, "promtool check metrics exit %d:\n%s%s" % (
+        r.returncode, r.stdout, r.stderr)
+
+
 def scrape(port, timeout=10):
     status, headers, body = http_get(port, "/metrics", timeout=timeout)
     assert status == 200, (status, body[:500])
@@ -623,11 +632,7 @@ def test_prometheus_scrapes_data_loading_verdict(daemons, procs, job_python, tmp
     # The exposition itself, straight from the daemon.
     text, headers = scrape(d.port)
     assert headers.get("content-type", "").startswith("text/plain; version=0.0.4"), headers
-    (tmp_path / "metrics.txt").write_text(text)
-    r = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True,
-                       text=True, timeout=30)
-    assert r.returncode == 0, "promtool check metrics exit %d:\n%s%s" % (
-        r.returncode, r.stdout, r.stderr)
+    promtool_accepts(text, tmp_path)
     samples, types = parse_exposition(text)
     for fam, typ in JOB_FAMILIES.items():
         assert types.get(fam) == typ, (fam, types.get(fam))

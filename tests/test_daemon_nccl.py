@@ -22,12 +22,11 @@ and promtool); a job that maps no libnccl (the fake libcuda only), or one whose 
 nothing to probe, has no NCCL series.
 """
 import json
-import subprocess
 import time
 
 from conftest import finish_workload, save_result
-from test_daemon import (ALLOWED_LABELS, ATTACH_S, FAKE_CUDA, PROMTOOL, http_get,
-                         parse_exposition, scrape, start_job_workload, start_lib_job)
+from test_daemon import (ALLOWED_LABELS, ATTACH_S, FAKE_CUDA, http_get, parse_exposition,
+                         promtool_accepts, scrape, start_job_workload, start_lib_job)
 # test_daemon's fixtures: its daemons, the jobs' python, and its preconditions (autouse)
 from test_daemon import daemons, job_python, nccl_lib, preconditions  # noqa: F401
 
@@ -225,11 +224,7 @@ def test_nccl_series_per_job_and_api(daemons, procs, job_python, nccl_lib, tmp_p
 
     # Valid exposition: this module's parser took every scrape; promtool the last.
     text, samples, _ = scrapes[-1]
-    (tmp_path / "metrics.txt").write_text(text)
-    r = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True,
-                       text=True, timeout=30)
-    assert r.returncode == 0, "promtool check metrics exit %d:\n%s%s" % (
-        r.returncode, r.stdout, r.stderr)
+    promtool_accepts(text, tmp_path)
     _, types = parse_exposition(text)
     for fam in FAMILIES.values():
         assert types.get(fam) == "counter", (fam, types.get(fam))

@@ -154,7 +154,6 @@ static double frac(const __u64 *ns, __u64 wall, enum pp_state s)
 	return wall ? (double)ns[s] / wall : 0;
 }
 
-/* Not working, not waiting on storage or a CPU or the GPU: blocked on a queue or IPC. */
 /* A worker's wait for what the network delivers: a streaming dataset's read (DATA_WAIT in a job
  * of one trainer, COMM_WAIT in a rank's, where workers run no collectives). */
 double role_network_fraction(const struct role_result *r)
@@ -164,6 +163,8 @@ double role_network_fraction(const struct role_result *r)
 	return frac(r->ns, r->wall_ns, PP_DATA_WAIT) + frac(r->ns, r->wall_ns, PP_COMM_WAIT);
 }
 
+/* Not working, not waiting on storage, the network, a CPU or the GPU: blocked on a queue or
+ * IPC. */
 double role_idle_fraction(const struct role_result *r)
 {
 	double idle;

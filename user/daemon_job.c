@@ -80,9 +80,7 @@ static json_object *event(const char *type, const struct job *j)
  * share its rendezvous address, or at least their launcher. */
 static void job_rank(struct job *j, int rank_hint)
 {
-	char addr[48], port[16], path[64], stat[512];
-	pid_t ppid = 0;
-	char state;
+	char addr[48], port[16];
 
 	j->rank = proc_env_rank(PROCFS, j->pid);
 	if (j->rank < 0)
@@ -94,10 +92,7 @@ static void job_rank(struct job *j, int rank_hint)
 		snprintf(j->dist_job, sizeof(j->dist_job), "%s:%s", addr, port);
 		return;
 	}
-	snprintf(path, sizeof(path), PROCFS "/%d/stat", (int)j->pid);
-	if (proc_read_line(path, stat, sizeof(stat)) >= 0)
-		proc_parse_stat(stat, &ppid, &state);
-	snprintf(j->dist_job, sizeof(j->dist_job), "launcher-%d", (int)ppid);
+	snprintf(j->dist_job, sizeof(j->dist_job), "launcher-%d", (int)proc_ppid(PROCFS, j->pid));
 }
 
 void attach_job(struct daemon *d, pid_t pid)

@@ -163,6 +163,17 @@ int proc_threads(const char *procfs, pid_t pid, pid_t *out, int max)
 	return n;
 }
 
+pid_t proc_ppid(const char *procfs, pid_t pid)
+{
+	char path[PATH_MAX], line[1024];
+	pid_t ppid;
+
+	snprintf(path, sizeof(path), "%s/%d/stat", procfs, pid);
+	if (proc_read_line(path, line, sizeof(line)) || proc_parse_stat(line, &ppid, NULL))
+		return 0;
+	return ppid;
+}
+
 char proc_thread_state(const char *procfs, pid_t tgid, pid_t tid)
 {
 	char path[PATH_MAX], line[1024], state;

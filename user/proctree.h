@@ -41,6 +41,9 @@ int proc_env_value(const char *procfs, pid_t pid, const char *name, char *out, s
 /* Thread ids of a process. Returns the count or -errno (-ESRCH when gone). */
 int proc_threads(const char *procfs, pid_t pid, pid_t *out, int max);
 
+/* A process's parent, or 0 when it cannot be read. */
+pid_t proc_ppid(const char *procfs, pid_t pid);
+
 /* State letter of one thread ('R', 'S', 'D', ...), or 0 when it cannot be read. */
 char proc_thread_state(const char *procfs, pid_t tgid, pid_t tid);
 

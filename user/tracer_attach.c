@@ -340,14 +340,11 @@ static void seed_pinned(struct tracer *t, pid_t pid, struct pinned_ranges *pinne
 #define SIBLINGS_MAX 256
 static bool connected_to_sibling(pid_t root)
 {
-	pid_t ppid = 0, pids[SIBLINGS_MAX + 1], ppids[SIBLINGS_MAX];
+	pid_t ppid = proc_ppid(PROCFS, root), pids[SIBLINGS_MAX + 1], ppids[SIBLINGS_MAX];
 	bool joined[SIBLINGS_MAX + 1] = { false };
-	char path[64], stat[512], state;
 	int n, m = 1;
 
-	snprintf(path, sizeof(path), PROCFS "/%d/stat", (int)root);
-	if (proc_read_line(path, stat, sizeof(stat)) < 0 || proc_parse_stat(stat, &ppid, &state) ||
-	    ppid <= 1)
+	if (ppid <= 1)
 		return false;
 	n = proc_descendants(PROCFS, ppid, pids + 1, ppids, SIBLINGS_MAX);
 	for (int i = 0; i < n; i++)

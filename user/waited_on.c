@@ -49,6 +49,7 @@ void waited_on_collect(struct analysis *a, const struct thread_result *threads, 
 		       __u32 trainer_tid, const struct wake_record *wakes, int nr_wakes)
 {
 	struct waited_on *all = NULL;
+	__u32 trainer;
 	int n = 0;
 
 	a->nr_waited_on = 0;
@@ -83,14 +84,14 @@ void waited_on_collect(struct analysis *a, const struct thread_result *threads, 
 	qsort(all, n, sizeof(*all), by_time_desc);
 	a->children_exit_ns = 0;
 	a->children_exit_procs = 0;
+	trainer = trainer_tgid(threads, nr_threads, trainer_tid);
 	for (int k = 0; k < n; k++) {
 		const struct thread_result *t = NULL;
 
 		for (int i = 0; all[k].ctx == PP_WAKE_TASK && i < nr_threads && !t; i++)
 			if (threads[i].tid == all[k].tid)
 				t = &threads[i];
-		if (!t || !t->exited || !all[k].cause_ns[PP_OTHER] || t->tgid == trainer_tgid(threads,
-		    nr_threads, trainer_tid))
+		if (!t || !t->exited || !all[k].cause_ns[PP_OTHER] || t->tgid == trainer)
 			continue;
 		if (!a->children_exit_procs++)
 			memcpy(a->children_comm, t->comm, sizeof(a->children_comm));

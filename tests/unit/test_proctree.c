@@ -102,6 +102,8 @@ TEST(test_descendants)
 	CHECK_EQ_INT(proc_descendants(root, 100, out, NULL, 2), 2);
 	CHECK_EQ_INT(proc_descendants(root, 150, out, NULL, 16), 0);
 	CHECK_EQ_INT(proc_descendants("/nonexistent-procfs", 100, out, NULL, 16), -ENOENT);
+	CHECK_EQ_INT(proc_ppid(root, 150), 101);
+	CHECK_EQ_INT(proc_ppid(root, 999), 0);
 }
 
 TEST(test_threads_and_state)
