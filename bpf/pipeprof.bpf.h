@@ -90,6 +90,7 @@ extern const volatile __s64 preempt_count_rq_delta;
  * have existed since then. */
 extern __u64 window_start_ns;
 extern bool job_is_distributed;
+extern __u32 launch_epoch;
 /* Set when the report is taken: nothing after it is accounted while the maps are read (the
  * probes themselves take seconds to detach), so every thread's states sum to the window. */
 extern __u64 window_end_ns;

@@ -189,6 +189,8 @@ struct pp_thread {
 	__u64 launch_gap_ns;	/* between consecutive launches with no sync call between */
 	__u64 launch_gaps;
 	__u64 launch_sync_mark;	/* gpu_calls at the previous launch */
+	__u32 launch_epoch;	/* launch_epoch at the previous launch: no gap spans a pause */
+	__u32 launch_pad;
 	/* Its waits' waker of late, summed here and added to the wakers map only when another
 	 * waker (or its exit) follows: a thread woken over and over by the same one then pays
 	 * no hash lookup and no atomics at each switch-in. Userspace adds it to the map's. */
@@ -290,6 +292,7 @@ enum pp_counter {
 	PP_CNT_DEV_ALLOCS_FULL,		/* device allocations not tracked: map full */
 	PP_CNT_EPISODES,		/* `record`: state episodes sent */
 	PP_CNT_EPISODES_DROPPED,	/* ... dropped: over the rate cap or ring buffer full */
+	PP_CNT_LAUNCH_HITS,		/* launch probe hits, any process (the sampler's budget) */
 	PP_NR_COUNTERS,
 };
 
@@ -607,6 +610,8 @@ struct pp_step_record {
 	__s64 dev_outstanding;		/* its process's outstanding device bytes */
 	__u32 source;			/* enum pp_step_source */
 	__u32 call_state;		/* pp_thread's, for the open phase when gpu_depth */
+	__u32 launch_epoch;		/* launch_epoch at ts: odd while launches are probed */
+	__u32 pad;
 };
 
 /*

@@ -65,13 +65,20 @@ def per_step_problems(i, rep, want):
     out = []
     if st["count"] < 10 or g is None:
         return ["attach %d: %d steps, gpu %r" % (i, st["count"], g)]
+    # Launches are counted over the steps a burst of the launch probes spanned (all of them
+    # while the probes are hit less than 1000 times a second), syncs over every step.
+    if g["launch_steps"] < 3 or g["launch_steps"] > st["count"] or \
+            g["launches_sampled"] != (g["launch_steps"] < st["count"]):
+        out.append("attach %d: launches counted in %d of %d steps (sampled %r)" % (
+            i, g["launch_steps"], st["count"], g["launches_sampled"]))
     for key in ("launches", "syncs"):
+        n = g["launch_steps"] if key == "launches" else st["count"]
         if not g[key + "_min"] == g[key + "_max"] == want[key]:
             out.append("attach %d: %s per step %s..%s, want %d" % (
                 i, key, g[key + "_min"], g[key + "_max"], want[key]))
-        if g[key] != want[key] * st["count"]:
+        if g[key] != want[key] * n:
             out.append("attach %d: %s %d over %d steps, want %d" % (
-                i, key, g[key], st["count"], want[key] * st["count"]))
+                i, key, g[key], n, want[key] * n))
     if g["syncs_by_api"] != {k: float(v) for k, v in want["syncs_by_api"].items()}:
         out.append("attach %d: syncs by API %r, want %r" % (i, g["syncs_by_api"],
                                                             want["syncs_by_api"]))
@@ -105,9 +112,10 @@ def check(name, runs, want, pin_advice):
         st, g = rep["steps"], rep["steps"]["gpu"] or {}
         h2d = (g.get("copies") or {}).get("HtoD") or {}
         recs = [x["id"] for x in rep["recommendations"]]
-        lines.append("attach %d: %d steps, launches %s..%s/step (%.0f/s, gap %s s), syncs %s..%s "
-                     "%r, H2D %.0f B/step pageable %r, recs %s" % (
+        lines.append("attach %d: %d steps, launches %s..%s/step in %s steps (%.0f/s, gap %s s), "
+                     "syncs %s..%s %r, H2D %.0f B/step pageable %r, recs %s" % (
                          i, st["count"], g.get("launches_min"), g.get("launches_max"),
+                         g.get("launch_steps"),
                          g.get("launches_per_second") or 0, g.get("launch_gap_s"),
                          g.get("syncs_min"), g.get("syncs_max"), g.get("syncs_by_api"),
                          h2d.get("bytes_per_step") or 0, h2d.get("pageable_share"), recs))
@@ -291,8 +299,27 @@ def test_launch_bound(procs, tmp_path, fakecuda, loop):
     truth_path = str(tmp_path / "truth.json")
     w, pid, _ = start_workload(procs, "gpu.py", args, truth_path, duration=120)
     runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S)
+    every = attach_repeatedly(w, pid, 1, WINDOW_S, extra=["--all-launches"])
     finish_workload(w, truth_path)
-    problems, lines = launch_problems(runs, loop == "launch_heavy")
+    problems, lines = launch_problems(runs + every, loop == "launch_heavy")
+    # ~90k launch probe hits a second: probed in bursts by default, each step a burst spans
+    # counted whole; with --all-launches every step. The GPU-bound loop's one launch a step
+    # is under the budget: every step, by default too.
+    for i, r in enumerate(runs + every, 1):
+        rep = r["report"]
+        if rep is None:
+            continue
+        g, count = rep["steps"]["gpu"] or {}, rep["steps"]["count"]
+        sampled = loop == "launch_heavy" and i <= ATTACHES
+        want = 300 if loop == "launch_heavy" else 1
+        got = (g.get("launches_sampled"), rep["counters"]["launch_probe_pauses"] > 0,
+               g.get("launch_steps") == count, g.get("launches_min"), g.get("launches_max"))
+        lines.append("attach %d%s: launches counted in %s of %d steps, %s probe pauses" % (
+            i, " (--all-launches)" if i > ATTACHES else "", g.get("launch_steps"), count,
+            rep["counters"]["launch_probe_pauses"]))
+        if got != (sampled, sampled, not sampled, want, want) or not g.get("launch_steps"):
+            problems.append("attach %d: (sampled, paused, every step, min, max) %r, want %r" % (
+                i, got, (sampled, sampled, not sampled, want, want)))
     save_result("gpu_steps_launch_" + loop, {"lines": lines, "problems": problems})
     print("\n" + loop + ":\n  " + "\n  ".join(lines))
     assert not problems, "\n".join(problems + lines)

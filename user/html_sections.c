@@ -163,9 +163,20 @@ void html_put_gpu_steps(FILE *out, const struct report *r)
 	if (g->launch_gaps)
 		fprintf(out, ", %.1f \xc2\xb5s apart where no sync came between",
 			steps_launch_gap_s(s) * 1e6);
+	if (!g->launch_steps)
+		fputs("; kernel launches not counted: probed in bursts, none spanning a whole step",
+		      out);
+	else if (steps_launches_sampled(s))
+		fprintf(out, "; launches counted in %d of the steps, as they were probed in bursts",
+			g->launch_steps);
 	fputs(".</p>\n<div class=\"tw\"><table>\n<thead><tr><th>calls</th><th>a step</th>"
 	      "<th>fewest to most in a step</th><th>in all</th></tr></thead>\n<tbody>\n", out);
-	gpu_row(out, "kernel launches", s, g->launches, g->launches_min, g->launches_max, true);
+	if (g->launch_steps)
+		fprintf(out, "<tr><td>kernel launches</td><td>%s</td><td>%llu to %llu</td>"
+			"<td>%llu</td></tr>\n",
+			report_fmt_count(b, sizeof(b), steps_launches_per_step(s)),
+			(unsigned long long)g->launches_min, (unsigned long long)g->launches_max,
+			(unsigned long long)g->launches);
 	gpu_row(out, "synchronising calls", s, g->syncs, g->syncs_min, g->syncs_max, true);
 	for (int api = 0; api < PP_MAX_SYNC_APIS && api < gpu_sync_api_count; api++) {
 		char what[96];
@@ -188,7 +199,7 @@ void html_put_gpu_steps(FILE *out, const struct report *r)
 		fprintf(out, "<p><strong>Launch-bound (CPU-side)</strong>: %.0f launches a step, one "
 			"every %.1f \xc2\xb5s, %.0f%% of the steps' time between launches: the host "
 			"spends its step issuing launches, and the GPU waits for them.</p>\n",
-			steps_per_step(s, g->launches), steps_launch_gap_s(s) * 1e6,
+			steps_launches_per_step(s), steps_launch_gap_s(s) * 1e6,
 			100 * steps_launch_share(s));
 	if (steps_many_syncs(s))
 		fprintf(out, "<p><strong>%s syncs a step</strong>: each makes the host wait until the "

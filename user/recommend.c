@@ -776,7 +776,7 @@ static void recommend_launch_bound(struct analysis *a, const struct step_summary
 	    "(a larger batch, fused optimizers such as foreach=True/fused=True).");
 	because(r, "%.0f launches a step, one every %.1f us, %.0f%% of the steps' time between "
 		"launches; the trainer is on-CPU %.0f%% of its steps",
-		steps_per_step(s, s->gpu.launches), steps_launch_gap_s(s) * 1e6,
+		steps_launches_per_step(s), steps_launch_gap_s(s) * 1e6,
 		100 * steps_launch_share(s), 100 * s->all.share[PP_RUNNING]);
 }
 

@@ -565,6 +565,7 @@ static const char *const counter_names[PP_NR_COUNTERS] = {
 	[PP_CNT_DEV_ALLOCS_FULL] = "device_allocations_lost_map_full",
 	[PP_CNT_EPISODES] = "episodes_recorded",
 	[PP_CNT_EPISODES_DROPPED] = "episodes_dropped",
+	[PP_CNT_LAUNCH_HITS] = "launch_probe_hits",
 };
 
 int report_print_json(FILE *out, const struct report *r)
@@ -748,6 +749,11 @@ int report_print_json(FILE *out, const struct report *r)
 	json_object_object_add(o, "threads_not_traced", json_object_new_int(r->threads_missed));
 	json_object_object_add(o, "processes_not_traced", json_object_new_int(r->procs_missed));
 	json_object_object_add(o, "probe_attach_failures", json_object_new_int(r->probe_attach_failures));
+	json_object_object_add(o, "launch_probes_in_bursts", json_object_new_boolean(r->launches_in_bursts));
+	json_object_object_add(o, "launch_probe_pauses", json_object_new_int(r->launch_pauses));
+	json_object_object_add(o, "launch_probes_off_s", json_object_new_double(r->launch_off_s));
+	json_object_object_add(o, "launch_probe_reattach_failures",
+			       json_object_new_int(r->launch_reattach_failures));
 	json_object_object_add(o, "bpf_recursion_misses", json_object_new_int64(r->bpf_recursion_misses));
 	json_object_object_add(o, "bpf_run_ns", json_object_new_int64(r->bpf_run_ns));
 	json_object_object_add(o, "bpf_run_count", json_object_new_int64(r->bpf_run_count));

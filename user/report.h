@@ -167,6 +167,11 @@ struct report {
 
 	uint64_t counters[PP_NR_COUNTERS];
 	int probe_attach_failures;
+	/* Kernel launch probes in bursts (launch_sample.h): how often they came off, for how
+	 * long in all, and re-attaches that failed. */
+	bool launches_in_bursts;
+	int launch_pauses, launch_reattach_failures;
+	double launch_off_s;
 	uint64_t bpf_recursion_misses;	/* program runs the kernel skipped: re-entry on a CPU */
 	/* Kernel BPF stats (sysctl kernel.bpf_stats_enabled=1), else 0: what tracing costs. */
 	uint64_t bpf_run_ns, bpf_run_count;

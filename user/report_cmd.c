@@ -87,7 +87,7 @@ static const char report_doc[] =
 	"Exit status: 0 report printed, 1 tracing failed, 2 bad arguments or no\n"
 	"such process.";
 
-enum { OPT_HTML = 0x100 };
+enum { OPT_HTML = 0x100, OPT_ALL_LAUNCHES };
 
 static const struct argp_option report_options[] = {
 	{ "pid", 'p', "PID", 0, "Process to trace (with its descendants)", 0 },
@@ -105,6 +105,10 @@ static const struct argp_option report_options[] = {
 	{ "html", OPT_HTML, "FILE", 0, "Also write the report as one self-contained HTML page "
 	  "(the trainer's states step by step, each role's, the latency histograms, the flame "
 	  "graph; no script, nothing fetched) to FILE", 0 },
+	{ "all-launches", OPT_ALL_LAUNCHES, NULL, 0, "Probe every kernel launch: exact launch "
+	  "counts in every step, at a uprobe trap or two a launch (default: every launch while "
+	  "the probes are hit under 1000 times a second, else in bursts, the steps' launch "
+	  "figures over the steps a burst spanned)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose: libbpf logs and every probe attached", 0 },
 	{},
 };
@@ -228,6 +232,9 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		o->html = arg;
+		break;
+	case OPT_ALL_LAUNCHES:
+		o->all_launches = true;
 		break;
 	case 'v':
 		o->verbose = true;
@@ -617,6 +624,7 @@ int report_cmd_run(const struct report_opts *o)
 							   .memory = true,
 							   .record = o->record != NULL,
 							   .step_symbol = o->step_symbol,
+							   .all_launches = o->all_launches,
 							   .wait_stack_scope = wait_stack_scope(o) });
 	if (err) {
 		status = err == -ESRCH ? 2 : 1;

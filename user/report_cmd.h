@@ -22,6 +22,7 @@ struct report_opts {
 	bool profile;		/* `pipeprof profile`: folded stacks only, no report */
 	const char *step_symbol;	/* --step-symbol FILE:SYMBOL; NULL: the autograd engine */
 	const char *html;	/* --html FILE: the report as an HTML page too; NULL: none */
+	bool all_launches;	/* --all-launches: every launch probed, never in bursts */
 	const char *record;	/* `pipeprof record -o FILE`: the trace goes there, not the report */
 	const char *record_report;	/* record --report FILE: the JSON report of that window */
 };

@@ -33,14 +33,37 @@ static uint64_t diff(uint64_t after, uint64_t before)
 }
 
 /* Adds the GPU API calls between records a and b (a step) to g. */
-static void gpu_between(const struct pp_step_record *a, const struct pp_step_record *b,
-			struct step_gpu *g, bool first)
+/* Whether every launch between a and b was probed: one burst of the launch probes spans
+ * them (tracer_launches.c), or launches were never probed in bursts (epoch 0). */
+static bool launches_counted(const struct pp_step_record *a, const struct pp_step_record *b)
 {
-	uint64_t launches = diff(b->launches, a->launches), syncs = 0;
+	return a->launch_epoch == b->launch_epoch && (a->launch_epoch & 1 || !a->launch_epoch);
+}
 
+static void launches_between(const struct pp_step_record *a, const struct pp_step_record *b,
+			     struct step_gpu *g)
+{
+	uint64_t launches = diff(b->launches, a->launches);
+
+	if (!launches_counted(a, b))
+		return;
+	if (!g->launch_steps || launches < g->launches_min)
+		g->launches_min = launches;
+	if (launches > g->launches_max)
+		g->launches_max = launches;
+	g->launch_steps++;
+	g->launch_seconds += (b->ts - a->ts) / 1e9;
 	g->launches += launches;
 	g->launch_gap_ns += diff(b->launch_gap_ns, a->launch_gap_ns);
 	g->launch_gaps += diff(b->launch_gaps, a->launch_gaps);
+}
+
+static void gpu_between(const struct pp_step_record *a, const struct pp_step_record *b,
+			struct step_gpu *g, bool first)
+{
+	uint64_t syncs = 0;
+
+	launches_between(a, b, g);
 	for (int k = 0; k < PP_MAX_SYNC_APIS; k++) {
 		uint64_t n = diff(b->sync_calls[k], a->sync_calls[k]);
 
@@ -85,10 +108,6 @@ static void gpu_between(const struct pp_step_record *a, const struct pp_step_rec
 		if (calls > g->nccl_max)
 			g->nccl_max = calls;
 	}
-	if (first || launches < g->launches_min)
-		g->launches_min = launches;
-	if (launches > g->launches_max)
-		g->launches_max = launches;
 	if (first || syncs < g->syncs_min)
 		g->syncs_min = syncs;
 	if (syncs > g->syncs_max)
@@ -100,9 +119,19 @@ double steps_per_step(const struct step_summary *s, uint64_t total)
 	return s->count ? (double)total / s->count : 0;
 }
 
+double steps_launches_per_step(const struct step_summary *s)
+{
+	return s->gpu.launch_steps ? (double)s->gpu.launches / s->gpu.launch_steps : 0;
+}
+
+bool steps_launches_sampled(const struct step_summary *s)
+{
+	return s->gpu.launch_steps < s->count;
+}
+
 double steps_launch_rate(const struct step_summary *s)
 {
-	return s->all.seconds > 0 ? s->gpu.launches / s->all.seconds : 0;
+	return s->gpu.launch_seconds > 0 ? s->gpu.launches / s->gpu.launch_seconds : 0;
 }
 
 double steps_launch_gap_s(const struct step_summary *s)
@@ -124,14 +153,14 @@ bool steps_many_syncs(const struct step_summary *s)
 
 double steps_launch_share(const struct step_summary *s)
 {
-	return s->all.seconds > 0 ? s->gpu.launch_gap_ns / 1e9 / s->all.seconds : 0;
+	return s->gpu.launch_seconds > 0 ? s->gpu.launch_gap_ns / 1e9 / s->gpu.launch_seconds : 0;
 }
 
 bool steps_launch_bound(const struct step_summary *s, bool mostly_running)
 {
 	return mostly_running && s->count &&
 	       s->all.share[PP_RUNNING] >= STEPS_LAUNCH_BOUND_MIN_RUNNING &&
-	       steps_per_step(s, s->gpu.launches) >= STEPS_LAUNCH_BOUND_MIN_LAUNCHES &&
+	       steps_launches_per_step(s) >= STEPS_LAUNCH_BOUND_MIN_LAUNCHES &&
 	       s->gpu.launch_gaps && steps_launch_gap_s(s) <= STEPS_LAUNCH_BOUND_MAX_GAP_S &&
 	       steps_launch_share(s) >= STEPS_LAUNCH_BOUND_MIN_SHARE;
 }

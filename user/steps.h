@@ -38,6 +38,10 @@ struct step_breakdown {
 struct step_gpu {
 	uint64_t launches, launch_gap_ns, launch_gaps;
 	uint64_t launches_min, launches_max;	/* in one step */
+	/* The steps whose every launch was probed (all of them unless launches were probed in
+	 * bursts, launch_sample.h), and their time: the launch figures are over these alone. */
+	int launch_steps;
+	double launch_seconds;
 	uint64_t syncs, syncs_min, syncs_max;
 	uint64_t sync_calls[PP_MAX_SYNC_APIS];	/* by api id (gpu_apis.c) */
 	struct pp_copy_counts copies;		/* by enum pp_copy_dir */
@@ -96,6 +100,10 @@ int steps_boundary_times(const struct pp_step_record *recs, int n, uint32_t tid,
 int steps_batch_bursts(const struct pp_step_record **mine, int nr);
 /* Per step, over s's whole steps: total / count, 0 without steps. */
 double steps_per_step(const struct step_summary *s, uint64_t total);
+/* Launches per step, over the steps whose launches were all probed (gpu.launch_steps). */
+double steps_launches_per_step(const struct step_summary *s);
+/* Whether launches were counted in only some of the steps (probed in bursts). */
+bool steps_launches_sampled(const struct step_summary *s);
 /* The trainer's launches per second of its steps, and its mean gap between launches with no
  * sync between, in seconds (0 when none). */
 double steps_launch_rate(const struct step_summary *s);

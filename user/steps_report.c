@@ -78,15 +78,26 @@ static void print_gpu(FILE *out, const struct report *r)
 	char a[32], b[32], c[32], d[32];
 	bool used[PP_MAX_SYNC_APIS] = {}, pageable = false;
 
-	fprintf(out, "  GPU per step: %s launch%s", report_fmt_count(a, sizeof(a), steps_per_step(s, g->launches)),
-		steps_per_step(s, g->launches) == 1 ? "" : "es");
-	if (g->launches_min != g->launches_max)
-		fprintf(out, " (%llu to %llu)", (unsigned long long)g->launches_min,
-			(unsigned long long)g->launches_max);
-	fprintf(out, " (%s/s", report_fmt_rate(a, sizeof(a), steps_launch_rate(s)));
-	if (g->launch_gaps)
-		fprintf(out, ", %.1f us apart", steps_launch_gap_s(s) * 1e6);
-	fprintf(out, "), %s sync%s", report_fmt_count(a, sizeof(a), steps_per_step(s, g->syncs)),
+	if (!g->launch_steps) {
+		/* Probed in bursts, none of which spanned a whole step. */
+		fprintf(out, "  GPU per step: launches not counted (probed in bursts, none spanning "
+			"a step; --all-launches counts every one)");
+	} else {
+		fprintf(out, "  GPU per step: %s launch%s",
+			report_fmt_count(a, sizeof(a), steps_launches_per_step(s)),
+			steps_launches_per_step(s) == 1 ? "" : "es");
+		if (g->launches_min != g->launches_max)
+			fprintf(out, " (%llu to %llu)", (unsigned long long)g->launches_min,
+				(unsigned long long)g->launches_max);
+		fprintf(out, " (%s/s", report_fmt_rate(a, sizeof(a), steps_launch_rate(s)));
+		if (g->launch_gaps)
+			fprintf(out, ", %.1f us apart", steps_launch_gap_s(s) * 1e6);
+		if (steps_launches_sampled(s))
+			fprintf(out, "; counted in %d of the %d steps: probed in bursts",
+				g->launch_steps, s->count);
+		fprintf(out, ")");
+	}
+	fprintf(out, ", %s sync%s", report_fmt_count(a, sizeof(a), steps_per_step(s, g->syncs)),
 		steps_per_step(s, g->syncs) == 1 ? "" : "s");
 	for (int k = 0; ; k++) {
 		int best = -1;
@@ -126,7 +137,7 @@ static void print_gpu(FILE *out, const struct report *r)
 	if (r->launch_bound)
 		fprintf(out, "  launch-bound (CPU-side): %.0f launches a step, one every %.1f us, %.0f%% "
 			"of the steps' time between launches: the host spends its step issuing "
-			"launches, and the GPU waits for them\n", steps_per_step(s, g->launches),
+			"launches, and the GPU waits for them\n", steps_launches_per_step(s),
 			steps_launch_gap_s(s) * 1e6, 100 * steps_launch_share(s));
 	if (r->devmem_traced && (g->dev.allocs || g->dev.frees || g->dev_growth.leak)) {
 		fprintf(out, "  device memory: %s allocation%s (%s) and %s free%s (%s) a step",
@@ -405,12 +416,16 @@ static json_object *gpu_json(const struct step_summary *s, bool launch_bound)
 	char lb[160];
 
 	snprintf(lb, sizeof(lb), "launch-bound (CPU-side): %.0f launches a step, one every %.1f us, "
-		 "%.0f%% of the steps' time between launches", steps_per_step(s, g->launches),
+		 "%.0f%% of the steps' time between launches", steps_launches_per_step(s),
 		 steps_launch_gap_s(s) * 1e6, 100 * steps_launch_share(s));
 
 	json_object_object_add(o, "launches", json_object_new_int64(g->launches));
-	json_object_object_add(o, "launches_per_step",
-			       json_object_new_double(steps_per_step(s, g->launches)));
+	json_object_object_add(o, "launches_per_step", g->launch_steps ?
+			       json_object_new_double(steps_launches_per_step(s)) : NULL);
+	/* The steps the launch figures are over: fewer than the steps where the launch
+	 * probes came on in bursts (launch_sample.h). */
+	json_object_object_add(o, "launch_steps", json_object_new_int(g->launch_steps));
+	json_object_object_add(o, "launches_sampled", json_object_new_boolean(steps_launches_sampled(s)));
 	json_object_object_add(o, "launches_min", json_object_new_int64(g->launches_min));
 	json_object_object_add(o, "launches_max", json_object_new_int64(g->launches_max));
 	json_object_object_add(o, "launches_per_second", json_object_new_double(steps_launch_rate(s)));

@@ -393,6 +393,11 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	t->wait_stack_scope = o->sample_hz ? o->wait_stack_scope : PP_WAIT_STACKS_TID;
 	t->steps = o->steps;
 	t->record = o->record;
+	/* Launches in bursts only where a burst's steps are what they serve: not for hist
+	 * launch's every gap, nor for a recording's every instant. */
+	t->launches_on = true;
+	t->launches_sampled = o->steps && !o->record && !o->all_launches &&
+			      !(o->hist_kinds & 1u << PP_HK_LAUNCH);
 	t->root_in_group = o->distributed;
 	t->memory = o->memory;
 	if (o->step_symbol) {
@@ -529,6 +534,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	err = tracer_refresh(t);
 	if (err)
 		return err;
+	tracer_launches_start(t);
 	attach_phase(&clock, "libraries");
 	err = tracer_steps_start(t);
 	if (err)
@@ -618,6 +624,7 @@ int tracer_drain_hists(struct tracer *t,
 
 void tracer_stop(struct tracer *t)
 {
+	tracer_launches_close(t);
 	for (int i = 0; i < t->nr_attached; i++) {
 		for (int k = 0; k < t->attached[i].nr_links; k++)
 			bpf_link__destroy(t->attached[i].links[k]);

@@ -7,8 +7,12 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
+#include <limits.h>
+#include <pthread.h>
 #include "kfeatures.h"
+#include "launch_sample.h"
 #include "report.h"
+#include "uprobe_multi.h"
 
 struct pipeprof_bpf;
 struct pp_pid_block;
@@ -46,6 +50,20 @@ struct tracer_opts {
 	const char *step_symbol;	/* FILE:SYMBOL whose calls start steps; NULL: autograd */
 	bool record;		/* `pipeprof record`: every state episode (tracer_record.c) */
 	bool distributed;	/* the target is known to be a rank (the daemon split a launcher) */
+	bool all_launches;	/* probe every kernel launch, never in bursts (launch_sample.h) */
+};
+
+/* The launch probes of one library file in one process, apart from its other probes: they
+ * are the hot ones, taken off between bursts when launches are many (tracer_launches.c). */
+struct launch_probes {
+	struct uprobe_spec specs[MAX_LIB_PROBES];
+	int nr;
+	pid_t pid;
+	char path[PATH_MAX + 64];	/* as opened: through /proc/PID/root or map_files */
+	struct bpf_link *links[MAX_LIB_PROBES];
+	int nr_links;
+	int fds[MAX_LIB_PROBES];	/* multi-uprobe links */
+	int nr_fds;
 };
 
 /* The probes on one library file in one process. */
@@ -58,6 +76,7 @@ struct tracer_lib_attach {
 	int nr_links;
 	int fds[2 * MAX_LIB_PROBES];	/* multi-uprobe links */
 	int nr_fds;
+	struct launch_probes *launch;	/* NULL: none in this file */
 };
 
 struct tracer {
@@ -145,6 +164,14 @@ struct tracer {
 	struct pp_step_record *step_recs;
 	int nr_step_recs, cap_step_recs;
 	__u64 step_recs_over_cap;
+	__u64 probe_steps_seen;		/* step records from the step probe: the bursts' clock */
+	/* Kernel launches probed all along, or in bursts (tracer_launches.c). */
+	bool launches_sampled;		/* bursts allowed: the report's steps, no --all-launches */
+	bool launches_on;		/* the launch probes are attached */
+	struct launch_sampler launch_sampler;
+	int launch_attach_failures;	/* re-attaches after a pause that failed */
+	pthread_t launch_detacher;	/* closing the last burst's links */
+	bool launch_detaching;
 	/* `pipeprof record`'s state episodes (tracer_record.c). */
 	bool record;
 	struct ring_buffer *record_rb;
@@ -218,6 +245,19 @@ int tracer_steps_start(struct tracer *t);
 void tracer_steps_poll(struct tracer *t);
 int tracer_collect_steps(struct tracer *t, struct report *r);
 void tracer_steps_close(struct tracer *t);
+/* tracer_attach.c: one perf-event uprobe per spec (kernels before multi-uprobe links, 6.6). */
+void tracer_attach_singly(struct uprobe_spec *specs, int n, pid_t pid, const char *path,
+			  struct bpf_link **links, int *nr_links);
+/* tracer_launches.c: the kernel launch probes, all along or in bursts (launch_sample.h).
+ * add: lib a's launch specs specs[idx[0..n)], attached now if launches are probed now, with
+ * each spec's outcome written back. */
+void tracer_launches_add(struct tracer *t, struct tracer_lib_attach *a, struct uprobe_spec *specs,
+			 const int *idx, int n, const char *path);
+/* After the first scan: the launches are probed from now on (launch_epoch odd). */
+void tracer_launches_start(struct tracer *t);
+/* At each tick: a burst ended or the pause is over. */
+void tracer_launches_tick(struct tracer *t);
+void tracer_launches_close(struct tracer *t);
 /* tracer_record.c: `pipeprof record`'s episodes. Size (and set record_on) before load, start
  * after, poll each tick; the episodes stay in t->eps until close. */
 void tracer_record_size(struct tracer *t);

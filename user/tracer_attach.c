@@ -172,19 +172,20 @@ void lib_open_path(pid_t pid, const struct mapped_lib *lib, char *path, size_t s
 }
 
 /* One perf-event uprobe per function and direction: kernels before multi-uprobe links (6.6). */
-static void attach_singly(struct tracer_lib_attach *a, struct uprobe_spec *specs, const char *path)
+void tracer_attach_singly(struct uprobe_spec *specs, int n, pid_t pid, const char *path,
+			  struct bpf_link **links, int *nr_links)
 {
-	for (int i = 0; i < a->result.nr_probes; i++) {
+	for (int i = 0; i < n; i++) {
 		struct uprobe_spec *sp = &specs[i];
 		struct bpf_link *enter = NULL, *ret = NULL;
 
 		/* Return probe first: a return whose entry was missed is harmless, an entry whose
 		 * return is missed would leave the call open. */
 		if (sp->ret)
-			ret = attach_one((struct bpf_program *)sp->ret, a->pid, path, sp->offset,
+			ret = attach_one((struct bpf_program *)sp->ret, pid, path, sp->offset,
 					 sp->cookie, true);
 		if (!sp->ret || ret)
-			enter = attach_one((struct bpf_program *)sp->enter, a->pid, path, sp->offset,
+			enter = attach_one((struct bpf_program *)sp->enter, pid, path, sp->offset,
 					   sp->cookie, false);
 		if (!enter || (sp->ret && !ret)) {
 			sp->err = -errno;
@@ -192,15 +193,16 @@ static void attach_singly(struct tracer_lib_attach *a, struct uprobe_spec *specs
 			continue;
 		}
 		sp->attached = true;
-		a->links[a->nr_links++] = enter;
+		links[(*nr_links)++] = enter;
 		if (ret)
-			a->links[a->nr_links++] = ret;
+			links[(*nr_links)++] = ret;
 	}
 }
 
 static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib, bool runtime_mapped)
 {
-	struct uprobe_spec specs[MAX_LIB_PROBES] = {};
+	struct uprobe_spec specs[MAX_LIB_PROBES] = {}, main_specs[MAX_LIB_PROBES];
+	int launch_idx[MAX_LIB_PROBES], nr_launch = 0, nr_main = 0;
 	struct elf_func funcs[MAX_LIB_PROBES];
 	int api_of[MAX_LIB_PROBES], n = 0, found;
 	struct tracer_lib_attach *a;
@@ -281,11 +283,23 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 			.enter = enter_prog, .ret = ret_prog, .offset = p->offset, .cookie = cookie,
 		};
 	}
+	/* The launch probes apart, so that they can come off between bursts. */
+	for (int i = 0; i < a->result.nr_probes; i++) {
+		if (specs[i].enter == t->skel->progs.on_launch)
+			launch_idx[nr_launch++] = i;
+		else
+			main_specs[nr_main++] = specs[i];
+	}
 	if (t->uprobe_multi)
-		a->nr_fds = uprobe_multi_attach_all(specs, a->result.nr_probes, pid, path, a->fds,
+		a->nr_fds = uprobe_multi_attach_all(main_specs, nr_main, pid, path, a->fds,
 						    sizeof(a->fds) / sizeof(a->fds[0]));
 	else
-		attach_singly(a, specs, path);
+		tracer_attach_singly(main_specs, nr_main, pid, path, a->links, &a->nr_links);
+	for (int i = 0, k = 0; i < a->result.nr_probes; i++)
+		if (specs[i].enter != t->skel->progs.on_launch)
+			specs[i] = main_specs[k++];
+	if (nr_launch)
+		tracer_launches_add(t, a, specs, launch_idx, nr_launch, path);
 	for (int i = 0; i < a->result.nr_probes; i++) {
 		struct probe_result *p = &a->result.probes[i];
 
@@ -584,7 +598,7 @@ bool tracer_gpu_unprobed(struct tracer *t)
 
 		if (a->result.kind != LIB_CUDART && a->result.kind != LIB_CUDA)
 			continue;
-		if (a->nr_links + a->nr_fds)
+		if (a->nr_links + a->nr_fds || a->launch)
 			return false;
 		mapped = true;
 	}

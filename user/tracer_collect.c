@@ -60,7 +60,8 @@ static void collect_gpu(struct tracer *t, struct report *r)
 		if (t->attached[i].result.kind != LIB_CUDART && t->attached[i].result.kind != LIB_CUDA)
 			continue;
 		r->libs[r->nr_libs++] = t->attached[i].result;
-		probes_ok += t->attached[i].nr_links + t->attached[i].nr_fds;
+		probes_ok += t->attached[i].nr_links + t->attached[i].nr_fds +
+			     (t->attached[i].launch != NULL);
 	}
 	/* libnccl's after them, in the same allocation (struct report). */
 	r->nccl_libs = r->libs ? r->libs + r->nr_libs : NULL;
@@ -72,6 +73,11 @@ static void collect_gpu(struct tracer *t, struct report *r)
 			r->nccl_traced |= t->attached[i].result.probes[k].attached;
 	}
 	r->probe_attach_failures = t->probe_attach_failures;
+	r->launches_in_bursts = t->launches_sampled;
+	r->launch_pauses = t->launch_sampler.pauses;
+	r->launch_reattach_failures = t->launch_attach_failures;
+	if (t->launches_sampled)
+		r->launch_off_s = launch_sampler_off_ns(&t->launch_sampler, t->skel->bss->window_end_ns) / 1e9;
 	r->nr_apis = gpu_sync_api_count;
 	for (int i = 0; i < gpu_sync_api_count; i++) {
 		struct pp_gpu_api_stats stats = {};

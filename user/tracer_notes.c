@@ -185,6 +185,7 @@ int tracer_wait(struct tracer *t, int pidfd, int timeout_ms)
 	tracer_steps_poll(t);
 	tracer_record_poll(t);
 	tracer_memory_poll(t, false);
+	tracer_launches_tick(t);
 	if (pfd[1].revents & POLLIN) {
 		err = tracer_handle_notes(t);
 		if (err)

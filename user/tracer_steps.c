@@ -73,6 +73,7 @@ static int on_step_record(void *ctx, void *data, size_t size)
 		t->cap_step_recs = cap;
 	}
 	memcpy(&t->step_recs[t->nr_step_recs++], data, sizeof(struct pp_step_record));
+	t->probe_steps_seen += ((const struct pp_step_record *)data)->source == PP_STEP_FROM_PROBE;
 	return 0;
 }
 

@@ -66,13 +66,21 @@ int BPF_KPROBE(on_launch)
 	__u32 api = PP_COOKIE_API(cookie);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns(), last;
-	struct pp_thread *t = caller_thread(now);
+	struct pp_thread *t;
 
+	/* Every hit, counted or not, is a trap the job paid for. */
+	count(PP_CNT_LAUNCH_HITS);
+	t = caller_thread(now);
 	if (!t)
 		return 0;
 	if ((cookie & PP_COOKIE_DRIVER) && called_from_runtime(t->tgid, PT_REGS_SP(ctx)))
 		return 0;
 	last = t->last_launch_ns;
+	/* The gap since a launch before a pause in the probing is not one gap. */
+	if (t->launch_epoch != launch_epoch) {
+		t->launch_epoch = launch_epoch;
+		last = 0;
+	}
 	t->last_launch_ns = now;
 	t->launches++;
 	if (last && t->launch_sync_mark == t->gpu_calls) {
@@ -164,6 +172,8 @@ __noinline int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 sour
 	r->phase = t->phase;
 	r->gpu_depth = t->gpu_depth;
 	r->call_state = t->call_state;
+	r->launch_epoch = launch_epoch;
+	r->pad = 0;
 	r->phase_start_ns = t->phase_start_ns;
 	__builtin_memcpy(r->ns, t->ns, sizeof(r->ns));
 	r->launches = t->launches;

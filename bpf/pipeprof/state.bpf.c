@@ -50,6 +50,9 @@ __u64 naming_until_ns = 0;
  * were found under it): only then is what the network delivers a collective's (COMM_WAIT). In a
  * job of one trainer it is data: a streaming dataset, a sample server (DATA_WAIT). */
 bool job_is_distributed = false;
+/* Odd while every launch probe is attached: userspace samples launches in bursts when they are
+ * many (launch_sample.c), and a step counts its launches only if one burst spans it whole. */
+__u32 launch_epoch = 0;
 
 struct pp_hist zero_hist;
 struct pp_thread_gpu zero_thread_gpu;

@@ -254,6 +254,52 @@ TEST(test_gpu_calls_per_step)
 	CHECK_EQ_U64(s.gpu.copies.bytes[PP_COPY_HTOD], 24000000);
 }
 
+/* Launches probed in bursts (tracer_launches.c): a step counts its launches only when one
+ * burst (the same odd launch_epoch) spans it; its syncs count in every step. Steps of 50 ms:
+ * the first in a pause, the second and third in burst 1, the fourth straddles into a pause,
+ * the fifth in burst 3. */
+TEST(test_launches_counted_in_bursts)
+{
+	uint32_t epoch[6] = { 2, 3, 3, 3, 4, 5 };
+	struct pp_step_record r[6];
+	struct step_summary s;
+	uint64_t launches = 0;
+
+	for (int i = 0; i < 6; i++) {
+		r[i] = rec(7, 100 * MS + i * 50 * MS, i * 50 * MS, 0, 100 * MS + i * 50 * MS);
+		r[i].launch_epoch = epoch[i];
+		r[i].launches = launches;
+		r[i].sync_calls[0] = i;
+		launches += i == 3 ? 7 : 100;	/* the straddling step saw only part */
+	}
+	r[5].launch_epoch = 5;
+	r[4].launch_epoch = 5;	/* steps 4-5 in one burst */
+	CHECK_EQ_INT(steps_summarize(r, 6, 7, &s), 0);
+	CHECK_EQ_INT(s.count, 5);
+	CHECK_EQ_INT(s.gpu.launch_steps, 3);	/* 1-2, 2-3, 4-5 */
+	CHECK_EQ_U64(s.gpu.launches, 300);
+	CHECK_EQ_U64(s.gpu.launches_min, 100);
+	CHECK_EQ_U64(s.gpu.launches_max, 100);
+	CHECK(near(steps_launches_per_step(&s), 100, 1e-9));
+	CHECK(near(steps_launch_rate(&s), 100 / 0.05, 1e-6));
+	CHECK(steps_launches_sampled(&s));
+	CHECK_EQ_U64(s.gpu.syncs, 5);
+	/* Never in bursts (epoch 0 throughout): every step counts. */
+	for (int i = 0; i < 6; i++)
+		r[i].launch_epoch = 0;
+	CHECK_EQ_INT(steps_summarize(r, 6, 7, &s), 0);
+	CHECK_EQ_INT(s.gpu.launch_steps, 5);
+	CHECK(!steps_launches_sampled(&s));
+	CHECK_EQ_U64(s.gpu.launches_min, 7);
+	/* No burst spans a step: nothing counted, nothing divided by zero. */
+	for (int i = 0; i < 6; i++)
+		r[i].launch_epoch = i;
+	CHECK_EQ_INT(steps_summarize(r, 6, 7, &s), 0);
+	CHECK_EQ_INT(s.gpu.launch_steps, 0);
+	CHECK(steps_launches_per_step(&s) == 0 && steps_launch_rate(&s) == 0);
+	CHECK(!steps_launch_bound(&s, true));
+}
+
 /* A data-wait end of thread 7 at ts, its DATA_WAIT and RUNNING so far, on-CPU since ts. */
 static struct pp_step_record wait_end(uint64_t ts, uint64_t data, uint64_t running)
 {
@@ -315,6 +361,7 @@ TEST(test_steps_from_bursts_of_data_waits)
 int main(void)
 {
 	RUN_TEST(test_gpu_calls_per_step);
+	RUN_TEST(test_launches_counted_in_bursts);
 	RUN_TEST(test_nccl_calls_per_step);
 	RUN_TEST(test_steps_of_one_thread);
 	RUN_TEST(test_each_step);
