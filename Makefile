@@ -30,7 +30,7 @@ PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hi
 	user/daemon_config.c user/daemon_window.c user/step_baseline.c user/http.c user/waited_on.c \
 	user/btf_percpu.c user/cgroup.c user/target.c user/caps.c user/sanitize.c user/ere_cost.c \
 	user/cache.c user/kfeatures_entry.c user/symcache.c user/mhd_lazy.c user/predict.c \
-	user/recommend.c user/pystack.c user/where.c user/callsite.c user/flamegraph.c user/steps.c \
+	user/recommend.c user/recommend_steps.c user/pystack.c user/where.c user/callsite.c user/flamegraph.c user/steps.c \
 	user/steps_report.c user/nccl_report.c user/nccl_prom.c user/memory.c user/memory_report.c \
 	user/gpumem.c user/gpumem_report.c \
 	user/ranks.c user/procnet.c \

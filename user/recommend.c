@@ -11,6 +11,7 @@
 #include <string.h>
 #include "classify.h"
 #include "memory.h"
+#include "recommend_text.h"
 #include "steps.h"
 
 /* The trainer's sync rate above which short syncs are the host draining the queue. */
@@ -24,7 +25,7 @@ static double share(const __u64 *ns, __u64 wall, enum pp_state s)
 	return wall ? (double)ns[s] / wall : 0;
 }
 
-static struct recommendation *add_rec(struct analysis *a, const char *id, double bound)
+struct recommendation *rec_add(struct analysis *a, const char *id, double bound)
 {
 	struct recommendation *r;
 
@@ -46,9 +47,7 @@ static void vappend(char *buf, size_t size, const char *fmt, va_list ap)
 		vsnprintf(buf + len, size - len, fmt, ap);
 }
 
-/* Appends to a recommendation's advice; a NULL r (the table was full) is ignored. */
-static void say(struct recommendation *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct recommendation *r, const char *fmt, ...)
+void rec_say(struct recommendation *r, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -59,9 +58,7 @@ static void say(struct recommendation *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Appends to the facts it rests on. */
-static void because(struct recommendation *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void because(struct recommendation *r, const char *fmt, ...)
+void rec_because(struct recommendation *r, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -83,12 +80,12 @@ static void link_prediction(struct recommendation *r, const struct analysis *a,
 static void because_cpus(struct recommendation *r, const struct pipeline_model *m)
 {
 	if (!m->cpu_known) {
-		because(r, "; the machine's CPU use is unknown");
+		rec_because(r, "; the machine's CPU use is unknown");
 		return;
 	}
-	because(r, "; %.1f of %d CPUs idle", m->idle_cpus, m->in.ncpus);
+	rec_because(r, "; %.1f of %d CPUs idle", m->idle_cpus, m->in.ncpus);
 	if (m->other_cpus >= 0.05)
-		because(r, ", other processes use %.1f", m->other_cpus);
+		rec_because(r, ", other processes use %.1f", m->other_cpus);
 }
 
 void pipeline_inputs_of(const struct analysis *a, const struct thread_result *threads, int n,
@@ -148,9 +145,9 @@ static bool h2d_pageable(const struct analysis_input *in)
 static void because_h2d(struct recommendation *r, const struct analysis_input *in)
 {
 	if (in->h2d_traced && in->h2d_bytes)
-		because(r, "; copies to the GPU moved %.1f MB in the window, %.0f%% of it from host "
-			"memory not seen pinned", in->h2d_bytes / 1e6,
-			100.0 * (in->h2d_bytes - in->h2d_pinned_bytes) / in->h2d_bytes);
+		rec_because(r, "; copies to the GPU moved %.1f MB in the window, %.0f%% of it from host "
+			    "memory not seen pinned", in->h2d_bytes / 1e6,
+			    100.0 * (in->h2d_bytes - in->h2d_pinned_bytes) / in->h2d_bytes);
 }
 
 /* Busy workers: more of them where CPUs are idle and the model predicts a gain, cheaper work
@@ -166,65 +163,65 @@ static void recommend_busy_workers(struct analysis *a, double bound, double run,
 
 	if (!m->cpu_known) {
 		/* Machine load unknown: both remedies stay possible. */
-		r = add_rec(a, "more_workers_or_cheaper_transforms", bound);
-		say(r, "Raise num_workers if CPUs are idle, else make transforms cheaper or cache "
-		    "preprocessed samples.");
-		because(r, "the workers are on-CPU %.0f%% of their time", run * 100);
+		r = rec_add(a, "more_workers_or_cheaper_transforms", bound);
+		rec_say(r, "Raise num_workers if CPUs are idle, else make transforms cheaper or cache "
+		        "preprocessed samples.");
+		rec_because(r, "the workers are on-CPU %.0f%% of their time", run * 100);
 		because_cpus(r, m);
 		return;
 	}
 	/* The model's number decides where it gives one; else the idle CPUs do. */
 	if (next && next->speedup ? next->speedup < WORTHWHILE :
 	    pipeline_no_idle_cpu(m) || (next && next->bound && next->bound < WORTHWHILE)) {
-		r = add_rec(a, "cheaper_transforms", bound);
+		r = rec_add(a, "cheaper_transforms", bound);
 		if (next && next->speedup)
-			say(r, "More workers would not be faster (the model predicts %.2fx)",
-			    next->speedup);
+			rec_say(r, "More workers would not be faster (the model predicts %.2fx)",
+			        next->speedup);
 		else if (!pipeline_no_idle_cpu(m))
-			say(r, "More workers would not be faster (the model predicts no gain)");
+			rec_say(r, "More workers would not be faster (the model predicts no gain)");
 		else if (m->other_cpus >= PREDICT_OTHER_CPU)
-			say(r, "The machine has no idle CPU: more workers would only take CPU time "
-			    "from other processes");
+			rec_say(r, "The machine has no idle CPU: more workers would only take CPU time "
+			        "from other processes");
 		else
-			say(r, "The machine has no idle CPU: more workers will not help");
-		say(r, ". Make the transforms cheaper, or cache decoded or preprocessed samples%s.",
-		    in->gpu_mapped ? ", or move augmentation to the GPU" : "");
-		because(r, "the workers' preprocessing uses %.2f CPUs, %.1fx the trainer's %.2f",
-			in->worker_loop_cpus, in->trainer_cpus > 0 ? in->worker_loop_cpus /
-			in->trainer_cpus : 0, in->trainer_cpus);
+			rec_say(r, "The machine has no idle CPU: more workers will not help");
+		rec_say(r, ". Make the transforms cheaper, or cache decoded or preprocessed samples%s.",
+		        in->gpu_mapped ? ", or move augmentation to the GPU" : "");
+		rec_because(r, "the workers' preprocessing uses %.2f CPUs, %.1fx the trainer's %.2f",
+			    in->worker_loop_cpus, in->trainer_cpus > 0 ? in->worker_loop_cpus /
+			    in->trainer_cpus : 0, in->trainer_cpus);
 		because_cpus(r, m);
 		if (next && next->speedup)
-			because(r, "; the model predicts %.2fx with %d workers", next->speedup, k + 1);
+			rec_because(r, "; the model predicts %.2fx with %d workers", next->speedup, k + 1);
 		else if (next && next->bound)
-			because(r, "; with %d workers the model gives at most %.2fx, the gain taken from "
-				"the other processes", k + 1, next->bound);
+			rec_because(r, "; with %d workers the model gives at most %.2fx, the gain taken from "
+				    "the other processes", k + 1, next->bound);
 		return;
 	}
-	r = add_rec(a, "more_workers", bound);
+	r = rec_add(a, "more_workers", bound);
 	link_prediction(r, a, next);
 	if (next && next->speedup) {
-		say(r, "Raise num_workers from %d to %d: predicted %.2fx steps/s", k, k + 1,
-		    next->speedup);
+		rec_say(r, "Raise num_workers from %d to %d: predicted %.2fx steps/s", k, k + 1,
+		        next->speedup);
 		if (sat > k + 1) {
 			far = pipeline_predict_workers(m, sat);
 			if (far && far->speedup)
-				say(r, "; with %d: %.2fx, beyond which the %s", sat, far->speedup,
-				    far->limit == LIMIT_CPUS ? "CPUs are the limit" : "trainer is the limit");
+				rec_say(r, "; with %d: %.2fx, beyond which the %s", sat, far->speedup,
+				        far->limit == LIMIT_CPUS ? "CPUs are the limit" : "trainer is the limit");
 		} else {
-			say(r, "; beyond that the %s",
-			    next->limit == LIMIT_WORKERS ? "workers remain the limit" :
-			    next->limit == LIMIT_CPUS ? "CPUs are the limit" : "trainer is the limit");
+			rec_say(r, "; beyond that the %s",
+			        next->limit == LIMIT_WORKERS ? "workers remain the limit" :
+			        next->limit == LIMIT_CPUS ? "CPUs are the limit" : "trainer is the limit");
 		}
-		say(r, ".");
+		rec_say(r, ".");
 	} else {
-		say(r, "Raise num_workers from %d to %d. No predicted speedup: %s.", k, k + 1,
-		    next ? next->withheld : "no room for the prediction");
+		rec_say(r, "Raise num_workers from %d to %d. No predicted speedup: %s.", k, k + 1,
+		        next ? next->withheld : "no room for the prediction");
 	}
-	because(r, "the worker loop%s on-CPU %.0f%% (%.2f CPUs), the trainer uses %.2f CPUs", k == 1 ?
-		" is" : "s are", run * 100, in->worker_loop_cpus, in->trainer_cpus);
+	rec_because(r, "the worker loop%s on-CPU %.0f%% (%.2f CPUs), the trainer uses %.2f CPUs", k == 1 ?
+		    " is" : "s are", run * 100, in->worker_loop_cpus, in->trainer_cpus);
 	if (in->trainer_cpus > 0)
-		because(r, ": a batch costs the workers %.1fx the CPU a step costs the trainer",
-			in->worker_loop_cpus / in->trainer_cpus);
+		rec_because(r, ": a batch costs the workers %.1fx the CPU a step costs the trainer",
+			    in->worker_loop_cpus / in->trainer_cpus);
 	because_cpus(r, m);
 }
 
@@ -235,7 +232,7 @@ static void recommend_busy_workers(struct analysis *a, double bound, double run,
  */
 static void recommend_network_data(struct analysis *a, double f)
 {
-	struct recommendation *r = add_rec(a, "network_data", speedup_bound(f));
+	struct recommendation *r = rec_add(a, "network_data", speedup_bound(f));
 	__u64 by_net = 0, by_thread = 0;
 
 	for (int i = 0; i < a->nr_waited_on; i++) {
@@ -246,19 +243,19 @@ static void recommend_network_data(struct analysis *a, double f)
 		else if (w->ctx == PP_WAKE_SOFTIRQ_NET)
 			by_net += w->cause_ns[PP_DATA_WAIT];
 	}
-	say(r, "The trainer's data arrives over the network (a streaming dataset, a sample "
-	    "server): keep more reads in flight, in DataLoader workers (num_workers>0) or more "
-	    "reader threads with a connection each, or cache the dataset on local storage.");
-	because(r, "no DataLoader worker process was seen; the trainer waits for data %.0f%% of "
-		"its time", f * 100);
+	rec_say(r, "The trainer's data arrives over the network (a streaming dataset, a sample "
+	        "server): keep more reads in flight, in DataLoader workers (num_workers>0) or more "
+	        "reader threads with a connection each, or cache the dataset on local storage.");
+	rec_because(r, "no DataLoader worker process was seen; the trainer waits for data %.0f%% of "
+		    "its time", f * 100);
 	if (by_net && !by_thread)
-		because(r, ", each wait ended by a network receive");
+		rec_because(r, ", each wait ended by a network receive");
 	else if (by_thread && !by_net)
-		because(r, ", each wait ended by a thread of its process that had just received "
-			"from the network");
+		rec_because(r, ", each wait ended by a thread of its process that had just received "
+			    "from the network");
 	else if (by_net)
-		because(r, ", %.0f%% of it ended by a network receive and the rest by a thread of its "
-			"process that had just received", by_net * 100.0 / (by_net + by_thread));
+		rec_because(r, ", %.0f%% of it ended by a network receive and the rest by a thread of its "
+			    "process that had just received", by_net * 100.0 / (by_net + by_thread));
 }
 
 static void recommend_data(struct analysis *a, const struct analysis_input *in,
@@ -284,55 +281,55 @@ static void recommend_data(struct analysis *a, const struct analysis_input *in,
 	if (run >= 0.5)
 		recommend_busy_workers(a, bound, run, next);
 	if (io >= 0.2) {
-		r = add_rec(a, "faster_storage", bound);
-		say(r, "Cache the dataset locally or in RAM, use faster storage or larger sequential "
-		    "reads%s.", pipeline_no_idle_cpu(m) ? "" :
-		    ", or more workers to keep more reads in flight");
-		because(r, "the workers wait on storage %.0f%% of their time", io * 100);
+		r = rec_add(a, "faster_storage", bound);
+		rec_say(r, "Cache the dataset locally or in RAM, use faster storage or larger sequential "
+		        "reads%s.", pipeline_no_idle_cpu(m) ? "" :
+		        ", or more workers to keep more reads in flight");
+		rec_because(r, "the workers wait on storage %.0f%% of their time", io * 100);
 		because_cpus(r, &a->model);
 	}
 	if (net >= 0.2) {
-		r = add_rec(a, "network_data", bound);
-		say(r, "The workers wait for data arriving over the network (a streaming dataset, a "
-		    "sample server): %skeep more reads in flight per worker, or cache the dataset on "
-		    "local storage.", pipeline_no_idle_cpu(m) ? "" : "more workers, ");
-		because(r, "the workers wait on network receives %.0f%% of their time", net * 100);
+		r = rec_add(a, "network_data", bound);
+		rec_say(r, "The workers wait for data arriving over the network (a streaming dataset, a "
+		        "sample server): %skeep more reads in flight per worker, or cache the dataset on "
+		        "local storage.", pipeline_no_idle_cpu(m) ? "" : "more workers, ");
+		rec_because(r, "the workers wait on network receives %.0f%% of their time", net * 100);
 		because_cpus(r, m);
 	}
 	if (runq >= 0.2) {
-		r = add_rec(a, "oversubscribed_workers", bound);
-		say(r, "The CPUs are oversubscribed:");
+		r = rec_add(a, "oversubscribed_workers", bound);
+		rec_say(r, "The CPUs are oversubscribed:");
 		if (m->other_cpus >= 0.5)
-			say(r, " move the other processes away or give the job its own CPUs;");
+			rec_say(r, " move the other processes away or give the job its own CPUs;");
 		if (m->in.workers > 1)
-			say(r, " use fewer workers;");
-		say(r, " call torch.set_num_threads(1) in worker_init_fn so each worker computes on "
-		    "one thread.");
-		because(r, "the workers are runnable but not running %.0f%% of their time", runq * 100);
+			rec_say(r, " use fewer workers;");
+		rec_say(r, " call torch.set_num_threads(1) in worker_init_fn so each worker computes on "
+		        "one thread.");
+		rec_because(r, "the workers are runnable but not running %.0f%% of their time", runq * 100);
 		because_cpus(r, m);
 	}
 	if (idle >= 0.5) {
-		r = add_rec(a, "ipc_collate", bound);
-		say(r, "The hand-off is the bottleneck (IPC, collate): try a higher prefetch_factor, a "
-		    "cheaper collate_fn or more samples per fetch%s.", in->gpu_mapped &&
-		    !batches_pinned(a, threads) && h2d_pageable(in) ? ", pin_memory=True" : "");
-		because(r, "the workers are idle %.0f%% of their time while the trainer waits for data "
-			"%.0f%% of its", idle * 100, f * 100);
+		r = rec_add(a, "ipc_collate", bound);
+		rec_say(r, "The hand-off is the bottleneck (IPC, collate): try a higher prefetch_factor, a "
+		        "cheaper collate_fn or more samples per fetch%s.", in->gpu_mapped &&
+		        !batches_pinned(a, threads) && h2d_pageable(in) ? ", pin_memory=True" : "");
+		rec_because(r, "the workers are idle %.0f%% of their time while the trainer waits for data "
+			    "%.0f%% of its", idle * 100, f * 100);
 	}
 	if ((in->gpu_mapped || in->gpu_unprobed) && !batches_pinned(a, threads) && h2d_pageable(in)) {
-		r = add_rec(a, "pin_memory", bound);
-		say(r, "Set pin_memory=True: batches in pinned memory reach the GPU without a staging "
-		    "copy, and the copy can overlap compute.");
-		because(r, "the job maps a GPU library, and no pin-memory thread handed the trainer its "
-			"batches");
+		r = rec_add(a, "pin_memory", bound);
+		rec_say(r, "Set pin_memory=True: batches in pinned memory reach the GPU without a staging "
+		        "copy, and the copy can overlap compute.");
+		rec_because(r, "the job maps a GPU library, and no pin-memory thread handed the trainer its "
+			    "batches");
 		because_h2d(r, in);
 	}
 	if (in->workers_forked > 0) {
-		r = add_rec(a, "persistent_workers", bound);
-		say(r, "Set persistent_workers=True so that each epoch does not start its workers "
-		    "anew (importing, forking, warming up their caches).");
-		because(r, "%d worker process%s started during the window", in->workers_forked,
-			in->workers_forked == 1 ? " was" : "es were");
+		r = rec_add(a, "persistent_workers", bound);
+		rec_say(r, "Set persistent_workers=True so that each epoch does not start its workers "
+		        "anew (importing, forking, warming up their caches).");
+		rec_because(r, "%d worker process%s started during the window", in->workers_forked,
+			    in->workers_forked == 1 ? " was" : "es were");
 	}
 }
 
@@ -346,39 +343,39 @@ static void recommend_thread(struct analysis *a, const struct thread_result *thr
 	char who[64];
 
 	if (!w) {
-		r = add_rec(a, "find_thread_waited_on", bound);
-		say(r, "Find what the trainer waits for (a lock, the GIL, a queue): run `pipeprof -p "
-		    "PID` for the threads that end its waits.");
-		because(r, "the trainer waits %.0f%% of its time for other threads of its process; "
-			"which ones was not recorded", f * 100);
+		r = rec_add(a, "find_thread_waited_on", bound);
+		rec_say(r, "Find what the trainer waits for (a lock, the GIL, a queue): run `pipeprof -p "
+		        "PID` for the threads that end its waits.");
+		rec_because(r, "the trainer waits %.0f%% of its time for other threads of its process; "
+			    "which ones was not recorded", f * 100);
 		return;
 	}
 	format_waker_name(who, sizeof(who), w);
 	if (a->verdict == VERDICT_DATA_LOADING_THREAD) {
-		r = add_rec(a, "loader_thread_to_workers", bound);
-		say(r, "Move that work into DataLoader worker processes (num_workers>0)%s.",
-		    pipeline_no_idle_cpu(&a->model) ? "" : ", or run more loader threads if the work "
-		    "releases the GIL (torch/NumPy ops, I/O)");
-		because(r, "the trainer waits %.0f%% of its time for %s, which computes its input "
-			"(on-CPU %.0f%%)", f * 100, who,
-			t ? 100 * share(t->ns, t->wall_ns, PP_RUNNING) : 0);
+		r = rec_add(a, "loader_thread_to_workers", bound);
+		rec_say(r, "Move that work into DataLoader worker processes (num_workers>0)%s.",
+		        pipeline_no_idle_cpu(&a->model) ? "" : ", or run more loader threads if the work "
+		        "releases the GIL (torch/NumPy ops, I/O)");
+		rec_because(r, "the trainer waits %.0f%% of its time for %s, which computes its input "
+			    "(on-CPU %.0f%%)", f * 100, who,
+			    t ? 100 * share(t->ns, t->wall_ns, PP_RUNNING) : 0);
 		return;
 	}
-	r = add_rec(a, "thread_contention", bound);
+	r = rec_add(a, "thread_contention", bound);
 	if (t) {
-		say(r, "%s holds something the trainer needs (a lock, the GIL, a queue): do not hold "
-		    "it across slow work (sleeps, I/O, long computations), or stop the trainer "
-		    "depending on it.", who);
-		because(r, "the trainer waits %.0f%% of its time for %s (%s), itself on-CPU %.0f%%, "
-			"sleeping %.0f%%, in I/O %.0f%%", f * 100, who, role_name(t->role),
-			100 * share(t->ns, t->wall_ns, PP_RUNNING),
-			100 * (share(t->ns, t->wall_ns, PP_OTHER) + share(t->ns, t->wall_ns, PP_THREAD_WAIT) +
-			       share(t->ns, t->wall_ns, PP_DATA_WAIT) + share(t->ns, t->wall_ns, PP_COMM_WAIT)),
-			100 * share(t->ns, t->wall_ns, PP_IO_WAIT));
+		rec_say(r, "%s holds something the trainer needs (a lock, the GIL, a queue): do not hold "
+		        "it across slow work (sleeps, I/O, long computations), or stop the trainer "
+		        "depending on it.", who);
+		rec_because(r, "the trainer waits %.0f%% of its time for %s (%s), itself on-CPU %.0f%%, "
+			    "sleeping %.0f%%, in I/O %.0f%%", f * 100, who, role_name(t->role),
+			    100 * share(t->ns, t->wall_ns, PP_RUNNING),
+			    100 * (share(t->ns, t->wall_ns, PP_OTHER) + share(t->ns, t->wall_ns, PP_THREAD_WAIT) +
+			           share(t->ns, t->wall_ns, PP_DATA_WAIT) + share(t->ns, t->wall_ns, PP_COMM_WAIT)),
+			    100 * share(t->ns, t->wall_ns, PP_IO_WAIT));
 	} else {
-		say(r, "Remove the contention on what the trainer shares with %s.", who);
-		because(r, "the trainer waits %.0f%% of its time for %s, which pipeprof does not trace "
-			"(another process)", f * 100, who);
+		rec_say(r, "Remove the contention on what the trainer shares with %s.", who);
+		rec_because(r, "the trainer waits %.0f%% of its time for %s, which pipeprof does not trace "
+			    "(another process)", f * 100, who);
 	}
 }
 
@@ -401,64 +398,64 @@ static void recommend_cpu(struct analysis *a, double f)
 	if (!in->gpu_mapped && in->compute_threads <= 1 && m->cpu_known &&
 	    !pipeline_no_idle_cpu(m) && to > in->compute_threads) {
 		p = pipeline_predict_threads(m, to);
-		r = add_rec(a, "intra_op_threads", p ? p->bound : 0);
+		r = rec_add(a, "intra_op_threads", p ? p->bound : 0);
 		link_prediction(r, a, p);
-		say(r, "Try torch.set_num_threads(%d) (or OMP_NUM_THREADS=%d) so tensor ops use the idle "
-		    "CPUs. No predicted speedup: %s.", to, to, p ? p->withheld : "no room for it");
-		because(r, "one thread of the trainer's process computes (on-CPU %.0f%%), no intra-op "
-			"pool thread ran, no GPU library is mapped", f * 100);
+		rec_say(r, "Try torch.set_num_threads(%d) (or OMP_NUM_THREADS=%d) so tensor ops use the idle "
+		        "CPUs. No predicted speedup: %s.", to, to, p ? p->withheld : "no room for it");
+		rec_because(r, "one thread of the trainer's process computes (on-CPU %.0f%%), no intra-op "
+			    "pool thread ran, no GPU library is mapped", f * 100);
 		because_cpus(r, m);
 	} else if (in->compute_threads > 1 && pipeline_no_idle_cpu(m) &&
 		   m->avail_cpus + 0.5 < in->compute_threads) {
 		to = (int)(m->avail_cpus + 0.5);
 		if (to < 1)
 			to = 1;
-		r = add_rec(a, "fewer_compute_threads", 0);
-		say(r, "Try torch.set_num_threads(%d): intra-op threads that wait for a CPU hold the "
-		    "others up at every barrier (OpenMP spins while it waits).", to);
-		because(r, "%d threads of the trainer's process compute on about %.1f CPUs the job can "
-			"have", in->compute_threads, m->avail_cpus);
+		r = rec_add(a, "fewer_compute_threads", 0);
+		rec_say(r, "Try torch.set_num_threads(%d): intra-op threads that wait for a CPU hold the "
+		        "others up at every barrier (OpenMP spins while it waits).", to);
+		rec_because(r, "%d threads of the trainer's process compute on about %.1f CPUs the job can "
+			    "have", in->compute_threads, m->avail_cpus);
 		because_cpus(r, m);
 	}
 	if (!in->workers && m->cpu_known && !pipeline_no_idle_cpu(m)) {
-		r = add_rec(a, "inputs_in_workers", 0);
-		say(r, "If the loop prepares its inputs on this thread (decoding, augmentation), "
-		    "DataLoader workers (num_workers>0) would do it on the idle CPUs.");
-		because(r, "no DataLoader worker process was seen");
+		r = rec_add(a, "inputs_in_workers", 0);
+		rec_say(r, "If the loop prepares its inputs on this thread (decoding, augmentation), "
+		        "DataLoader workers (num_workers>0) would do it on the idle CPUs.");
+		rec_because(r, "no DataLoader worker process was seen");
 		because_cpus(r, m);
 	}
 	/* CUDA graphs only where launches were counted and found to be the cost: the steps'
 	 * launch-bound advice (recommend_gpu_steps()) says so with its figures. */
-	r = add_rec(a, "less_work_per_step", 0);
-	say(r, "Cut the Python and operator overhead of each step with torch.compile.");
-	because(r, "the trainer thread is on-CPU %.0f%% of the window%s", f * 100,
-		in->gpu_mapped ? " and the job maps a GPU library" : "");
+	r = rec_add(a, "less_work_per_step", 0);
+	rec_say(r, "Cut the Python and operator overhead of each step with torch.compile.");
+	rec_because(r, "the trainer thread is on-CPU %.0f%% of the window%s", f * 100,
+		    in->gpu_mapped ? " and the job maps a GPU library" : "");
 }
 
 static void recommend_contention(struct analysis *a, const struct analysis_input *in, double f,
 				 double bound)
 {
 	const struct pipeline_model *m = &a->model;
-	struct recommendation *r = add_rec(a, "fewer_threads", bound);
+	struct recommendation *r = rec_add(a, "fewer_threads", bound);
 
 	/* Fewer of the job's own threads only where it runs several of a kind. */
-	say(r, "Give the trainer a CPU of its own:");
+	rec_say(r, "Give the trainer a CPU of its own:");
 	if (m->in.compute_threads > 1)
-		say(r, " fewer intra-op threads (torch.set_num_threads, OMP_NUM_THREADS),");
+		rec_say(r, " fewer intra-op threads (torch.set_num_threads, OMP_NUM_THREADS),");
 	if (m->in.workers > 1)
-		say(r, " fewer workers,");
+		rec_say(r, " fewer workers,");
 	if (!m->cpu_known || m->other_cpus >= 0.5)
-		say(r, " move competing jobs away,");
-	say(r, " or pin CPUs (taskset, cpusets).");
-	because(r, "the trainer is runnable but waiting for a CPU %.0f%% of the time", f * 100);
+		rec_say(r, " move competing jobs away,");
+	rec_say(r, " or pin CPUs (taskset, cpusets).");
+	rec_because(r, "the trainer is runnable but waiting for a CPU %.0f%% of the time", f * 100);
 	if (in->cpu_busy >= 0 && in->runnable_avg >= 0)
-		because(r, "; CPUs %.0f%% busy, %.1f runnable tasks on %d CPUs on average",
-			in->cpu_busy * 100, in->runnable_avg, in->ncpus);
+		rec_because(r, "; CPUs %.0f%% busy, %.1f runnable tasks on %d CPUs on average",
+			    in->cpu_busy * 100, in->runnable_avg, in->ncpus);
 	if (m->cpu_known)
-		because(r, "; the job uses %.1f CPUs (%d compute thread%s, %d worker%s), other "
-			"processes %.1f", m->job_cpus, m->in.compute_threads,
-			m->in.compute_threads == 1 ? "" : "s", m->in.workers,
-			m->in.workers == 1 ? "" : "s", m->other_cpus);
+		rec_because(r, "; the job uses %.1f CPUs (%d compute thread%s, %d worker%s), other "
+			    "processes %.1f", m->job_cpus, m->in.compute_threads,
+			    m->in.compute_threads == 1 ? "" : "s", m->in.workers,
+			    m->in.workers == 1 ? "" : "s", m->other_cpus);
 }
 
 /*
@@ -483,12 +480,12 @@ static void recommend_outside_waker(struct analysis *a, const struct thread_resu
 	f = (double)w->ns / tr->wall_ns;
 	if (f < 0.2)
 		return;
-	r = add_rec(a, "outside_waker", speedup_bound(f));
-	say(r, "The trainer waits on process %u, outside the traced job: if it feeds the job (a "
-	    "data service, a parameter server), trace it too (pipeprof -p %u) to see why it is "
-	    "slow to answer.", w->tgid, w->tgid);
-	because(r, "its wakeups ended %.0f%% of the trainer's time off-CPU, %.0f%% of the "
-		"trainer's time", 100.0 * w->ns / a->waited_total_ns, f * 100);
+	r = rec_add(a, "outside_waker", speedup_bound(f));
+	rec_say(r, "The trainer waits on process %u, outside the traced job: if it feeds the job (a "
+	        "data service, a parameter server), trace it too (pipeprof -p %u) to see why it is "
+	        "slow to answer.", w->tgid, w->tgid);
+	rec_because(r, "its wakeups ended %.0f%% of the trainer's time off-CPU, %.0f%% of the "
+		    "trainer's time", 100.0 * w->ns / a->waited_total_ns, f * 100);
 }
 
 /*
@@ -503,13 +500,13 @@ static void recommend_children(struct analysis *a, const struct thread_result *t
 
 	if (!a->waited_total_ns || a->children_exit_ns * 2 < a->waited_total_ns || f < 0.2)
 		return;
-	r = add_rec(a, "waits_on_children", speedup_bound(f));
-	say(r, "The trainer waits for child processes it runs to finish (%s%s): start them without "
-	    "waiting (subprocess.Popen, a thread), run them less often, or do their work in the "
-	    "process.", a->children_comm, a->children_exit_procs > 1 ? " and others" : "");
-	because(r, "%d child process%s ended by exiting %.0f%% of the trainer's time off-CPU, %.0f%% "
-		"of its time", a->children_exit_procs, a->children_exit_procs == 1 ? "" : "es",
-		100.0 * a->children_exit_ns / a->waited_total_ns, f * 100);
+	r = rec_add(a, "waits_on_children", speedup_bound(f));
+	rec_say(r, "The trainer waits for child processes it runs to finish (%s%s): start them without "
+	        "waiting (subprocess.Popen, a thread), run them less often, or do their work in the "
+	        "process.", a->children_comm, a->children_exit_procs > 1 ? " and others" : "");
+	rec_because(r, "%d child process%s ended by exiting %.0f%% of the trainer's time off-CPU, %.0f%% "
+		    "of its time", a->children_exit_procs, a->children_exit_procs == 1 ? "" : "es",
+		    100.0 * a->children_exit_ns / a->waited_total_ns, f * 100);
 }
 
 /*
@@ -545,9 +542,9 @@ static void recommend_loop_thread(struct analysis *a, const struct analysis_inpu
 	}
 	if (pick[0] < 0)
 		return;
-	r = add_rec(a, "loop_in_thread", 0);
-	say(r, "If the training loop runs in a thread other than the main one, trace again with "
-	    "--tid naming it: threads of this process at work in the window were");
+	r = rec_add(a, "loop_in_thread", 0);
+	rec_say(r, "If the training loop runs in a thread other than the main one, trace again with "
+	        "--tid naming it: threads of this process at work in the window were");
 	for (int k = 0; k < 3 && pick[k] >= 0; k++) {
 		const struct thread_result *t = &threads[pick[k]];
 		int top = PP_RUNNING;
@@ -555,12 +552,12 @@ static void recommend_loop_thread(struct analysis *a, const struct analysis_inpu
 		for (int s = 0; s < PP_NR_STATES; s++)
 			if (s != PP_OTHER && t->ns[s] > t->ns[top])
 				top = s;
-		say(r, "%s %u (%s %.0f%%)", k ? "," : "", t->tid, state_name(top),
-		    100.0 * t->ns[top] / t->wall_ns);
+		rec_say(r, "%s %u (%s %.0f%%)", k ? "," : "", t->tid, state_name(top),
+		        100.0 * t->ns[top] / t->wall_ns);
 	}
-	say(r, ".");
-	because(r, "the main thread, taken for the trainer, was blocked %.0f%% of the window and "
-		"nothing woke it (a join() or an event loop)", 100.0 * tr->open_wait_ns / tr->wall_ns);
+	rec_say(r, ".");
+	rec_because(r, "the main thread, taken for the trainer, was blocked %.0f%% of the window and "
+		    "nothing woke it (a join() or an event loop)", 100.0 * tr->open_wait_ns / tr->wall_ns);
 }
 
 static void recommend_verdict(struct analysis *a, const struct analysis_input *in,
@@ -576,51 +573,51 @@ static void recommend_verdict(struct analysis *a, const struct analysis_input *i
 		recommend_data(a, in, threads, f);
 		break;
 	case VERDICT_GPU:
-		r = add_rec(a, "gpu_healthy", bound);
-		say(r, "The GPU is the bottleneck, which is what a GPU job should be; to go faster, "
-		    "make the GPU work cheaper: mixed precision where the model still runs in fp32 "
-		    "(torch.autocast, bf16/fp16; pipeprof cannot see kernels' precision), a larger "
-		    "batch if memory allows.");
-		because(r, "the trainer waits for the GPU %.0f%% of its time, %.0f synchronising "
-			"calls, mean %.0f us", f * 100, (double)tr->gpu_calls, in->gpu_sync_mean_us);
+		r = rec_add(a, "gpu_healthy", bound);
+		rec_say(r, "The GPU is the bottleneck, which is what a GPU job should be; to go faster, "
+		        "make the GPU work cheaper: mixed precision where the model still runs in fp32 "
+		        "(torch.autocast, bf16/fp16; pipeprof cannot see kernels' precision), a larger "
+		        "batch if memory allows.");
+		rec_because(r, "the trainer waits for the GPU %.0f%% of its time, %.0f synchronising "
+			    "calls, mean %.0f us", f * 100, (double)tr->gpu_calls, in->gpu_sync_mean_us);
 		/* Many short waits mean the host keeps draining the queue, not a slow GPU. */
 		if (secs > 0 && tr->gpu_calls / secs > MANY_SYNCS_PER_S &&
 		    in->gpu_sync_mean_us < SHORT_SYNC_US) {
-			r = add_rec(a, "fewer_host_syncs", bound);
-			say(r, "Remove host syncs in the loop (.item(), .cpu(), printing tensors, "
-			    "torch.cuda.synchronize()).");
-			because(r, "the trainer synchronises with the GPU %.0f times a second, each "
-				"waiting %.0f us on average", tr->gpu_calls / secs, in->gpu_sync_mean_us);
+			r = rec_add(a, "fewer_host_syncs", bound);
+			rec_say(r, "Remove host syncs in the loop (.item(), .cpu(), printing tensors, "
+			        "torch.cuda.synchronize()).");
+			rec_because(r, "the trainer synchronises with the GPU %.0f times a second, each "
+				    "waiting %.0f us on average", tr->gpu_calls / secs, in->gpu_sync_mean_us);
 		}
 		break;
 	case VERDICT_CPU:
 		recommend_cpu(a, f);
 		break;
 	case VERDICT_IO:
-		r = add_rec(a, "load_in_workers", bound);
+		r = rec_add(a, "load_in_workers", bound);
 		if (a->roles[ROLE_WORKER].processes)
-			say(r, "Move the reads into the Dataset (the DataLoader workers) so they overlap "
-			    "compute; ");
+			rec_say(r, "Move the reads into the Dataset (the DataLoader workers) so they overlap "
+			        "compute; ");
 		else
-			say(r, "Load data in DataLoader workers (num_workers>0) so reads overlap compute; ");
-		say(r, "cache the dataset in RAM or on local NVMe, read larger sequential chunks.");
-		because(r, "the trainer itself blocks on storage %.0f%% of the time", f * 100);
+			rec_say(r, "Load data in DataLoader workers (num_workers>0) so reads overlap compute; ");
+		rec_say(r, "cache the dataset in RAM or on local NVMe, read larger sequential chunks.");
+		rec_because(r, "the trainer itself blocks on storage %.0f%% of the time", f * 100);
 		if (in->io_requests)
-			because(r, "; the job issued %llu block requests (see the device latency "
-				"histogram)", (unsigned long long)in->io_requests);
+			rec_because(r, "; the job issued %llu block requests (see the device latency "
+				    "histogram)", (unsigned long long)in->io_requests);
 		break;
 	case VERDICT_CONTENTION:
 		recommend_contention(a, in, f, bound);
 		break;
 	case VERDICT_COMM:
-		r = add_rec(a, "find_straggler", bound);
-		say(r, "Run pipeprof on the other ranks and fix the straggler's own stall first: in a "
-		    "job whose network is not saturated, collective waits are waits for a slower rank.");
-		because(r, "the trainer waits on collectives %.0f%% of the time", f * 100);
-		r = add_rec(a, "overlap_comm", bound);
-		say(r, "Overlap communication with compute and tune bucket sizes (DDP bucket_cap_mb); "
-		    "check the network.");
-		because(r, "the trainer waits on collectives %.0f%% of the time", f * 100);
+		r = rec_add(a, "find_straggler", bound);
+		rec_say(r, "Run pipeprof on the other ranks and fix the straggler's own stall first: in a "
+		        "job whose network is not saturated, collective waits are waits for a slower rank.");
+		rec_because(r, "the trainer waits on collectives %.0f%% of the time", f * 100);
+		r = rec_add(a, "overlap_comm", bound);
+		rec_say(r, "Overlap communication with compute and tune bucket sizes (DDP bucket_cap_mb); "
+		        "check the network.");
+		rec_because(r, "the trainer waits on collectives %.0f%% of the time", f * 100);
 		break;
 	case VERDICT_DATA_LOADING_THREAD:
 	case VERDICT_WAITING_ON_THREAD:
@@ -628,49 +625,49 @@ static void recommend_verdict(struct analysis *a, const struct analysis_input *i
 		break;
 	case VERDICT_WAIT_NOT_ENDED:
 		recommend_loop_thread(a, in, tr, threads, n);
-		r = add_rec(a, "trace_longer", 0);
-		say(r, "Trace for longer than one step: -d at least twice the time between the "
-		    "trainer's wakeups.");
-		because(r, "the trainer's last wait (%.1f s) outlasted the window and the grace after "
-			"it, and a wait's cause is known only when it ends", tr->open_wait_ns / 1e9);
-		r = add_rec(a, "check_hang", 0);
-		say(r, "If the trainer never wakes, the job may be hung or starved: see where it "
-		    "blocks (/proc/%u/task/%u/wchan, py-spy dump --pid %u) and whether the threads "
-		    "that should wake it are running (the per-role breakdown).", tr->tgid, tr->tid,
-		    tr->tgid);
-		because(r, "nothing woke the trainer for the last %.0f%% of the window", f * 100);
+		r = rec_add(a, "trace_longer", 0);
+		rec_say(r, "Trace for longer than one step: -d at least twice the time between the "
+		        "trainer's wakeups.");
+		rec_because(r, "the trainer's last wait (%.1f s) outlasted the window and the grace after "
+			    "it, and a wait's cause is known only when it ends", tr->open_wait_ns / 1e9);
+		r = rec_add(a, "check_hang", 0);
+		rec_say(r, "If the trainer never wakes, the job may be hung or starved: see where it "
+		        "blocks (/proc/%u/task/%u/wchan, py-spy dump --pid %u) and whether the threads "
+		        "that should wake it are running (the per-role breakdown).", tr->tgid, tr->tid,
+		        tr->tgid);
+		rec_because(r, "nothing woke the trainer for the last %.0f%% of the window", f * 100);
 		break;
 	case VERDICT_GPU_BACKLOG:
-		r = add_rec(a, "sync_to_measure", 0);
-		say(r, "To see how much of the loop waits for the GPU, trace a window in which it "
-		    "synchronises every step (a loss.item() or torch.cuda.synchronize() per step): "
-		    "then that wait is timed as GPU_WAIT instead of hiding in blocked launches.");
-		because(r, "the trainer's %.0f GPU sync%s waited %.0f ms on average: the GPU had that "
-			"much work queued, so it runs behind the CPU", (double)tr->gpu_calls,
-			tr->gpu_calls == 1 ? "" : "s", in->gpu_sync_mean_us / 1e3);
-		r = add_rec(a, "gpu_healthy", 0);
-		say(r, "If the GPU is the bottleneck, which is what a GPU job should be, make its work "
-		    "cheaper: mixed precision where the model still runs in fp32 (torch.autocast, "
-		    "bf16/fp16), a larger batch if memory "
-		    "allows.");
-		because(r, "a GPU that runs %.0f ms behind the CPU is busy all that time",
-			in->gpu_sync_mean_us / 1e3);
+		r = rec_add(a, "sync_to_measure", 0);
+		rec_say(r, "To see how much of the loop waits for the GPU, trace a window in which it "
+		        "synchronises every step (a loss.item() or torch.cuda.synchronize() per step): "
+		        "then that wait is timed as GPU_WAIT instead of hiding in blocked launches.");
+		rec_because(r, "the trainer's %.0f GPU sync%s waited %.0f ms on average: the GPU had that "
+			    "much work queued, so it runs behind the CPU", (double)tr->gpu_calls,
+			    tr->gpu_calls == 1 ? "" : "s", in->gpu_sync_mean_us / 1e3);
+		r = rec_add(a, "gpu_healthy", 0);
+		rec_say(r, "If the GPU is the bottleneck, which is what a GPU job should be, make its work "
+		        "cheaper: mixed precision where the model still runs in fp32 (torch.autocast, "
+		        "bf16/fp16), a larger batch if memory "
+		        "allows.");
+		rec_because(r, "a GPU that runs %.0f ms behind the CPU is busy all that time",
+			    in->gpu_sync_mean_us / 1e3);
 		break;
 	case VERDICT_GPU_UNOBSERVED:
-		r = add_rec(a, "probe_gpu", 0);
-		say(r, "Make the GPU library readable to pipeprof and trace again: until its "
-		    "synchronising calls are timed, GPU wait cannot be told from compute.");
-		because(r, "a GPU library is mapped but not probed (\"Not traced\" says why); the "
-			"trainer's %s is %.0f%%", state_name(a->verdict_state), f * 100);
+		r = rec_add(a, "probe_gpu", 0);
+		rec_say(r, "Make the GPU library readable to pipeprof and trace again: until its "
+		        "synchronising calls are timed, GPU wait cannot be told from compute.");
+		rec_because(r, "a GPU library is mapped but not probed (\"Not traced\" says why); the "
+			    "trainer's %s is %.0f%%", state_name(a->verdict_state), f * 100);
 		break;
 	default:
 		recommend_outside_waker(a, tr, threads, n);
 		recommend_children(a, tr);
-		r = add_rec(a, "undetermined", 0);
-		say(r, "Check --tid names the training thread; the waits' causes are under \"Waited on\".");
-		because(r, "no stall reaches the threshold and the trainer is on-CPU only %.0f%%, "
-			"off-CPU for reasons the model does not attribute (timers, locks, unrelated "
-			"wakers)", 100 * share(tr->ns, tr->wall_ns, PP_RUNNING));
+		r = rec_add(a, "undetermined", 0);
+		rec_say(r, "Check --tid names the training thread; the waits' causes are under \"Waited on\".");
+		rec_because(r, "no stall reaches the threshold and the trainer is on-CPU only %.0f%%, "
+			    "off-CPU for reasons the model does not attribute (timers, locks, unrelated "
+			    "wakers)", 100 * share(tr->ns, tr->wall_ns, PP_RUNNING));
 		break;
 	}
 }
@@ -684,9 +681,9 @@ void recommend(struct analysis *a, const struct analysis_input *in, const struct
 	pipeline_inputs_of(a, threads, n, in, tr, &pin);
 	pipeline_model_build(&a->model, &pin);
 	if (!tr) {
-		r = add_rec(a, "no_trainer", 0);
-		say(r, "Check the PID, or name the training thread with --tid.");
-		because(r, "the trainer thread was not seen running in the window");
+		r = rec_add(a, "no_trainer", 0);
+		rec_say(r, "Check the PID, or name the training thread with --tid.");
+		rec_because(r, "the trainer thread was not seen running in the window");
 		return;
 	}
 	recommend_verdict(a, in, tr, threads, n);
@@ -698,12 +695,12 @@ void recommend(struct analysis *a, const struct analysis_input *in, const struct
 		for (int i = 0; i < a->nr_recs; i++)
 			given |= !strcmp(a->recs[i].id, "pin_memory");
 		if (!given) {
-			r = add_rec(a, "pin_memory", 0);
-			say(r, "Copy to the GPU from pinned memory: pin_memory=True in the DataLoader, "
-			    "or tensor.pin_memory() on buffers copied every step. The driver stages a "
-			    "pageable copy through a pinned buffer of its own, and it cannot overlap "
-			    "compute.");
-			because(r, "the job maps a GPU library");
+			r = rec_add(a, "pin_memory", 0);
+			rec_say(r, "Copy to the GPU from pinned memory: pin_memory=True in the DataLoader, "
+			        "or tensor.pin_memory() on buffers copied every step. The driver stages a "
+			        "pageable copy through a pinned buffer of its own, and it cannot overlap "
+			        "compute.");
+			rec_because(r, "the job maps a GPU library");
 			because_h2d(r, in);
 		}
 	}
@@ -717,92 +714,16 @@ void recommend(struct analysis *a, const struct analysis_input *in, const struct
 		if (v == NR_VERDICTS || (enum pp_state)s == a->verdict_state || f < in->threshold ||
 		    a->verdict == VERDICT_GPU_BACKLOG)
 			continue;
-		r = add_rec(a, "secondary_stall", speedup_bound(f));
-		say(r, "Then %s: it would follow once the first is fixed.", verdict_name(v));
-		because(r, "%s also takes %.0f%% of the trainer's time", state_name(s), f * 100);
+		r = rec_add(a, "secondary_stall", speedup_bound(f));
+		rec_say(r, "Then %s: it would follow once the first is fixed.", verdict_name(v));
+		rec_because(r, "%s also takes %.0f%% of the trainer's time", state_name(s), f * 100);
 	}
 	/* Behind a GPU backlog, RUNNING holds launches blocked on the queue: no compute to bound. */
 	if (a->verdict != VERDICT_CPU && a->verdict != VERDICT_GPU_BACKLOG &&
 	    share(tr->ns, tr->wall_ns, PP_RUNNING) >= in->threshold) {
-		r = add_rec(a, "compute_share", 0);
-		say(r, "After the stall is removed, the trainer's compute bounds the step time.");
-		because(r, "the trainer computes on the CPU %.0f%% of the time",
-			share(tr->ns, tr->wall_ns, PP_RUNNING) * 100);
+		r = rec_add(a, "compute_share", 0);
+		rec_say(r, "After the stall is removed, the trainer's compute bounds the step time.");
+		rec_because(r, "the trainer computes on the CPU %.0f%% of the time",
+			    share(tr->ns, tr->wall_ns, PP_RUNNING) * 100);
 	}
-}
-
-/* Memory that grew steadily all window (memory.c): a probable leak, per group, with what
- * usually causes it there. step_s: seconds per step, 0 where no step was found. */
-void recommend_memory(struct analysis *a, const struct mem_summary *m, double step_s)
-{
-	for (int g = 0; g < NR_MEM_GROUPS; g++) {
-		const struct mem_group_summary *s = &m->group[g];
-		double hour_gb = s->growth_bytes_per_s * 3600 / 1e9;
-		struct recommendation *r;
-
-		if (!s->leak)
-			continue;
-		r = add_rec(a, g == MEM_WORKERS ? "worker_memory_leak" : "trainer_memory_leak", 0);
-		if (g == MEM_WORKERS)
-			say(r, "The DataLoader workers' memory grows %.1f MB a %s, %.1f GB an hour: look "
-			    "for a Dataset that keeps what it loads (a cache without a bound, a list "
-			    "appended to per item). Python lists and dicts of objects that workers read "
-			    "are copied page by page as reference counts touch them: hold such data in "
-			    "numpy arrays or tensors.", s->growth_bytes_per_s * (step_s ? step_s : 1) / 1e6,
-			    step_s ? "step" : "second", hour_gb);
-		else
-			say(r, "The training process's memory grows %.1f MB a %s, %.1f GB an hour: look "
-			    "for objects kept across steps (losses or outputs appended to a list without "
-			    ".item() or .detach(), which keeps their graphs), or a cache without a bound.",
-			    s->growth_bytes_per_s * (step_s ? step_s : 1) / 1e6, step_s ? "step" : "second",
-			    hour_gb);
-		because(r, "%s resident memory rose steadily through the %.1f s window in %d of %d "
-			"process%s (%.1f MB/s; a straight line fits each, R^2 >= %.1f)",
-			g == MEM_WORKERS ? "the workers'" : "the training process's", m->span_s,
-			s->growing, s->processes, s->processes == 1 ? "" : "es",
-			s->growth_bytes_per_s / 1e6, MEM_LEAK_MIN_R2);
-	}
-}
-
-/* A step spent issuing kernel launches (steps.c, steps_launch_bound()). */
-static void recommend_launch_bound(struct analysis *a, const struct step_summary *s)
-{
-	struct recommendation *r = add_rec(a, "launch_bound", 0);
-
-	say(r, "Launch-bound (CPU-side): the trainer spends its step issuing kernel launches, so "
-	    "the GPU waits for work the host has not launched yet. Launch fewer, larger kernels: "
-	    "capture the step in CUDA graphs (torch.cuda.CUDAGraph, or torch.compile(mode="
-	    "\"reduce-overhead\")), let torch.compile fuse small ops, or batch more work per op "
-	    "(a larger batch, fused optimizers such as foreach=True/fused=True).");
-	because(r, "%.0f launches a step, one every %.1f us, %.0f%% of the steps' time between "
-		"launches; the trainer is on-CPU %.0f%% of its steps",
-		steps_launches_per_step(s), steps_launch_gap_s(s) * 1e6,
-		100 * steps_launch_share(s), 100 * s->all.share[PP_RUNNING]);
-}
-
-/* Outstanding device memory that grew step after step and did not level off. */
-static void recommend_device_leak(struct analysis *a, const struct step_summary *s)
-{
-	const struct gpumem_fit *f = &s->gpu.dev_growth;
-	struct recommendation *r = add_rec(a, "device_memory_leak", 0);
-
-	say(r, "Device memory grows %.2f MB a step (%.1f GB an hour at %.1f steps/s): a probable "
-	    "leak. Look for GPU tensors kept across steps: losses or outputs appended to a list "
-	    "without .item() or .detach() (which keeps their graphs too), a cache of tensors "
-	    "without a bound. PyTorch's caching allocator keeps freed blocks for reuse, so its "
-	    "cudaMalloc total levels off once warm; growth that never levels off is memory still "
-	    "referenced (torch.cuda.memory_snapshot() names what holds it).",
-	    f->bytes_per_step / 1e6, f->bytes_per_step * s->per_second * 3600 / 1e9, s->per_second);
-	because(r, "the trainer's process's outstanding device memory (cudaMalloc*/cuMemAlloc* "
-		"less frees, since the attach) rose %.1f MB over %d steps, along a straight line "
-		"(R^2 %.2f), the later half at %.2f MB a step",
-		f->growth_bytes / 1e6, f->points - 1, f->r2, f->late_bytes_per_step / 1e6);
-}
-
-void recommend_gpu_steps(struct analysis *a, const struct step_summary *s, bool launch_bound)
-{
-	if (launch_bound)
-		recommend_launch_bound(a, s);
-	if (s->count && s->gpu.dev_growth.leak)
-		recommend_device_leak(a, s);
 }

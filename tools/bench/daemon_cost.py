@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""What `pipeprof daemon` costs with 0, 1 and 4 traced jobs: its own CPU (user + system, from
-/proc/PID/stat), its RSS at the start and end of the measured span, and its BPF programs' run
-time (pipeprof_bpf_run_seconds_total, which the daemon reads from the kernel's BPF statistics).
-A benchmark, not a test: it prints figures and asserts nothing.
+"""What `pipeprof daemon` costs with 0, 1 and 4 traced jobs (or --jobs 1,8,32): its own CPU
+(user + system, from /proc/PID/stat), its RSS at the start and end of the measured span, and
+its BPF programs' run time (pipeprof_bpf_run_seconds_total, which the daemon reads from the
+kernel's BPF statistics). Per context switch of the host (/proc/stat's ctxt): the scheduler
+programs' runs and run time, summed over every loaded copy of `on_sched_switch` (bpftool's
+statistics), which is what one BPF object per job makes grow with the jobs. A benchmark, not
+a test: it prints figures and asserts nothing.
 
 Each job is tools/workloads/demo_train.py (a real DataLoader training loop) run by
 /usr/bin/python3 through a symlink with its own command name, so `--match` picks the jobs and
@@ -13,6 +16,7 @@ attached and has had one window.
     sudo tools/bench/daemon_cost.py [--jobs 0,1,4] [--measure 60] [--window 10]
 """
 import argparse
+import json
 import os
 import re
 import select
@@ -40,6 +44,25 @@ def cpu_s(pid):
 def rss_kb(pid):
     with open("/proc/%d/status" % pid) as f:
         return int(re.search(r"^VmRSS:\s+(\d+)", f.read(), re.M).group(1))
+
+
+def context_switches():
+    with open("/proc/stat") as f:
+        return int(re.search(r"^ctxt (\d+)$", f.read(), re.M).group(1))
+
+
+def sched_switch_stats():
+    """(runs, run ns) summed over every loaded program named on_sched_switch; None without
+    bpftool. The kernel's statistics are on while the daemon runs (it turns them on)."""
+    try:
+        out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
+                             timeout=60).stdout
+        progs = json.loads(out or "[]")
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    mine = [x for x in progs if x.get("name") == "on_sched_switch"]
+    return (sum(x.get("run_cnt", 0) for x in mine), sum(x.get("run_time_ns", 0) for x in mine),
+            len(mine))
 
 
 def metric(port, name):
@@ -86,9 +109,11 @@ def measure(n_jobs, span, window, python):
             attached += 1
         time.sleep(window + 2)     # every job through its first window
         run0 = metric(port, "pipeprof_bpf_run_seconds_total") or 0.0
+        sw0, ctxt0 = sched_switch_stats(), context_switches()
         cpu0, rss0, t0 = cpu_s(d.pid), rss_kb(d.pid), time.monotonic()
         time.sleep(span)
         cpu1, rss1, t1 = cpu_s(d.pid), rss_kb(d.pid), time.monotonic()
+        sw1, ctxt1 = sched_switch_stats(), context_switches()
         run1 = metric(port, "pipeprof_bpf_run_seconds_total") or 0.0
         lost = metric(port, "pipeprof_events_lost_total")
         wall = t1 - t0
@@ -97,6 +122,14 @@ def measure(n_jobs, span, window, python):
               % (n_jobs, cpu1 - cpu0, wall, 100 * (cpu1 - cpu0) / wall, rss0, rss1,
                  run1 - run0, 100 * (run1 - run0) / wall,
                  "%d" % lost if lost is not None else "?"), flush=True)
+        switches = ctxt1 - ctxt0
+        if sw0 and sw1 and switches > 0:
+            print("    %d context switches (%.0f/s); %d on_sched_switch program(s) loaded, "
+                  "%.2f runs and %.0f ns of them per context switch; all BPF programs %.0f ns "
+                  "per context switch" % (switches, switches / wall, sw1[2],
+                                          (sw1[0] - sw0[0]) / switches,
+                                          (sw1[1] - sw0[1]) / switches,
+                                          (run1 - run0) * 1e9 / switches), flush=True)
     finally:
         for j in jobs:
             j.send_signal(signal.SIGINT)
