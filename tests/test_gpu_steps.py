@@ -23,6 +23,10 @@ counts (FAKECUDA_STATS) over the run.
   a loop that frees what it allocates, nor on the loops above.
 - Launch-bound: 300 tiny launches a step on a CPU-BOUND trainer is named and advised CUDA
   graphs; the GPU-bound loop is not.
+- Launches in bursts: where the launch probes are hit over 1000 times a second, launches are
+  counted in the steps a burst spans whole, each exactly (the figures above are over those
+  steps); with --all-launches in every step; a loop just over the budget gets several bursts
+  a window, every re-attach working.
 """
 import json
 import os
@@ -322,4 +326,35 @@ def test_launch_bound(procs, tmp_path, fakecuda, loop):
                 i, got, (sampled, sampled, not sampled, want, want)))
     save_result("gpu_steps_launch_" + loop, {"lines": lines, "problems": problems})
     print("\n" + loop + ":\n  " + "\n  ".join(lines))
+    assert not problems, "\n".join(problems + lines)
+
+
+def test_launch_bursts_come_back(procs, tmp_path, fakecuda):
+    """6 launches a step at ~1.7k launches/s: the launch probes (runtime and driver twin, ~3.4k
+    hits/s) are over the 1000 hits/s budget by little, so their pauses are short and each
+    window holds several bursts. Every burst's whole steps count exactly 6; steps that straddle
+    a pause are left out, not counted short; every re-attach works."""
+    runs, truth, stats = run(procs, tmp_path, ["--launches", "6"])
+    assert stats["cudaLaunchKernel"]["calls"] == 6 * truth["extra"]["launches"] + 3, stats
+    problems, lines = [], []
+    for i, rep in reported(runs, problems):
+        st, c = rep["steps"], rep["counters"]
+        g = st["gpu"] or {}
+        lines.append("attach %d: %d steps, launches %s in %s steps (%s..%s a step), %d pauses, "
+                     "%.2f s off, %d re-attach failures" % (
+                         i, st["count"], g.get("launches"), g.get("launch_steps"),
+                         g.get("launches_min"), g.get("launches_max"),
+                         c["launch_probe_pauses"], c["launch_probes_off_s"],
+                         c["launch_probe_reattach_failures"]))
+        if c["launch_probe_pauses"] < 2 or c["launch_probe_reattach_failures"] or \
+                not c["launch_probes_in_bursts"] or not 0 < c["launch_probes_off_s"] < WINDOW_S:
+            problems.append("attach %d: not several bursts" % i)
+        if not (g.get("launches_sampled") and 10 <= g["launch_steps"] < st["count"] and
+                g["launches_min"] == g["launches_max"] == 6 and
+                g["launches"] == 6 * g["launch_steps"]):
+            problems.append("attach %d: launches not exact over the bursts' steps" % i)
+        if not g.get("syncs_min") == g.get("syncs_max") == 1 or g["syncs"] != st["count"]:
+            problems.append("attach %d: syncs %r over %d steps" % (i, g.get("syncs"), st["count"]))
+    save_result("gpu_steps_launch_bursts", {"lines": lines, "problems": problems})
+    print("\nlaunch bursts:\n  " + "\n  ".join(lines))
     assert not problems, "\n".join(problems + lines)

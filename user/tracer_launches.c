@@ -70,6 +70,15 @@ static void *close_batch(void *arg)
 	return NULL;
 }
 
+static void detach_set_now(struct launch_probes *lp)
+{
+	for (int i = 0; i < lp->nr_links; i++)
+		bpf_link__destroy(lp->links[i]);
+	for (int i = 0; i < lp->nr_fds; i++)
+		close(lp->fds[i]);
+	lp->nr_links = lp->nr_fds = 0;
+}
+
 /* Waits for the links of the last pause to be gone: none may still fire beside new ones. */
 static void join_detacher(struct tracer *t)
 {
@@ -196,9 +205,16 @@ void tracer_launches_tick(struct tracer *t)
 		for (int i = 0; i < t->nr_attached; i++) {
 			struct launch_probes *lp = t->attached[i].launch;
 
-			/* A process gone, or a library unmapped: nothing to count there. */
-			if (lp && attach_set(t, lp) < lp->nr && !kill(lp->pid, 0))
-				t->launch_attach_failures++;
+			if (!lp || attach_set(t, lp) == lp->nr)
+				continue;
+			/* A process gone: nothing to count there, ever again. */
+			if (kill(lp->pid, 0) && errno == ESRCH) {
+				detach_set_now(lp);
+				free(lp);
+				t->attached[i].launch = NULL;
+				continue;
+			}
+			t->launch_attach_failures++;
 		}
 		t->launches_on = true;
 		set_epoch(t, (epoch + 1) | 1);
