@@ -57,6 +57,8 @@ static int on_step_record(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(struct pp_step_record))
 		return 0;
+	/* The launch bursts' clock (tracer_launches.c) goes on past the cap. */
+	t->probe_steps_seen += ((const struct pp_step_record *)data)->source == PP_STEP_FROM_PROBE;
 	if (t->nr_step_recs >= MAX_STEP_RECORDS) {
 		t->step_recs_over_cap++;
 		return 0;
@@ -73,7 +75,6 @@ static int on_step_record(void *ctx, void *data, size_t size)
 		t->cap_step_recs = cap;
 	}
 	memcpy(&t->step_recs[t->nr_step_recs++], data, sizeof(struct pp_step_record));
-	t->probe_steps_seen += ((const struct pp_step_record *)data)->source == PP_STEP_FROM_PROBE;
 	return 0;
 }
 
