@@ -26,7 +26,8 @@ counts (FAKECUDA_STATS) over the run.
 - Launches in bursts: where the launch probes are hit over 1000 times a second, launches are
   counted in the steps a burst spans whole, each exactly (the figures above are over those
   steps); with --all-launches in every step; a loop just over the budget gets several bursts
-  a window, every re-attach working.
+  a window, every re-attach working; an inference loop whose steps are known only from its
+  waits for batches gets bursts of 2 s, long enough to span several of its 162 ms steps.
 """
 import json
 import os
@@ -357,4 +358,35 @@ def test_launch_bursts_come_back(procs, tmp_path, fakecuda):
             problems.append("attach %d: syncs %r over %d steps" % (i, g.get("syncs"), st["count"]))
     save_result("gpu_steps_launch_bursts", {"lines": lines, "problems": problems})
     print("\nlaunch bursts:\n  " + "\n  ".join(lines))
+    assert not problems, "\n".join(problems + lines)
+
+
+def test_launch_bursts_on_data_wait_steps(procs, tmp_path, fakecuda):
+    """An inference loop fed by a DataLoader (data_bound.py --eval --launches 300): no backward
+    pass, so its steps are its batches, known from its waits for them, 162 ms each. Those
+    boundaries come several to a batch and cannot time a burst, so a burst runs its longest
+    (2 s) and spans several whole steps, each counted exactly; the verdict stays the loop's."""
+    truth_path = str(tmp_path / "truth.json")
+    w, pid, _ = start_workload(procs, "data_bound.py", ["--eval", "--launches", "300",
+                                                       "--item-ms", "20"], truth_path,
+                               duration=120)
+    runs = attach_repeatedly(w, pid, ATTACHES, 4)
+    finish_workload(w, truth_path)
+    problems, lines = [], []
+    for i, rep in reported(runs, problems):
+        st = rep["steps"]
+        g = st["gpu"] or {}
+        lines.append("attach %d: %s, %d steps from %s, launches %s in %s steps (%s..%s a step), "
+                     "%d pauses" % (i, rep["verdict"]["name"], st["count"], st.get("source"),
+                                    g.get("launches"), g.get("launch_steps"),
+                                    g.get("launches_min"), g.get("launches_max"),
+                                    rep["counters"]["launch_probe_pauses"]))
+        if rep["verdict"]["name"] != "DATA-LOADING BOUND" or st.get("source") != "data_waits":
+            problems.append("attach %d: verdict or step source" % i)
+        if not (g.get("launches_sampled") and g.get("launch_steps", 0) >= 5 and
+                g["launches_min"] == g["launches_max"] == 300 and
+                g["launches"] == 300 * g["launch_steps"]):
+            problems.append("attach %d: launches not exact over 5 or more steps" % i)
+    save_result("gpu_steps_launch_bursts_data_waits", {"lines": lines, "problems": problems})
+    print("\nlaunch bursts on data-wait steps:\n  " + "\n  ".join(lines))
     assert not problems, "\n".join(problems + lines)

@@ -36,7 +36,8 @@ enum launch_action launch_sampler_tick(struct launch_sampler *s, uint64_t now, u
 	}
 	/* Over the budget: the burst is long enough once it holds whole steps to count, or
 	 * when the job shows no steps at all. */
-	if (steps && steps - s->steps_at < LAUNCH_BURST_STEPS && elapsed < LAUNCH_BURST_MAX_NS)
+	if ((steps || s->long_bursts) && steps - s->steps_at < LAUNCH_BURST_STEPS &&
+	    elapsed < LAUNCH_BURST_MAX_NS)
 		return LAUNCH_KEEP;
 	pause = elapsed * (rate / LAUNCH_HIT_BUDGET - 1);
 	s->on = false;

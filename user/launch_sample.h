@@ -6,7 +6,9 @@
  * every launch probed. So by default launches are probed all along while the probes are hit
  * at most LAUNCH_HIT_BUDGET times a second, and in bursts above that: a burst lasts until it
  * holds LAUNCH_BURST_STEPS step boundaries (at least LAUNCH_BURST_MIN_NS, at most
- * LAUNCH_BURST_MAX_NS; LAUNCH_BURST_MIN_NS where no step was ever seen), then the probes come
+ * LAUNCH_BURST_MAX_NS; LAUNCH_BURST_MIN_NS where no step was ever seen, LAUNCH_BURST_MAX_NS
+ * where the steps are only known from the trainer's waits for batches, which come several to a
+ * batch and so cannot be counted as they arrive), then the probes come
  * off for as long as keeps the average under the budget. Pure logic: tracer_launches.c does
  * the attaching.
  */
@@ -34,6 +36,7 @@ struct launch_sampler {
 	uint64_t resume_ns;	/* off: attach again then */
 	unsigned int pauses;	/* detaches so far */
 	uint64_t off_ns;	/* time paused, closed pauses */
+	bool long_bursts;	/* set by the caller: steps only from data waits */
 };
 
 /* The probes were just attached, at now, with hits and steps the counts so far. */

@@ -165,6 +165,7 @@ struct tracer {
 	int nr_step_recs, cap_step_recs;
 	__u64 step_recs_over_cap;
 	__u64 probe_steps_seen;		/* step records from the step probe: the bursts' clock */
+	__u64 data_steps_seen;		/* ... from the trainer's data waits */
 	/* Kernel launches probed all along, or in bursts (tracer_launches.c). */
 	bool launches_sampled;		/* bursts allowed: the report's steps, no --all-launches */
 	bool launches_on;		/* the launch probes are attached */

@@ -187,6 +187,7 @@ void tracer_launches_tick(struct tracer *t)
 	/* Epoch 0: not started yet. */
 	if (!t->launches_sampled || !epoch)
 		return;
+	t->launch_sampler.long_bursts = !t->probe_steps_seen && t->data_steps_seen;
 	switch (launch_sampler_tick(&t->launch_sampler, now_ns(),
 				    tracer_counter(t, PP_CNT_LAUNCH_HITS), t->probe_steps_seen)) {
 	case LAUNCH_KEEP:

@@ -59,6 +59,7 @@ static int on_step_record(void *ctx, void *data, size_t size)
 		return 0;
 	/* The launch bursts' clock (tracer_launches.c) goes on past the cap. */
 	t->probe_steps_seen += ((const struct pp_step_record *)data)->source == PP_STEP_FROM_PROBE;
+	t->data_steps_seen += ((const struct pp_step_record *)data)->source == PP_STEP_FROM_DATA_WAIT;
 	if (t->nr_step_recs >= MAX_STEP_RECORDS) {
 		t->step_recs_over_cap++;
 		return 0;

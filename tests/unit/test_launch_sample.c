@@ -75,10 +75,30 @@ TEST(test_burst_holds_steps)
 	CHECK_EQ_U64(t, LAUNCH_BURST_MAX_NS);
 }
 
+/* Steps known only from data waits: a burst runs its longest, as their count cannot tell a
+ * step from a batch's several wakeups. */
+TEST(test_data_wait_steps_burst_long)
+{
+	struct launch_sampler s;
+	uint64_t t = 0, hits = 0;
+	enum launch_action a = LAUNCH_KEEP;
+
+	launch_sampler_init(&s, 0, 0, 0);
+	s.long_bursts = true;
+	while (a == LAUNCH_KEEP) {
+		t += 100 * MS;
+		hits += 10000;
+		a = launch_sampler_tick(&s, t, hits, 0);
+	}
+	CHECK_EQ_INT(a, LAUNCH_DETACH);
+	CHECK_EQ_U64(t, LAUNCH_BURST_MAX_NS);
+}
+
 int main(void)
 {
 	RUN_TEST(test_under_budget_stays_on);
 	RUN_TEST(test_over_budget_without_steps);
 	RUN_TEST(test_burst_holds_steps);
+	RUN_TEST(test_data_wait_steps_burst_long);
 	return unit_summary();
 }

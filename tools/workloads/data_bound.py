@@ -10,6 +10,10 @@ each other down. With 2+ CPUs the trainer is pinned to CPU 0 and the workers to 
 (--no-pin to let them float), so a woken trainer never queues behind a busy worker.
 
 --eval runs the model forward only (an evaluation loop): no backward pass marks its steps.
+--launches N adds N kernel launches through the fake CUDA runtime (tools/fakecuda, `make
+fixtures`) to each step, after the model's pass, and one cudaStreamSynchronize (a 'gpu'
+segment): an inference loop fed by a DataLoader. Only the trainer loads the runtime, after its
+workers started.
 --leak-kb K makes every __getitem__ keep K KiB more for good (a list that only grows, filled so
 its pages are resident), as a Dataset that caches what it loads: the workers' resident memory
 grows batch x K KiB per step, a leak of known rate (extra info: leak_bytes_per_step).
@@ -107,6 +111,8 @@ def loader_main(name, argv, doc, item_ms, step_ms, workers=1, batch=8, width=256
     p.add_argument("--eval", action="store_true",
                    help="forward passes only, under torch.no_grad(): no backward pass to mark "
                    "the steps")
+    p.add_argument("--launches", type=int, default=0,
+                   help="fake CUDA kernel launches a step, and a sync (default: none)")
     p.add_argument("--leak-kb", type=int, default=0,
                    help="KiB each sample keeps for good in the worker (default: none)")
     p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=os.cpu_count() >= 2,
@@ -128,6 +134,17 @@ def loader_main(name, argv, doc, item_ms, step_ms, workers=1, batch=8, width=256
                                              shuffle=False,
                                              worker_init_fn=_pin_worker if args.pin else None)
         it = iter(loader)
+        if args.launches:
+            from gpu import DEFAULT_LIB, FakeCuda, dim3
+            cuda = FakeCuda(DEFAULT_LIB, "spin")
+            launch, sync = cuda.rt.cudaLaunchKernel, cuda.rt.cudaStreamSynchronize
+            func, grid, block = cuda._func, dim3(1, 1, 1), dim3(1000, 1, 1)
+
+            def kernels():
+                for _ in range(args.launches):
+                    if launch(func, grid, block, None, 0, None):
+                        raise RuntimeError("cudaLaunchKernel failed")
+            st.update(kernels=kernels, sync=sync)
         for _ in range(3):
             x, y = next(it)
             train(x, y, args.step_ms)
@@ -135,7 +152,7 @@ def loader_main(name, argv, doc, item_ms, step_ms, workers=1, batch=8, width=256
         return {"workers": args.workers, "batch": args.batch, "item_ms": args.item_ms,
                 "worker_cpu_ms_per_batch": args.item_ms * args.batch,
                 "trainer_cpu_ms_per_step": args.step_ms, "pinned": args.pin,
-                "worker_pids": [w.pid for w in it._workers],
+                "worker_pids": [w.pid for w in it._workers], "launches_per_step": args.launches,
                 "leak_bytes_per_step": args.leak_kb * 1024 * args.batch}
 
     def step():
@@ -143,6 +160,12 @@ def loader_main(name, argv, doc, item_ms, step_ms, workers=1, batch=8, width=256
             x, y = next(st["it"])
         with rec.seg("compute"):
             st["train"](x, y, args.step_ms)
+            if "kernels" in st:
+                st["kernels"]()
+        if "sync" in st:
+            with rec.seg("gpu"):
+                if st["sync"](None):
+                    raise RuntimeError("cudaStreamSynchronize failed")
 
     def cleanup():
         it = st.pop("it", None)
