@@ -96,16 +96,23 @@ void html_put_waited_on(FILE *out, const struct report *r)
 }
 
 /* A row of per-step figures: what, per step, the range over the steps where known, total. */
-static void gpu_row(FILE *out, const char *what, const struct step_summary *s, uint64_t total,
-		    uint64_t lo, uint64_t hi, bool range)
+/* A row of calls: per_step a step, lo to hi in one (when range), total in all. */
+static void gpu_row_of(FILE *out, const char *what, double per_step, uint64_t total, uint64_t lo,
+		       uint64_t hi, bool range)
 {
 	char buf[32];
 
 	fprintf(out, "<tr><td>%s</td><td>%s</td><td>", what,
-		report_fmt_count(buf, sizeof(buf), steps_per_step(s, total)));
+		report_fmt_count(buf, sizeof(buf), per_step));
 	if (range)
 		fprintf(out, "%llu to %llu", (unsigned long long)lo, (unsigned long long)hi);
 	fprintf(out, "</td><td>%llu</td></tr>\n", (unsigned long long)total);
+}
+
+static void gpu_row(FILE *out, const char *what, const struct step_summary *s, uint64_t total,
+		    uint64_t lo, uint64_t hi, bool range)
+{
+	gpu_row_of(out, what, steps_per_step(s, total), total, lo, hi, range);
 }
 
 static void put_copies(FILE *out, const struct report *r)
@@ -171,12 +178,10 @@ void html_put_gpu_steps(FILE *out, const struct report *r)
 			g->launch_steps);
 	fputs(".</p>\n<div class=\"tw\"><table>\n<thead><tr><th>calls</th><th>a step</th>"
 	      "<th>fewest to most in a step</th><th>in all</th></tr></thead>\n<tbody>\n", out);
+	/* Over the steps whose launches were all counted, which bursts may make fewer. */
 	if (g->launch_steps)
-		fprintf(out, "<tr><td>kernel launches</td><td>%s</td><td>%llu to %llu</td>"
-			"<td>%llu</td></tr>\n",
-			report_fmt_count(b, sizeof(b), steps_launches_per_step(s)),
-			(unsigned long long)g->launches_min, (unsigned long long)g->launches_max,
-			(unsigned long long)g->launches);
+		gpu_row_of(out, "kernel launches", steps_launches_per_step(s), g->launches,
+			   g->launches_min, g->launches_max, true);
 	gpu_row(out, "synchronising calls", s, g->syncs, g->syncs_min, g->syncs_max, true);
 	for (int api = 0; api < PP_MAX_SYNC_APIS && api < gpu_sync_api_count; api++) {
 		char what[96];

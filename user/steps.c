@@ -32,7 +32,6 @@ static uint64_t diff(uint64_t after, uint64_t before)
 	return after > before ? after - before : 0;
 }
 
-/* Adds the GPU API calls between records a and b (a step) to g. */
 /* Whether every launch between a and b was probed: one burst of the launch probes spans
  * them (tracer_launches.c), or launches were never probed in bursts (epoch 0). */
 static bool launches_counted(const struct pp_step_record *a, const struct pp_step_record *b)
@@ -58,6 +57,7 @@ static void launches_between(const struct pp_step_record *a, const struct pp_ste
 	g->launch_gaps += diff(b->launch_gaps, a->launch_gaps);
 }
 
+/* Adds the GPU API calls between records a and b (a step) to g. */
 static void gpu_between(const struct pp_step_record *a, const struct pp_step_record *b,
 			struct step_gpu *g, bool first)
 {

@@ -11,21 +11,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "pipeprof.h"
 #include "pipeprof.skel.h"
 #include "tracer.h"
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 static void set_epoch(struct tracer *t, __u32 epoch)
 {
@@ -47,11 +37,20 @@ static int attach_set(struct tracer *t, struct launch_probes *lp)
 	return ok;
 }
 
-/* Links being closed by the detacher thread. */
+static void detach_set(struct launch_probes *lp)
+{
+	for (int i = 0; i < lp->nr_links; i++)
+		bpf_link__destroy(lp->links[i]);
+	for (int i = 0; i < lp->nr_fds; i++)
+		close(lp->fds[i]);
+	lp->nr_links = lp->nr_fds = 0;
+}
+
+/* The launch sets the detacher thread closes. Nothing else touches them until it is joined:
+ * the next burst and the tracer's close join it first. */
 struct detach_batch {
-	struct bpf_link **links;
-	int *fds;
-	int nr_links, nr_fds;
+	int nr;
+	struct launch_probes *sets[];
 };
 
 /* A link's close waits out a grace period (~40 ms each here): one process's pair took 75 ms,
@@ -60,23 +59,10 @@ static void *close_batch(void *arg)
 {
 	struct detach_batch *b = arg;
 
-	for (int i = 0; i < b->nr_links; i++)
-		bpf_link__destroy(b->links[i]);
-	for (int i = 0; i < b->nr_fds; i++)
-		close(b->fds[i]);
-	free(b->links);
-	free(b->fds);
+	for (int i = 0; i < b->nr; i++)
+		detach_set(b->sets[i]);
 	free(b);
 	return NULL;
-}
-
-static void detach_set_now(struct launch_probes *lp)
-{
-	for (int i = 0; i < lp->nr_links; i++)
-		bpf_link__destroy(lp->links[i]);
-	for (int i = 0; i < lp->nr_fds; i++)
-		close(lp->fds[i]);
-	lp->nr_links = lp->nr_fds = 0;
 }
 
 /* Waits for the links of the last pause to be gone: none may still fire beside new ones. */
@@ -91,40 +77,20 @@ static void join_detacher(struct tracer *t)
 /* Every launch link off: in a thread of its own, else here. */
 static void detach_all(struct tracer *t)
 {
-	struct detach_batch *b = calloc(1, sizeof(*b));
-	int links = 0, fds = 0;
+	struct detach_batch *b;
 
 	join_detacher(t);
-	for (int i = 0; i < t->nr_attached; i++)
-		if (t->attached[i].launch) {
-			links += t->attached[i].launch->nr_links;
-			fds += t->attached[i].launch->nr_fds;
-		}
-	if (b) {
-		b->links = calloc(links ? links : 1, sizeof(*b->links));
-		b->fds = calloc(fds ? fds : 1, sizeof(*b->fds));
-	}
-	for (int i = 0; i < t->nr_attached; i++) {
-		struct launch_probes *lp = t->attached[i].launch;
-
-		if (!lp)
-			continue;
-		for (int k = 0; k < lp->nr_links; k++) {
-			if (b && b->links)
-				b->links[b->nr_links++] = lp->links[k];
-			else
-				bpf_link__destroy(lp->links[k]);
-		}
-		for (int k = 0; k < lp->nr_fds; k++) {
-			if (b && b->fds)
-				b->fds[b->nr_fds++] = lp->fds[k];
-			else
-				close(lp->fds[k]);
-		}
-		lp->nr_links = lp->nr_fds = 0;
-	}
-	if (!b)
+	b = malloc(sizeof(*b) + t->nr_attached * sizeof(b->sets[0]));
+	if (!b) {
+		for (int i = 0; i < t->nr_attached; i++)
+			if (t->attached[i].launch)
+				detach_set(t->attached[i].launch);
 		return;
+	}
+	b->nr = 0;
+	for (int i = 0; i < t->nr_attached; i++)
+		if (t->attached[i].launch)
+			b->sets[b->nr++] = t->attached[i].launch;
 	if (pthread_create(&t->launch_detacher, NULL, close_batch, b))
 		close_batch(b);
 	else
@@ -175,20 +141,20 @@ void tracer_launches_start(struct tracer *t)
 		return;
 	set_epoch(t, 1);
 	if (t->launches_sampled)
-		launch_sampler_init(&t->launch_sampler, now_ns(),
+		launch_sampler_init(&t->launch_sampler, monotonic_ns(),
 				    tracer_counter(t, PP_CNT_LAUNCH_HITS), t->probe_steps_seen);
 }
 
 void tracer_launches_tick(struct tracer *t)
 {
 	__u32 epoch = t->skel->bss->launch_epoch;
-	__u64 t0 = now_ns();
+	__u64 t0 = monotonic_ns();
 
 	/* Epoch 0: not started yet. */
 	if (!t->launches_sampled || !epoch)
 		return;
 	t->launch_sampler.long_bursts = !t->probe_steps_seen && t->data_steps_seen;
-	switch (launch_sampler_tick(&t->launch_sampler, now_ns(),
+	switch (launch_sampler_tick(&t->launch_sampler, monotonic_ns(),
 				    tracer_counter(t, PP_CNT_LAUNCH_HITS), t->probe_steps_seen)) {
 	case LAUNCH_KEEP:
 		break;
@@ -199,7 +165,7 @@ void tracer_launches_tick(struct tracer *t)
 		if (t->verbose)
 			fprintf(stderr, "pipeprof: launch probes off for %.2f s (%.1f ms to detach)\n",
 				(t->launch_sampler.resume_ns - t->launch_sampler.since_ns) / 1e9,
-				(now_ns() - t0) / 1e6);
+				(monotonic_ns() - t0) / 1e6);
 		break;
 	case LAUNCH_ATTACH:
 		join_detacher(t);
@@ -210,7 +176,7 @@ void tracer_launches_tick(struct tracer *t)
 				continue;
 			/* A process gone: nothing to count there, ever again. */
 			if (kill(lp->pid, 0) && errno == ESRCH) {
-				detach_set_now(lp);
+				detach_set(lp);
 				free(lp);
 				t->attached[i].launch = NULL;
 				continue;
@@ -221,7 +187,7 @@ void tracer_launches_tick(struct tracer *t)
 		set_epoch(t, (epoch + 1) | 1);
 		if (t->verbose)
 			fprintf(stderr, "pipeprof: launch probes on again (%.1f ms to attach)\n",
-				(now_ns() - t0) / 1e6);
+				(monotonic_ns() - t0) / 1e6);
 		break;
 	}
 }
