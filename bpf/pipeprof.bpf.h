@@ -8,6 +8,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "pipeprof.h"
+#include "dispatch.h"
 #include "core_fixes.bpf.h"
 
 /* The last slot is open-ended. */
@@ -48,6 +49,9 @@ static __always_inline void hist_add(__u64 *slots, __u64 value)
 #define NMI_MASK	(0xfU << 20)
 
 extern const volatile bool sched_switch_has_prev_state;
+/* Under the daemon's dispatcher (dispatch.h): this job's id in pid_job; 0 under any other
+ * command, whose object attaches its own scheduler programs. */
+extern const volatile __u8 dispatch_id;
 extern const volatile bool has_block_io_start;
 /* --tid: the trainer, when the user named it; 0 lets the wake rules guess. */
 extern const volatile __u32 trainer_tid;
@@ -103,17 +107,6 @@ extern bool irq_from_preempt_count;
 extern __u64 naming_until_ns;
 
 
-/* Per CPU: the softirq vector being served, and the fallback's hardirq nesting. A wakeup
- * raised inside an interrupt runs with `current` set to whichever task was interrupted, which
- * is not the waker. */
-struct irq_ctx {
-	__u32 hardirq_depth;	/* fallback only: device handlers and hrtimer callbacks */
-	__u32 softirq_vec;	/* vector being served, plus one; 0 before the first seen */
-	/* This CPU's preempt count, found once through the current task's run queue: a wakeup
-	 * then pays one probed read for it, not four and a helper call. */
-	__u64 preempt_count_addr;
-};
-
 struct inflight_rq {
 	__u64 issue_ns;		/* 0 until issued */
 	__u32 tid, tgid;	/* the submitter */
@@ -134,6 +127,39 @@ PP_STATE struct {
 	__type(key, __u32);
 	__type(value, struct pp_pid_block);
 } tracked_pids SEC(".maps");
+
+/* The dispatcher's, shared through their fds when dispatch_id is set: which job follows each
+ * pid, every job's sched_switch program, and which job issued each block request in flight.
+ * Small and unused otherwise. */
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_job_block);
+} pid_job SEC(".maps");
+
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} big_pid_job SEC(".maps");
+#include "dispatch.bpf.h"
+
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, PP_DISPATCH_SLOTS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} switch_progs SEC(".maps");
+
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u64);
+	__type(value, __u32);
+} rq_job SEC(".maps");
 
 PP_STATE struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -522,6 +548,34 @@ static __always_inline bool pid_tracked(__u32 tgid)
 	return pid_kind(tgid) != PP_PID_UNTRACKED;
 }
 
+/* The dispatcher's byte for tgid follows whether this job follows it. A pid this job let go
+ * keeps another job's mark: the jobs' fork programs run one after another for one fork, in
+ * either order. */
+static __always_inline void dispatch_mark(__u32 tgid, bool ours)
+{
+	__u32 key = tgid / PP_JOB_PIDS_PER_BLOCK, id = dispatch_id, *big;
+	struct pp_job_block *b = bpf_map_lookup_elem(&pid_job, &key);
+	__u8 *job;
+
+	if (b) {
+		job = &b->job[tgid % PP_JOB_PIDS_PER_BLOCK];
+		if (ours)
+			*job = dispatch_id;
+		else if (*job == dispatch_id)
+			*job = 0;
+		return;
+	}
+	/* Past pid_max as it was when the dispatcher loaded. */
+	if (ours) {
+		if (bpf_map_update_elem(&big_pid_job, &tgid, &id, BPF_ANY))
+			count(PP_CNT_PROCS_FULL);
+	} else {
+		big = bpf_map_lookup_elem(&big_pid_job, &tgid);
+		if (big && *big == id)
+			bpf_map_delete_elem(&big_pid_job, &tgid);
+	}
+}
+
 static __always_inline void pid_set_tracked(__u32 tgid, __u8 kind)
 {
 	__u32 key = tgid / PP_PIDS_PER_BLOCK;
@@ -529,6 +583,8 @@ static __always_inline void pid_set_tracked(__u32 tgid, __u8 kind)
 
 	if (b)
 		b->live[tgid % PP_PIDS_PER_BLOCK] = kind;
+	if (dispatch_id)
+		dispatch_mark(tgid, kind != PP_PID_UNTRACKED);
 }
 
 /* First sighting of a thread of a tracked process that predates the attach: its phase until

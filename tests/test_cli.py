@@ -20,7 +20,9 @@ PYTHON = "/usr/bin/python3"
 WORKLOADS = os.path.join(REPO, "tools", "workloads")
 FAKE_CUDART = os.path.join(REPO, ".output", "fakecuda", "libcudart.so.13")
 REAL_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
-OUR_PROGS = {"on_sched_switch", "on_sched_waking", "on_sched_wakeup", "on_gpu_enter", "on_gpu_return",
+# Prefixes of program names: "dispatch_" is every program of the daemon's and top's dispatcher.
+OUR_PROGS = {"on_sched_switch", "on_sched_waking", "on_sched_wakeup", "dispatch_",
+             "softirq_vector", "on_gpu_enter", "on_gpu_return",
              "on_sched_process", "on_block_rq_iss", "on_launch", "on_copy", "on_copy_return",
              "on_step", "on_step_return", "on_exec"}
 

@@ -299,7 +299,8 @@ def bpftool_json(*args):
 def job_programs(top_pid, job_pid):
     """The programs top loaded for one job. top holds one BPF object a job: the one whose
     tracked_procs map has job_pid as its root; its programs are those joined to that map
-    through the maps they share (no map is shared between two jobs' objects)."""
+    through the maps they share. The only maps two jobs' objects share are the dispatcher's
+    (the programs on the host-wide tracepoints, passing each event to its job's): left out."""
     held = bpf_objects(top_pid)
     root_map = None
     for m in bpftool_json("map", "show") or []:
@@ -310,8 +311,14 @@ def job_programs(top_pid, job_pid):
             if f.get("key") == job_pid and (f.get("value") or {}).get("is_root"):
                 root_map = m["id"]
     assert root_map, "no tracked_procs map of pipeprof top has PID %d as its root" % job_pid
-    uses = {p["id"]: set(p.get("map_ids", [])) for p in bpftool_json("prog", "show") or []
-            if p["id"] in held["prog"]}
+    progs_shown = [p for p in bpftool_json("prog", "show") or [] if p["id"] in held["prog"]]
+    shared = set()
+    for p in progs_shown:
+        if p.get("name", "").startswith("dispatch_") or p.get("name") == "softirq_vector":
+            shared |= set(p.get("map_ids", []))
+    assert shared, "top holds no dispatcher: %s" % sorted(p.get("name") for p in progs_shown)
+    uses = {p["id"]: set(p.get("map_ids", [])) - shared for p in progs_shown
+            if not p.get("name", "").startswith("dispatch_") and p.get("name") != "softirq_vector"}
     maps, progs = {root_map}, set()
     while True:
         more = {p for p, m in uses.items() if m & maps} - progs

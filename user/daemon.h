@@ -18,6 +18,7 @@
 #include "nccl_prom.h"
 #include "proctree.h"
 #include "step_baseline.h"
+#include "dispatcher.h"
 #include "tracer.h"
 
 #define TICK_NS 1000000000ULL
@@ -74,6 +75,10 @@ struct daemon {
 	struct candidate candidates[MAX_CANDIDATES];
 	int nr_candidates;
 	struct discover_bpf *discover;
+	/* The scheduler tracepoints, attached once for every job (dispatcher.h); not dispatching
+	 * where it could not load: each job then attaches its own. */
+	struct dispatcher dispatcher;
+	bool dispatching;
 	struct ring_buffer *execs;
 	struct jsonl jsonl;
 	bool jsonl_open;

@@ -343,6 +343,12 @@ static int daemon_run(struct daemon *d)
 	err = start_discovery(d);
 	if (err)
 		goto cleanup;
+	d->dispatching = !getenv("PIPEPROF_NO_DISPATCH") && !dispatcher_open(&d->dispatcher);
+	if (!d->dispatching) {
+		dispatcher_close(&d->dispatcher);
+		fprintf(stderr, "pipeprof: each job attaches its own scheduler programs: they run once "
+			"per job on every context switch\n");
+	}
 	/* Self-metrics report the BPF programs' cost: ask the kernel to measure it while we run. */
 	d->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	scan_existing(d);
@@ -427,6 +433,8 @@ cleanup:
 		detach_job(d, d->jobs, "pipeprof exiting");
 	ring_buffer__free(d->execs);
 	discover_bpf__destroy(d->discover);
+	if (d->dispatching)
+		dispatcher_close(&d->dispatcher);
 	if (d->stats_fd >= 0)
 		close(d->stats_fd);
 	if (d->jsonl_open)

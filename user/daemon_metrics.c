@@ -231,6 +231,14 @@ static char *build_metrics(struct daemon *d)
 		bpf_s += run_s;
 		lost += job_lost;
 	}
+	if (d->dispatching) {
+		uint64_t misses = 0, run_ns = 0, runs = 0;
+
+		/* The jobs' scheduler programs run inside the dispatcher's: their time is its. */
+		dispatcher_prog_stats(&d->dispatcher, &misses, &run_ns, &runs);
+		bpf_s += run_ns / 1e9;
+		lost += misses;
+	}
 	if (d->discover) {
 		struct bpf_prog_info info = {};
 		__u32 info_len = sizeof(info), key = DISCOVER_DROPPED;

@@ -253,7 +253,7 @@ static int top_run(const struct top_opts *o)
 		return 1;
 	}
 	catch_signals();
-	err = top_job_start(s, o->pid, o->tid, o->verbose);
+	err = top_job_start(s, o->pid, o->tid, o->verbose, NULL);
 	if (err) {
 		status = err == -ESRCH ? 2 : 1;
 		goto cleanup;
@@ -312,7 +312,8 @@ cleanup:
 
 /* ---- without -p: the host's jobs ---- */
 
-/* Jobs traced at once: each holds its own BPF object and probes. */
+/* Jobs traced at once: each holds its own BPF object and probes (its scheduler programs run
+ * inside the dispatcher's, once per context switch for them all). */
 #define TOP_MAX_JOBS 8
 /* Jobs kept on screen, those that exited included: the oldest exited one makes room. */
 #define TOP_KEPT_JOBS 16
@@ -323,6 +324,8 @@ struct top_host {
 	int nr_jobs;
 	int not_traced;		/* found at the last scan past TOP_MAX_JOBS */
 	__u64 start_ns, last_scan_ns;
+	struct dispatcher dispatcher;
+	bool dispatching;	/* it loaded; else each job attaches its own */
 };
 
 static struct top_job *host_find(const struct top_host *h, pid_t pid)
@@ -384,7 +387,7 @@ static int host_scan(struct top_host *h, const struct top_opts *o, bool on_scree
 		j = calloc(1, sizeof(*j));
 		if (!j)
 			return -ENOMEM;
-		err = top_job_start(j, found[i], 0, o->verbose);
+		err = top_job_start(j, found[i], 0, o->verbose, h->dispatching ? &h->dispatcher : NULL);
 		if (err) {
 			top_job_stop(j);
 			if (err == -ESRCH) {	/* gone already: no job to show */
@@ -470,6 +473,9 @@ static int top_host_run(const struct top_opts *o)
 	}
 	catch_signals();
 	h->start_ns = monotonic_ns();
+	h->dispatching = !getenv("PIPEPROF_NO_DISPATCH") && !dispatcher_open(&h->dispatcher);
+	if (!h->dispatching)
+		dispatcher_close(&h->dispatcher);
 	n = host_scan(h, o, false);
 	if (n < 0) {
 		fprintf(stderr, "pipeprof top: cannot list processes: %s\n", strerror(-n));
@@ -526,6 +532,8 @@ cleanup:
 		top_job_stop(h->jobs[i]);
 		free(h->jobs[i]);
 	}
+	if (h->dispatching)
+		dispatcher_close(&h->dispatcher);
 	free(h);
 	return status;
 }

@@ -9,6 +9,8 @@
 #include "top_view.h"
 #include "tracer.h"
 
+struct dispatcher;
+
 struct top_job {
 	pid_t pid, tid;		/* tid: the trainer given by -t; 0: found by the analysis */
 	struct tracer tracer;
@@ -33,7 +35,10 @@ struct top_job {
 /* Attaches to pid (and its descendants); tid: the trainer, or 0. The view gets the job's name
  * and command line. Returns 0 or -errno (-ESRCH: no such process); either way, call
  * top_job_stop(). */
-int top_job_start(struct top_job *j, pid_t pid, pid_t tid, bool verbose);
+/* dispatcher: the host's scheduler tracepoints, shared by the jobs (dispatcher.h); NULL: the job
+ * attaches its own. */
+int top_job_start(struct top_job *j, pid_t pid, pid_t tid, bool verbose,
+		  struct dispatcher *dispatcher);
 
 /* Waits up to timeout_ms for the job's notes (new processes, libraries); sets j->gone when the
  * job exited. Returns 0 or -errno. */

@@ -24,6 +24,7 @@
 #include "proctree.h"
 #include "caps.h"
 #include "sanitize.h"
+#include "dispatcher.h"
 #include "tracer.h"
 #include "uprobe_multi.h"
 
@@ -175,6 +176,11 @@ static void check_preempt_count(struct tracer *t)
 	t->skel->links.on_irq_handler_entry = t->skel->links.on_irq_handler_exit = NULL;
 	t->skel->links.on_hrtimer_expire_entry = t->skel->links.on_hrtimer_expire_exit = NULL;
 	t->skel->links.on_softirq_exit = NULL;
+	if (t->dispatched) {
+		/* The dispatcher's softirq_entry names the vector for every job. */
+		bpf_link__destroy(t->skel->links.on_softirq_entry);
+		t->skel->links.on_softirq_entry = NULL;
+	}
 }
 
 /* The preempt count proved right earlier in this boot: the programs that kept interrupt
@@ -223,9 +229,12 @@ static int self_check(struct tracer *t)
 	struct bpf_link *enter = NULL, *ret = NULL;
 	int err = 0;
 
-	for (int i = 0; i < 50 && !tracer_counter(t, PP_CNT_SCHED_EVENTS); i++)
+	/* Dispatched, this object's program sees only the job's own switches, and a job may sleep
+	 * through the check: the dispatcher proved its tracepoint when it opened, and the job's
+	 * program went into its array (dispatcher_enter). */
+	for (int i = 0; i < 50 && !t->dispatched && !tracer_counter(t, PP_CNT_SCHED_EVENTS); i++)
 		usleep(1000);
-	if (!tracer_counter(t, PP_CNT_SCHED_EVENTS)) {
+	if (!t->dispatched && !tracer_counter(t, PP_CNT_SCHED_EVENTS)) {
 		fprintf(stderr, "pipeprof: self-check failed: sched_switch tracepoint never fired\n");
 		return -EIO;
 	}
@@ -386,6 +395,8 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	memset(t, 0, sizeof(*t));
 	heap_prefault();
 	t->root = root;
+	t->dispatcher = o->dispatcher;
+	t->dispatch_id = o->dispatcher ? o->dispatch_id : 0;
 	t->verbose = o->verbose;
 	t->hist_kinds = o->hist_kinds;
 	t->python_gc = o->python_gc;
@@ -474,6 +485,17 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	err = tracer_size_maps(t);
 	if (err)
 		return err;
+	if (t->dispatcher) {
+		err = dispatcher_prepare(t->dispatcher, t->skel, t->dispatch_id);
+		if (err) {
+			fprintf(stderr, "pipeprof: cannot share the dispatcher's maps: %s\n",
+				strerror(-err));
+			return err;
+		}
+		/* The dispatcher keeps the softirq vector; this one served the start-up check. */
+		if (t->kf.preempt_count_proven && t->kf.preempt_count_rq_delta)
+			bpf_program__set_autoattach(t->skel->progs.on_softirq_entry, false);
+	}
 	/* The verifier's statistics replace libbpf's log of a program that fails to load, so
 	 * PIPEPROF_VERIFIER_LOG=1 asks for that log instead. */
 	if (t->verbose && !getenv("PIPEPROF_VERIFIER_LOG"))
@@ -512,6 +534,10 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		return err;
 	}
 	err = pipeprof_bpf__attach(t->skel);
+	if (!err && t->dispatcher) {
+		err = dispatcher_enter(t->dispatcher, t->skel, t->dispatch_id);
+		t->dispatched = !err;
+	}
 	if (err) {
 		fprintf(stderr, "pipeprof: cannot attach the scheduler tracepoints: %s\n", strerror(-err));
 		return err;
@@ -624,6 +650,10 @@ int tracer_drain_hists(struct tracer *t,
 
 void tracer_stop(struct tracer *t)
 {
+	/* Before anything closes: the dispatcher's arrays hold the programs alive. */
+	if (t->dispatched)
+		dispatcher_leave(t->dispatcher, t->dispatch_id);
+	t->dispatched = false;
 	tracer_launches_close(t);
 	for (int i = 0; i < t->nr_attached; i++) {
 		for (int k = 0; k < t->attached[i].nr_links; k++)
@@ -654,4 +684,7 @@ void tracer_stop(struct tracer *t)
 	tracer_unmap_pids(t);
 	pipeprof_bpf__destroy(t->skel);
 	t->skel = NULL;
+	if (t->dispatcher)
+		dispatcher_release(t->dispatcher, t->dispatch_id);
+	t->dispatcher = NULL;
 }

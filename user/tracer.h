@@ -15,6 +15,7 @@
 #include "uprobe_multi.h"
 
 struct pipeprof_bpf;
+struct dispatcher;
 struct pp_pid_block;
 
 struct tracer_loader;
@@ -51,6 +52,10 @@ struct tracer_opts {
 	bool record;		/* `pipeprof record`: every state episode (tracer_record.c) */
 	bool distributed;	/* the target is known to be a rank (the daemon split a launcher) */
 	bool all_launches;	/* probe every kernel launch, never in bursts (launch_sample.h) */
+	/* The scheduler tracepoints through a dispatcher many jobs share (dispatcher.h), under
+	 * the id claimed for this job; NULL: this object attaches its own. */
+	struct dispatcher *dispatcher;
+	__u8 dispatch_id;
 };
 
 /* The launch probes of one library file in one process, apart from its other probes: they
@@ -81,6 +86,9 @@ struct tracer_lib_attach {
 
 struct tracer {
 	struct pipeprof_bpf *skel;
+	struct dispatcher *dispatcher;	/* as in tracer_opts */
+	__u8 dispatch_id;
+	bool dispatched;		/* its programs are in the dispatcher's arrays */
 	pid_t root;
 	__u64 start_ns;
 	bool verbose;
@@ -343,6 +351,8 @@ int tracer_size_maps(struct tracer *t);
 void tracer_warm_grown_maps(struct tracer *t);
 /* Sets pid's tracked_pids byte (enum pp_pid_kind; 0: not followed). 0 or -errno (the map's
  * mapping). */
+/* The kernel's pid_max now, or every possible pid where it cannot be read. */
+long tracer_pid_max(void);
 int tracer_mark_pid(struct tracer *t, pid_t pid, __u8 kind);
 void tracer_unmap_pids(struct tracer *t);
 /* The "Not traced" lines of full thread and process maps, with how many of the job's threads and

@@ -18,6 +18,7 @@
 #include "pipeprof.h"	/* the types the skeleton's globals use */
 #include "pipeprof.skel.h"
 #include "proctree.h"
+#include "dispatcher.h"
 #include "tracer.h"
 
 /* PID_MAX_LIMIT on 64-bit: where pid_max cannot be read, every possible pid. */
@@ -25,7 +26,7 @@
 #define MAX_CENSUS_PIDS	65536
 #define MAX_CENSUS_TIDS	65536
 
-static long read_pid_max(void)
+long tracer_pid_max(void)
 {
 	FILE *f = fopen(PROCFS "/sys/kernel/pid_max", "re");
 	long v = 0;
@@ -82,7 +83,7 @@ static int apply_test_sizes(struct tracer *t)
 
 int tracer_size_maps(struct tracer *t)
 {
-	long blocks = (read_pid_max() + PP_PIDS_PER_BLOCK - 1) / PP_PIDS_PER_BLOCK;
+	long blocks = (tracer_pid_max() + PP_PIDS_PER_BLOCK - 1) / PP_PIDS_PER_BLOCK;
 	int err = bpf_map__set_max_entries(t->skel->maps.tracked_pids, blocks);
 
 	if (err)
@@ -165,6 +166,8 @@ int tracer_mark_pid(struct tracer *t, pid_t pid, __u8 kind)
 		t->pids_mem = mem;
 		t->pids_len = len;
 	}
+	if (t->dispatcher)
+		dispatcher_mark(t->dispatcher, pid, t->dispatch_id, kind != PP_PID_UNTRACKED);
 	/* Past the map (pid_max raised since): the programs look such pids up in tracked_procs. */
 	if ((size_t)pid / PP_PIDS_PER_BLOCK < blocks)
 		__atomic_store_n(&t->pids_mem[pid / PP_PIDS_PER_BLOCK].live[pid % PP_PIDS_PER_BLOCK],

@@ -16,6 +16,12 @@ static __always_inline void rq_mark(struct request *rq, __u64 ts)
 
 	if (bpf_map_update_elem(&inflight_rq, &key, &val, BPF_ANY))
 		count(PP_CNT_RQ_FULL);
+	else if (dispatch_id) {
+		/* Its completion runs in whichever task the interrupt found. */
+		__u32 job = dispatch_id;
+
+		bpf_map_update_elem(&rq_job, &key, &job, BPF_ANY);
+	}
 }
 
 /* 5a80bd075f3b ("block: introduce block_io_start/block_io_done tracepoints", 6.5) fires in
@@ -64,6 +70,8 @@ int BPF_PROG(on_block_rq_complete, struct request *rq)
 		hist_time(PP_HK_IO, request_disk_dev(rq), in->tid, in->tgid, took);
 	}
 	bpf_map_delete_elem(&inflight_rq, &key);
+	if (dispatch_id)
+		bpf_map_delete_elem(&rq_job, &key);
 	return 0;
 }
 

@@ -104,7 +104,15 @@ static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return sched_switch(ctx, preempt, prev, next, false);
+	sched_switch(ctx, preempt, prev, next, false);
+	if (dispatch_id) {
+		/* The dispatcher sent the switch to prev's job: next may be another job's. */
+		__u32 job = dispatched_job(next->tgid);
+
+		if (job && job != dispatch_id)
+			bpf_tail_call(ctx, &switch_progs, job - 1);
+	}
+	return 0;
 }
 
 /* `record`'s build (loaded instead of on_sched_switch: tracer_record.c). */

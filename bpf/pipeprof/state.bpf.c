@@ -6,6 +6,7 @@
 
 const volatile bool sched_switch_has_prev_state = true;
 const volatile bool has_block_io_start = true;
+const volatile __u8 dispatch_id = 0;
 /* --tid: the trainer, when the user named it; 0 lets the wake rules guess. */
 const volatile __u32 trainer_tid = 0;
 /* `pipeprof hist`: which histograms to keep (bit per enum pp_hist_kind), per what, and the

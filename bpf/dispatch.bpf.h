@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Which job follows a process, as the dispatcher and the jobs' own programs both read it: each
+ * object names the dispatcher's maps pid_job and big_pid_job (dispatch.h). */
+#ifndef PIPEPROF_DISPATCH_BPF_H
+#define PIPEPROF_DISPATCH_BPF_H
+
+#include "dispatch.h"
+
+static __always_inline __u32 dispatched_job(__u32 tgid)
+{
+	__u32 key = tgid / PP_JOB_PIDS_PER_BLOCK, *big;
+	struct pp_job_block *b = bpf_map_lookup_elem(&pid_job, &key);
+
+	if (b)
+		return b->job[tgid % PP_JOB_PIDS_PER_BLOCK];
+	big = bpf_map_lookup_elem(&big_pid_job, &tgid);
+	return big ? *big : 0;
+}
+
+#endif
