@@ -57,12 +57,16 @@ struct {
 	__type(value, struct irq_ctx);
 } irq_ctx SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} dispatch_lost SEC(".maps");
+
 /* The start-up check: set by the first switch, read by userspace (written once, so no CPU
  * writes a shared cache line on every switch). */
 bool switch_seen = false;
-/* Tail calls that found their slot empty: a job detached between its pid's lookup and the
- * call, or a pid left marked by one. */
-__u64 empty_slot_calls = 0;
 
 #include "dispatch.bpf.h"
 #define job_of dispatched_job
@@ -70,20 +74,23 @@ __u64 empty_slot_calls = 0;
 static __always_inline void pass_to(void *ctx, void *progs, __u32 job)
 {
 	bpf_tail_call(ctx, progs, job - 1);
-	__sync_fetch_and_add(&empty_slot_calls, 1);
+	dispatch_missed();
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(dispatch_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u32 job = job_of(prev->tgid);
+	__u32 prev_job = job_of(prev->tgid), next_job;
 
 	if (!switch_seen)
 		switch_seen = true;
-	if (!job)
-		job = job_of(next->tgid);
-	if (job)
-		pass_to(ctx, &switch_progs, job);
+	if (prev_job)
+		pass_to(ctx, &switch_progs, prev_job);
+	/* Here only when prev's job has no program (none, or it is attaching or detaching):
+	 * next's job still gets its switch-in. */
+	next_job = job_of(next->tgid);
+	if (next_job && next_job != prev_job)
+		pass_to(ctx, &switch_progs, next_job);
 	return 0;
 }
 

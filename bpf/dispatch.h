@@ -26,6 +26,10 @@ struct pp_job_block {
 	__u8 job[PP_JOB_PIDS_PER_BLOCK];
 };
 
+/* dispatch_lost (per CPU, one entry): events a marked pid's job did not get because its slot
+ * was empty (a job attaching or detaching), counted by the dispatcher and by a job's
+ * sched_switch passing the switch on. */
+
 /* Block requests a job issued, for their completions, which run in whatever task the
  * interrupt found: request pointer to dispatch id. */
 #define PP_DISPATCH_RQS		16384

@@ -145,6 +145,13 @@ PP_STATE struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } big_pid_job SEC(".maps");
+
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} dispatch_lost SEC(".maps");
 #include "dispatch.bpf.h"
 
 PP_STATE struct {
@@ -548,10 +555,11 @@ static __always_inline bool pid_tracked(__u32 tgid)
 	return pid_kind(tgid) != PP_PID_UNTRACKED;
 }
 
-/* The dispatcher's byte for tgid follows whether this job follows it. A pid this job let go
- * keeps another job's mark: the jobs' fork programs run one after another for one fork, in
- * either order. */
-static __always_inline void dispatch_mark(__u32 tgid, bool ours)
+/* The dispatcher's byte for tgid follows whether this job follows it. A fork (forked) makes a
+ * new process, whatever an exited one of the same pid left; otherwise another job's mark stays:
+ * the jobs' fork programs run one after another for one fork, in either order, and a pid one
+ * job let go or saw exit may be another's. */
+static __always_inline void dispatch_mark(__u32 tgid, bool ours, bool forked)
 {
 	__u32 key = tgid / PP_JOB_PIDS_PER_BLOCK, id = dispatch_id, *big;
 	struct pp_job_block *b = bpf_map_lookup_elem(&pid_job, &key);
@@ -559,15 +567,14 @@ static __always_inline void dispatch_mark(__u32 tgid, bool ours)
 
 	if (b) {
 		job = &b->job[tgid % PP_JOB_PIDS_PER_BLOCK];
-		if (ours)
-			*job = dispatch_id;
-		else if (*job == dispatch_id)
-			*job = 0;
+		if (ours ? forked || !*job : *job == dispatch_id)
+			*job = ours ? dispatch_id : 0;
 		return;
 	}
 	/* Past pid_max as it was when the dispatcher loaded. */
 	if (ours) {
-		if (bpf_map_update_elem(&big_pid_job, &tgid, &id, BPF_ANY))
+		if (bpf_map_update_elem(&big_pid_job, &tgid, &id, forked ? BPF_ANY : BPF_NOEXIST) &&
+		    forked)
 			count(PP_CNT_PROCS_FULL);
 	} else {
 		big = bpf_map_lookup_elem(&big_pid_job, &tgid);
@@ -576,7 +583,8 @@ static __always_inline void dispatch_mark(__u32 tgid, bool ours)
 	}
 }
 
-static __always_inline void pid_set_tracked(__u32 tgid, __u8 kind)
+/* forked: tgid is a process the job just forked. */
+static __always_inline void pid_set_tracked(__u32 tgid, __u8 kind, bool forked)
 {
 	__u32 key = tgid / PP_PIDS_PER_BLOCK;
 	struct pp_pid_block *b = bpf_map_lookup_elem(&tracked_pids, &key);
@@ -584,7 +592,7 @@ static __always_inline void pid_set_tracked(__u32 tgid, __u8 kind)
 	if (b)
 		b->live[tgid % PP_PIDS_PER_BLOCK] = kind;
 	if (dispatch_id)
-		dispatch_mark(tgid, kind != PP_PID_UNTRACKED);
+		dispatch_mark(tgid, kind != PP_PID_UNTRACKED, forked);
 }
 
 /* First sighting of a thread of a tracked process that predates the attach: its phase until

@@ -317,12 +317,16 @@ def job_programs(top_pid, job_pid):
         if p.get("name", "").startswith("dispatch_") or p.get("name") == "softirq_vector":
             shared |= set(p.get("map_ids", []))
     assert shared, "top holds no dispatcher: %s" % sorted(p.get("name") for p in progs_shown)
+    everything = {p["id"]: set(p.get("map_ids", [])) for p in progs_shown}
     uses = {p["id"]: set(p.get("map_ids", [])) - shared for p in progs_shown
             if not p.get("name", "").startswith("dispatch_") and p.get("name") != "softirq_vector"}
     maps, progs = {root_map}, set()
     while True:
         more = {p for p, m in uses.items() if m & maps} - progs
         if not more:
+            # The job's programs take the dispatcher's events: they use its maps.
+            assert any(everything[p] & shared for p in progs), "the job shares no map with " \
+                "the dispatcher"
             return progs
         progs |= more
         for p in more:

@@ -390,6 +390,8 @@ static int daemon_run(struct daemon *d)
 		now = monotonic_ns();
 		if (now >= next_tick) {
 			check_candidates(d);
+			if (d->dispatching)
+				dispatcher_sweep(&d->dispatcher);
 			ticks++;
 			sample_cpus(d);
 			for (struct job *j = d->jobs, *next; j; j = next) {

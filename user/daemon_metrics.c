@@ -237,7 +237,7 @@ static char *build_metrics(struct daemon *d)
 		/* The jobs' scheduler programs run inside the dispatcher's: their time is its. */
 		dispatcher_prog_stats(&d->dispatcher, &misses, &run_ns, &runs);
 		bpf_s += run_ns / 1e9;
-		lost += misses;
+		lost += misses + dispatcher_lost(&d->dispatcher);
 	}
 	if (d->discover) {
 		struct bpf_prog_info info = {};

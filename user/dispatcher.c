@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The dispatcher's plumbing: its object, the jobs' ids, and their entries in its maps. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -97,6 +98,7 @@ int dispatcher_prepare(const struct dispatcher *d, struct pipeprof_bpf *skel, __
 		{ skel->maps.switch_progs, d->skel->maps.switch_progs },
 		{ skel->maps.rq_job, d->skel->maps.rq_job },
 		{ skel->maps.irq_ctx, d->skel->maps.irq_ctx },
+		{ skel->maps.dispatch_lost, d->skel->maps.dispatch_lost },
 	};
 	struct bpf_program *dispatched[] = {
 		skel->progs.on_sched_switch, skel->progs.on_sched_waking, skel->progs.on_sched_wakeup,
@@ -144,27 +146,33 @@ int dispatcher_enter(struct dispatcher *d, struct pipeprof_bpf *skel, __u8 id)
 	return 0;
 }
 
+/* A process another job follows already stays that job's: `top` may trace a launcher that came
+ * to map torch after its ranks were taken for jobs of their own. Each refusal is counted. */
 void dispatcher_mark(struct dispatcher *d, pid_t pid, __u8 id, bool ours)
 {
 	int big = bpf_map__fd(d->skel->maps.big_pid_job);
 	__u32 key = pid, val = id, was;
-	__u8 *job;
+	__u8 *job, none = 0;
 
 	if (pid <= 0)
 		return;
 	if ((size_t)pid / PP_JOB_PIDS_PER_BLOCK >= bpf_map__max_entries(d->skel->maps.pid_job)) {
 		/* Past pid_max as it was at load. */
-		if (ours)
-			bpf_map_update_elem(big, &key, &val, BPF_ANY);
-		else if (!bpf_map_lookup_elem(big, &key, &was) && was == val)
+		if (ours && bpf_map_update_elem(big, &key, &val, BPF_NOEXIST) &&
+		    (errno != EEXIST || bpf_map_lookup_elem(big, &key, &was) || was != val))
+			__atomic_fetch_add(&d->marks_refused, 1, __ATOMIC_RELAXED);
+		else if (!ours && !bpf_map_lookup_elem(big, &key, &was) && was == val)
 			bpf_map_delete_elem(big, &key);
 		return;
 	}
 	job = &d->pids[pid / PP_JOB_PIDS_PER_BLOCK].job[pid % PP_JOB_PIDS_PER_BLOCK];
-	if (ours)
-		__atomic_store_n(job, id, __ATOMIC_RELEASE);
-	else
+	if (ours) {
+		if (!__atomic_compare_exchange_n(job, &none, id, false, __ATOMIC_RELEASE,
+						 __ATOMIC_RELAXED) && none != id)
+			__atomic_fetch_add(&d->marks_refused, 1, __ATOMIC_RELAXED);
+	} else {
 		__atomic_compare_exchange_n(job, &id, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	}
 }
 
 void dispatcher_leave(struct dispatcher *d, __u8 id)
@@ -180,14 +188,38 @@ void dispatcher_leave(struct dispatcher *d, __u8 id)
 		bpf_map_delete_elem(bpf_map__fd(arrays[i]), &slot);
 }
 
-void dispatcher_release(struct dispatcher *d, __u8 id)
+/* Deletes the entries of a map with keys of up to 8 bytes and __u32 values that keep()
+ * refuses (or, keep NULL, whose value is id). Keys first: deleting while walking would make
+ * get_next_key start over. */
+static void delete_entries(int fd, __u32 id, bool (*keep)(const void *key))
 {
-	size_t blocks = bpf_map__max_entries(d->skel->maps.pid_job);
-	int big = bpf_map__fd(d->skel->maps.big_pid_job);
-	__u32 key, next, *prev = NULL, val, gone[64];
+	__u64 key = 0, next = 0, gone[64];
+	void *prev;
+	__u32 val;
 	int nr_gone;
 
-	/* Its programs are gone, so nothing marks these any more. */
+	do {
+		nr_gone = 0;
+		prev = NULL;
+		while (nr_gone < 64 && !bpf_map_get_next_key(fd, prev, &next)) {
+			key = next;
+			prev = &key;
+			if (bpf_map_lookup_elem(fd, &key, &val))
+				continue;
+			if (keep ? !keep(&key) : val == id)
+				gone[nr_gone++] = key;
+		}
+		for (int i = 0; i < nr_gone; i++)
+			bpf_map_delete_elem(fd, &gone[i]);
+	} while (nr_gone == 64);
+}
+
+void dispatcher_unmark(struct dispatcher *d, __u8 id)
+{
+	size_t blocks = bpf_map__max_entries(d->skel->maps.pid_job);
+
+	/* Until its object is closed its fork program may mark more: dispatcher_release() comes
+	 * back for those. */
 	for (size_t b = 0; b < blocks; b++)
 		for (int k = 0; k < PP_JOB_PIDS_PER_BLOCK; k++)
 			if (d->pids[b].job[k] == id) {
@@ -197,19 +229,15 @@ void dispatcher_release(struct dispatcher *d, __u8 id)
 				__atomic_compare_exchange_n(&d->pids[b].job[k], &was, 0, false,
 							    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 			}
-	/* Keys first: deleting while walking would make get_next_key start over. */
-	do {
-		nr_gone = 0;
-		prev = NULL;
-		while (nr_gone < 64 && !bpf_map_get_next_key(big, prev, &next)) {
-			key = next;
-			prev = &key;
-			if (!bpf_map_lookup_elem(big, &key, &val) && val == id)
-				gone[nr_gone++] = key;
-		}
-		for (int i = 0; i < nr_gone; i++)
-			bpf_map_delete_elem(big, &gone[i]);
-	} while (nr_gone == 64);
+	delete_entries(bpf_map__fd(d->skel->maps.big_pid_job), id, NULL);
+	/* A request in flight keeps its entry until it completes: the next job with this id must
+	 * not be handed it. */
+	delete_entries(bpf_map__fd(d->skel->maps.rq_job), id, NULL);
+}
+
+void dispatcher_release(struct dispatcher *d, __u8 id)
+{
+	dispatcher_unmark(d, id);
 	pthread_mutex_lock(&d->lock);
 	d->used[id - 1] = false;
 	pthread_mutex_unlock(&d->lock);
@@ -233,7 +261,28 @@ void dispatcher_prog_stats(const struct dispatcher *d, uint64_t *recursion_misse
 	}
 }
 
-uint64_t dispatcher_empty_calls(const struct dispatcher *d)
+uint64_t dispatcher_lost(const struct dispatcher *d)
 {
-	return __atomic_load_n(&d->skel->bss->empty_slot_calls, __ATOMIC_RELAXED);
+	int ncpus = libbpf_num_possible_cpus();
+	__u64 vals[ncpus > 0 ? ncpus : 1], sum = __atomic_load_n(&d->marks_refused, __ATOMIC_RELAXED);
+	__u32 zero = 0;
+
+	if (ncpus > 0 && !bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.dispatch_lost), &zero, vals))
+		for (int i = 0; i < ncpus; i++)
+			sum += vals[i];
+	return sum;
+}
+
+static bool pid_alive(const void *key)
+{
+	return !(kill(*(const __u32 *)key, 0) && errno == ESRCH);
+}
+
+void dispatcher_sweep(struct dispatcher *d)
+{
+	/* An exited process's mark outlives it (its parent's wakeup by its exit is still its
+	 * job's), until a fork reuses the pid; past the old pid_max that is slow, and the
+	 * overflow map is bounded. A pid reused between the check and the delete loses its mark:
+	 * the window is microseconds wide, for pids past pid_max only. */
+	delete_entries(bpf_map__fd(d->skel->maps.big_pid_job), 0, pid_alive);
 }

@@ -516,6 +516,8 @@ static int top_host_run(const struct top_opts *o)
 			continue;
 		last_tick_ns = now;
 		host_tick(h, now);
+		if (h->dispatching)
+			dispatcher_sweep(&h->dispatcher);
 		/* /proc unreadable a moment: the next rescan retries. */
 		if (now - h->last_scan_ns >= TOP_RESCAN_S * TOP_TICK_NS &&
 		    host_scan(h, o, term.ansi) < 0)

@@ -520,6 +520,17 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		return err;
 	}
 
+	/* Before any pid is marked for it: a marked pid whose job has no program loses its
+	 * events, and a switch from it to another job's task that one's switch-in. */
+	if (t->dispatcher) {
+		err = dispatcher_enter(t->dispatcher, t->skel, t->dispatch_id);
+		if (err) {
+			fprintf(stderr, "pipeprof: cannot hand the job's programs to the dispatcher: "
+				"%s\n", strerror(-err));
+			return err;
+		}
+		t->dispatched = true;
+	}
 	/* The root goes in before the fork tracepoint attaches, so no child of it is missed;
 	 * the /proc walk after attaching catches the ones forked before. */
 	err = track_process(t, root, 0, true);
@@ -534,10 +545,6 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		return err;
 	}
 	err = pipeprof_bpf__attach(t->skel);
-	if (!err && t->dispatcher) {
-		err = dispatcher_enter(t->dispatcher, t->skel, t->dispatch_id);
-		t->dispatched = !err;
-	}
 	if (err) {
 		fprintf(stderr, "pipeprof: cannot attach the scheduler tracepoints: %s\n", strerror(-err));
 		return err;
@@ -650,9 +657,12 @@ int tracer_drain_hists(struct tracer *t,
 
 void tracer_stop(struct tracer *t)
 {
-	/* Before anything closes: the dispatcher's arrays hold the programs alive. */
-	if (t->dispatched)
+	/* Before anything closes: its pids first, so that a switch from one of them reaches the
+	 * next task's job; then its programs, which the dispatcher's arrays hold alive. */
+	if (t->dispatched) {
+		dispatcher_unmark(t->dispatcher, t->dispatch_id);
 		dispatcher_leave(t->dispatcher, t->dispatch_id);
+	}
 	t->dispatched = false;
 	tracer_launches_close(t);
 	for (int i = 0; i < t->nr_attached; i++) {
@@ -684,7 +694,9 @@ void tracer_stop(struct tracer *t)
 	tracer_unmap_pids(t);
 	pipeprof_bpf__destroy(t->skel);
 	t->skel = NULL;
-	if (t->dispatcher)
+	if (t->dispatcher) {
+		tracer_wait_programs();		/* its fork program may still be marking */
 		dispatcher_release(t->dispatcher, t->dispatch_id);
+	}
 	t->dispatcher = NULL;
 }

@@ -56,8 +56,12 @@ int BPF_PROG(on_block_rq_complete, struct request *rq)
 	struct pp_io_stats *stats;
 	__u32 zero = 0;
 
-	if (!in)
+	if (!in) {
+		/* The dispatcher's entry for it outlived this job's (the LRU let it go). */
+		if (dispatch_id)
+			bpf_map_delete_elem(&rq_job, &key);
 		return 0;
+	}
 	now = bpf_ktime_get_ns();
 	if (in->issue_ns && accounting(now)) {
 		took = now - in->issue_ns;

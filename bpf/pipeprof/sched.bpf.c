@@ -109,8 +109,10 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		/* The dispatcher sent the switch to prev's job: next may be another job's. */
 		__u32 job = dispatched_job(next->tgid);
 
-		if (job && job != dispatch_id)
+		if (job && job != dispatch_id) {
 			bpf_tail_call(ctx, &switch_progs, job - 1);
+			dispatch_missed();
+		}
 	}
 	return 0;
 }
@@ -263,7 +265,7 @@ int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_stru
 	if (!pid_tracked(parent_tgid)) {
 		/* The pid of a process of the job that exited, reused by one that is not. */
 		if (tid == tgid && pid_tracked(tgid))
-			pid_set_tracked(tgid, PP_PID_UNTRACKED);
+			pid_set_tracked(tgid, PP_PID_UNTRACKED, false);
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
@@ -291,7 +293,7 @@ int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_stru
 			kind = pp_pid_kind(&proc);
 		}
 		/* Before the child can run: wake_up_new_task() follows this event. */
-		pid_set_tracked(tgid, kind);
+		pid_set_tracked(tgid, kind, true);
 		count(PP_CNT_FORKS);
 		send_note(tgid, PP_NOTE_FORK);
 	}
@@ -344,7 +346,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct *p)
 	if (proc && !proc->exit_ns) {
 		proc->exit_ns = now;
 		/* Its record, exit_ns set, is what judges the wakeups left (its parent's). */
-		pid_set_tracked(tgid, PP_PID_LOOKUP);
+		pid_set_tracked(tgid, PP_PID_LOOKUP, false);
 		/* Still marked: its exit wakes its parent (waitpid) after this event, and that
 		 * wakeup is the job's. A fork that reuses the pid outside the job clears it. */
 		count(PP_CNT_PROC_EXITS);
