@@ -768,6 +768,47 @@ def test_ranks_of_one_job_and_the_straggler(daemons, procs, job_python, tmp_path
     print("\n%s" % "\n".join(l for l in text.splitlines() if "rank" in l))
 
 
+def test_data_loading_straggler_under_the_daemon(daemons, procs, job_python, tmp_path):
+    """test_ranks_data.py's job under the daemon: three gloo ranks, each with a DataLoader worker,
+    rank 1's samples 30x as dear (each rank a job of its own, their scheduler events passed to
+    them by one dispatcher): one dist_job of three ranks, rank 1 the straggler in the
+    metrics and the PipeprofStraggler alert pending for it in a real Prometheus; rank 1 reads
+    data_loading_bound and ranks 0 and 2 communication_bound, over three windows running."""
+    d = daemons(["--window", "4"])
+    w = procs([job_python, os.path.join(WORKLOADS, "ddp_gloo.py"), "--duration", "240",
+               "--world", "3", "--data-ms", "0.2", "--slow-data-ms", "6", "--slow-ms", "0",
+               "--no-pin"], name="ddp_gloo.py")
+    m = w.wait_line(r"^READY pid=(\d+) tid=(\d+)", READY_TIMEOUT)
+    assert m, "ddp_gloo.py did not start\n%s" % w.output()
+    rank0 = int(m.group(1))
+    deadline, info = time.monotonic() + ATTACH_S + 60, {}
+    while time.monotonic() < deadline and len(info) < 3:
+        samples, _ = parse_exposition(scrape(d.port)[0])
+        info = {l["rank"]: int(l["pid"]) for n, l, v in samples if n == "pipeprof_rank_info"}
+        time.sleep(1)
+    assert sorted(info) == ["0", "1", "2"] and info["0"] == rank0, (info, d.log())
+    want = {"0": "communication_bound", "1": "data_loading_bound", "2": "communication_bound"}
+    seen, rounds = [], 0
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and rounds < 3:
+        time.sleep(4)
+        samples, _ = parse_exposition(scrape(d.port)[0])
+        got = {k: [l["verdict"] for n, l, v in samples if n == "pipeprof_job_verdict" and
+                   l["pid"] == str(pid) and v == 1] for k, pid in info.items()}
+        straggler = {k: values(samples, "pipeprof_rank_straggler", pid=pid)
+                     for k, pid in info.items()}
+        seen.append((got, straggler))
+        ok = all(got[k] == [want[k]] for k in want) and straggler["1"] == [1.0]
+        rounds = rounds + 1 if ok else 0
+    print("\n" + "\n".join("verdicts %s straggler %s" % s for s in seen))
+    assert rounds == 3, ("not 3 windows running with rank 1 the data-loading straggler",
+                         seen, d.log())
+    prom, prom_port = start_prometheus(procs, tmp_path, d.port)
+    alert = 'ALERTS{alertname="PipeprofStraggler",rank="1"}'
+    took = wait_prom_value(prom_port, alert, 1.0, 60)
+    assert took is not None, ("no %s" % alert, prom_query(prom_port, "ALERTS"))
+
+
 def test_mp_spawn_ranks_are_jobs(daemons, procs, job_python, tmp_path):
     """A job started by torch.multiprocessing.spawn (mp_spawn.py): its parent imports torch and
     is found first, but the ranks inside it, known by their connections to each other (no RANK
