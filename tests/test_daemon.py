@@ -1422,8 +1422,12 @@ def test_verdict_change_event(daemons, procs, job_python, nccl_lib, tmp_path):
     assert len(snaps) >= 2 and snaps[-2]["verdict"] == change()[0]["from"] != "cpu_bound", \
         lines[:i + 1]
     assert len(change()) == 1
-    s, _ = parse_exposition(scrape(d.port)[0])
-    assert values(s, "pipeprof_job_verdict", pid=job.pid, verdict="cpu_bound") == [1.0]
+
+    # /metrics is rebuilt once a second: the window reaches it up to a second later.
+    def metric_says_so():
+        s, _ = parse_exposition(scrape(d.port)[0])
+        return values(s, "pipeprof_job_verdict", pid=job.pid, verdict="cpu_bound") == [1.0]
+    assert wait_for(metric_says_so, 3, 0.2)
 
 
 # -- 5. soak (bounded) -----------------------------------------------------------------------
