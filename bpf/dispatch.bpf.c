@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The daemon's scheduler tracepoints, once for the host (dispatch.h says why): a task no job
- * follows costs one array load; one a job follows goes to that job's own program by tail call.
- * A switch between two jobs' tasks reaches the previous task's job first, whose program passes
- * it on to the next task's (sched.bpf.c).
+ * The tracepoints every task of the host fires, attached once for all the jobs the daemon (or
+ * top) traces (dispatch.h says why): a task no job follows costs one array load; one a job
+ * follows goes to that job's own program by tail call. A switch between two jobs' tasks
+ * reaches the previous task's job first, whose program passes it on to the next task's
+ * (sched.bpf.c); a block completion finds its job by the request (rq_job).
  */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>

@@ -128,9 +128,9 @@ PP_STATE struct {
 	__type(value, struct pp_pid_block);
 } tracked_pids SEC(".maps");
 
-/* The dispatcher's, shared through their fds when dispatch_id is set: which job follows each
- * pid, every job's sched_switch program, and which job issued each block request in flight.
- * Small and unused otherwise. */
+/* The dispatcher's, shared through their fds when dispatch_id is set (with irq_ctx): which job
+ * follows each pid, the events a job's empty slot lost, every job's sched_switch program, and
+ * which job issued each block request in flight. Small and unused otherwise. */
 PP_STATE struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
