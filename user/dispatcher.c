@@ -246,19 +246,7 @@ void dispatcher_release(struct dispatcher *d, __u8 id)
 void dispatcher_prog_stats(const struct dispatcher *d, uint64_t *recursion_misses,
 			   uint64_t *run_ns, uint64_t *run_count)
 {
-	struct bpf_program *prog;
-
-	bpf_object__for_each_program(prog, d->skel->obj) {
-		struct bpf_prog_info info = {};
-		__u32 len = sizeof(info);
-		int fd = bpf_program__fd(prog);
-
-		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
-			continue;
-		*recursion_misses += info.recursion_misses;
-		*run_ns += info.run_time_ns;
-		*run_count += info.run_cnt;
-	}
+	object_prog_stats(d->skel->obj, recursion_misses, run_ns, run_count);
 }
 
 uint64_t dispatcher_lost(const struct dispatcher *d)

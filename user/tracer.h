@@ -15,6 +15,7 @@
 #include "uprobe_multi.h"
 
 struct pipeprof_bpf;
+struct bpf_object;
 struct dispatcher;
 struct pp_pid_block;
 
@@ -334,6 +335,9 @@ char tracer_close_state_of(const struct tracer *t, __u32 tid);
 /* Summed over the programs: re-entries the kernel skipped (each a lost event) and, with
  * kernel.bpf_stats_enabled on, their run time and count. */
 void tracer_prog_stats(struct tracer *t, uint64_t *recursion_misses, uint64_t *run_ns, uint64_t *run_count);
+/* The same for any loaded object's programs, added to the sums. */
+void object_prog_stats(struct bpf_object *obj, uint64_t *recursion_misses, uint64_t *run_ns,
+		       uint64_t *run_count);
 
 /* tracer_verifier.c, with -v: each program's verification time and instructions. */
 void tracer_verifier_stats_arm(struct tracer *t);

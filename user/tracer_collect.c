@@ -104,12 +104,12 @@ static void collect_gpu(struct tracer *t, struct report *r)
 /* Summed over our programs: re-entries the kernel skipped (a wakeup from an interrupt that
  * arrived while a program ran), each a lost event; and, when kernel.bpf_stats_enabled is on,
  * the programs' own run time. */
-void tracer_prog_stats(struct tracer *t, uint64_t *recursion_misses, uint64_t *run_ns, uint64_t *run_count)
+void object_prog_stats(struct bpf_object *obj, uint64_t *recursion_misses, uint64_t *run_ns,
+		       uint64_t *run_count)
 {
 	struct bpf_program *prog;
 
-	*recursion_misses = *run_ns = *run_count = 0;
-	bpf_object__for_each_program(prog, t->skel->obj) {
+	bpf_object__for_each_program(prog, obj) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 		int fd = bpf_program__fd(prog);
@@ -120,6 +120,12 @@ void tracer_prog_stats(struct tracer *t, uint64_t *recursion_misses, uint64_t *r
 		*run_ns += info.run_time_ns;
 		*run_count += info.run_cnt;
 	}
+}
+
+void tracer_prog_stats(struct tracer *t, uint64_t *recursion_misses, uint64_t *run_ns, uint64_t *run_count)
+{
+	*recursion_misses = *run_ns = *run_count = 0;
+	object_prog_stats(t->skel->obj, recursion_misses, run_ns, run_count);
 }
 
 

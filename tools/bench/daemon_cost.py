@@ -86,15 +86,11 @@ def sched_switch_stats():
     dispatcher's (dispatch_switch, whose run time holds the jobs' programs it tail-calls, which
     the kernel does not count apart) and any job's own on_sched_switch; None without bpftool.
     The kernel's statistics are on while the daemon runs (it turns them on)."""
-    try:
-        out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
-                             timeout=60).stdout
-        progs = json.loads(out or "[]")
-    except (OSError, ValueError, subprocess.TimeoutExpired):
+    by = prog_stats()
+    if by is None:
         return None
-    mine = [x for x in progs if x.get("name") in ("on_sched_switch", "dispatch_switch")]
-    return (sum(x.get("run_cnt", 0) for x in mine), sum(x.get("run_time_ns", 0) for x in mine),
-            len(mine))
+    mine = [by[n] for n in ("on_sched_switch", "dispatch_switch") if n in by]
+    return tuple(sum(x[k] for x in mine) for k in range(3))
 
 
 def metric(port, name):

@@ -82,18 +82,7 @@ def main():
     else:
         inp, out = os.open(a2b, os.O_RDONLY), os.open(b2a, os.O_WRONLY)
     print("READY pid=%d" % os.getpid(), flush=True)
-    end, rounds = time.monotonic() + a.duration, 0
-    if a.side == "a":
-        os.write(out, b"x")
-    while True:
-        c = os.read(inp, 1)
-        if not c:
-            break
-        rounds += 1
-        if a.side == "a" and time.monotonic() > end:
-            break
-        os.write(out, c)
-    os.close(out)
+    rounds = ping_pong(inp, out, a.side == "a", time.monotonic() + a.duration)
     print("ROUNDS %d" % rounds, flush=True)
 
 
