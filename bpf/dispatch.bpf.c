@@ -95,33 +95,33 @@ int BPF_PROG(dispatch_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
+/* To the job that follows process tgid, if one does. */
+static __always_inline void pass_process(void *ctx, void *progs, __u32 tgid)
+{
+	__u32 job = job_of(tgid);
+
+	if (job)
+		pass_to(ctx, progs, job);
+}
+
 SEC("tp_btf/sched_waking")
 int BPF_PROG(dispatch_waking, struct task_struct *p)
 {
-	__u32 job = job_of(p->tgid);
-
-	if (job)
-		pass_to(ctx, &waking_progs, job);
+	pass_process(ctx, &waking_progs, p->tgid);
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(dispatch_wakeup, struct task_struct *p)
 {
-	__u32 job = job_of(p->tgid);
-
-	if (job)
-		pass_to(ctx, &wakeup_progs, job);
+	pass_process(ctx, &wakeup_progs, p->tgid);
 	return 0;
 }
 
 /* The tracks of the current task: a TCP receive, a block request submitted. */
 static __always_inline void pass_current(void *ctx, void *progs)
 {
-	__u32 job = job_of(bpf_get_current_pid_tgid() >> 32);
-
-	if (job)
-		pass_to(ctx, progs, job);
+	pass_process(ctx, progs, bpf_get_current_pid_tgid() >> 32);
 }
 
 /* Which job issued rq, else the current task's (a request issued where its submission was

@@ -313,8 +313,7 @@ static int daemon_run(struct daemon *d)
 	};
 	struct daemon_config c;
 	char err_text[256];
-	__u64 next_tick, ticks = 0, metrics_built_ns = 0;
-	bool metrics_stale = false;
+	__u64 next_tick, ticks = 0;
 	int err, status = 1;
 
 	sigaction(SIGINT, &sa, NULL);
@@ -344,9 +343,8 @@ static int daemon_run(struct daemon *d)
 	err = start_discovery(d);
 	if (err)
 		goto cleanup;
-	d->dispatching = !getenv("PIPEPROF_NO_DISPATCH") && !dispatcher_open(&d->dispatcher);
+	d->dispatching = dispatcher_start(&d->dispatcher);
 	if (!d->dispatching) {
-		dispatcher_close(&d->dispatcher);
 		fprintf(stderr, "pipeprof: each job attaches its own scheduler programs: they run once "
 			"per job on every context switch\n");
 	}
@@ -408,7 +406,7 @@ static int daemon_run(struct daemon *d)
 			next_tick += TICK_NS;
 			if (next_tick <= now)
 				next_tick = now + TICK_NS;
-			metrics_stale = ticked = true;
+			ticked = true;
 		}
 		/* Every job whose window ends now starts its next step interval, and one wait
 		 * for in-flight BPF programs serves them all. */
@@ -420,21 +418,15 @@ static int daemon_run(struct daemon *d)
 			}
 		if (windows_due) {
 			tracer_wait_programs();
-			metrics_stale = true;
 			for (struct job *j = d->jobs; j; j = j->next)
 				if (j->tracer.hist_flipped)
 					process_window(d, j, now);
 		}
-		/* The exposition holds every job: rebuilt once a second at most, not at each of
-		 * their windows, which come at N times the rate with N jobs (with 32 jobs of 5 s
-		 * windows that was most of the daemon's CPU): at each tick, and between ticks once a
-		 * tick has passed since the last. A window is served a second late at most. */
-		now = monotonic_ns();
-		if (metrics_stale && (ticked || now - metrics_built_ns >= TICK_NS)) {
+		/* The exposition holds every job: rebuilt at each tick, not at each of their
+		 * windows, which come at N times the rate with N jobs (with 32 jobs of 5 s windows
+		 * that was most of the daemon's CPU). A window is served a second late at most. */
+		if (ticked)
 			refresh_metrics(d);
-			metrics_built_ns = now;
-			metrics_stale = false;
-		}
 	}
 	fprintf(stderr, "pipeprof: %s: detaching %d job(s)\n", strsignal(exiting), d->nr_jobs);
 	status = 0;

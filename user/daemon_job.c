@@ -156,12 +156,7 @@ void attach_job_ranked(struct daemon *d, pid_t pid, int rank_hint)
 	proc_comm(PROCFS, pid, pid, j->comm, sizeof(j->comm));
 	job_rank(j, rank_hint);
 	opts.distributed = j->rank >= 0;
-	if (d->dispatching) {
-		opts.dispatch_id = dispatcher_claim(&d->dispatcher);
-		/* Past PP_DISPATCH_SLOTS jobs, the job attaches its own. */
-		if (opts.dispatch_id)
-			opts.dispatcher = &d->dispatcher;
-	}
+	opts.dispatcher = d->dispatching ? &d->dispatcher : NULL;
 	err = tracer_start(&j->tracer, &opts);
 	if (err) {
 		tracer_stop(&j->tracer);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -65,6 +66,14 @@ int dispatcher_open(struct dispatcher *d)
 		return -EIO;
 	}
 	return 0;
+}
+
+bool dispatcher_start(struct dispatcher *d)
+{
+	if (!getenv("PIPEPROF_NO_DISPATCH") && !dispatcher_open(d))
+		return true;
+	dispatcher_close(d);
+	return false;
 }
 
 void dispatcher_close(struct dispatcher *d)

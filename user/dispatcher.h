@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* The scheduler tracepoints attached once for many jobs (bpf/dispatch.h says why): the daemon
- * and `top` give each job's tracer a dispatch id, and only the dispatcher's programs run on a
- * context switch. */
+ * and `top` hand the dispatcher to each job's tracer, which claims an id in it, and only the
+ * dispatcher's programs run on a context switch. */
 #ifndef PIPEPROF_DISPATCHER_H
 #define PIPEPROF_DISPATCHER_H
 
@@ -25,6 +25,8 @@ struct dispatcher {
 
 /* Loads and attaches the dispatcher, and proves its sched_switch program fires. -errno. */
 int dispatcher_open(struct dispatcher *d);
+/* dispatcher_open() unless PIPEPROF_NO_DISPATCH is set; whether it is open (else closed). */
+bool dispatcher_start(struct dispatcher *d);
 void dispatcher_close(struct dispatcher *d);
 /* A free dispatch id (1..PP_DISPATCH_SLOTS), or 0 when every one is taken. */
 __u8 dispatcher_claim(struct dispatcher *d);

@@ -473,9 +473,7 @@ static int top_host_run(const struct top_opts *o)
 	}
 	catch_signals();
 	h->start_ns = monotonic_ns();
-	h->dispatching = !getenv("PIPEPROF_NO_DISPATCH") && !dispatcher_open(&h->dispatcher);
-	if (!h->dispatching)
-		dispatcher_close(&h->dispatcher);
+	h->dispatching = dispatcher_start(&h->dispatcher);
 	n = host_scan(h, o, false);
 	if (n < 0) {
 		fprintf(stderr, "pipeprof top: cannot list processes: %s\n", strerror(-n));

@@ -11,7 +11,6 @@
 #include "daemon.h"
 #include "pipeprof.h"
 #include "proctree.h"
-#include "dispatcher.h"
 #include "top_job.h"
 
 /* Step histograms: one per thread running backward passes, a few per job. */
@@ -165,11 +164,7 @@ int top_job_start(struct top_job *j, pid_t pid, pid_t tid, bool verbose,
 	unsigned long long busy, total;
 	int running, err;
 
-	if (dispatcher) {
-		topts.dispatch_id = dispatcher_claim(dispatcher);
-		if (topts.dispatch_id)
-			topts.dispatcher = dispatcher;
-	}
+	topts.dispatcher = dispatcher;
 	j->pid = pid;
 	j->tid = tid;
 	j->pidfd = -1;

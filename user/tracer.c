@@ -395,8 +395,8 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	memset(t, 0, sizeof(*t));
 	heap_prefault();
 	t->root = root;
-	t->dispatcher = o->dispatcher;
-	t->dispatch_id = o->dispatcher ? o->dispatch_id : 0;
+	t->dispatch_id = o->dispatcher ? dispatcher_claim(o->dispatcher) : 0;
+	t->dispatcher = t->dispatch_id ? o->dispatcher : NULL;
 	t->verbose = o->verbose;
 	t->hist_kinds = o->hist_kinds;
 	t->python_gc = o->python_gc;

@@ -53,10 +53,9 @@ struct tracer_opts {
 	bool record;		/* `pipeprof record`: every state episode (tracer_record.c) */
 	bool distributed;	/* the target is known to be a rank (the daemon split a launcher) */
 	bool all_launches;	/* probe every kernel launch, never in bursts (launch_sample.h) */
-	/* The scheduler tracepoints through a dispatcher many jobs share (dispatcher.h), under
-	 * the id claimed for this job; NULL: this object attaches its own. */
+	/* The scheduler tracepoints through a dispatcher many jobs share (dispatcher.h), under an
+	 * id the tracer claims; NULL, or every id taken: this object attaches its own. */
 	struct dispatcher *dispatcher;
-	__u8 dispatch_id;
 };
 
 /* The launch probes of one library file in one process, apart from its other probes: they
@@ -87,7 +86,7 @@ struct tracer_lib_attach {
 
 struct tracer {
 	struct pipeprof_bpf *skel;
-	struct dispatcher *dispatcher;	/* as in tracer_opts */
+	struct dispatcher *dispatcher;	/* as in tracer_opts, once an id was claimed */
 	__u8 dispatch_id;
 	bool dispatched;		/* its programs are in the dispatcher's arrays */
 	pid_t root;
