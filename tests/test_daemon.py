@@ -21,6 +21,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import threading
 import time
@@ -28,7 +29,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import PYTHON, READY_TIMEOUT, ROOT, WORKLOADS, keep_report
+from conftest import PYTHON, READY_TIMEOUT, ROOT, WORKLOADS, finish_workload, keep_report
 from test_cli import PIPEPROF, assert_detached, link_count
 
 FAKE_CUDA = os.path.join(ROOT, ".output", "fakecuda", "libcuda.so.1")
@@ -713,7 +714,87 @@ def test_prometheus_scrapes_data_loading_verdict(daemons, procs, job_python, tmp
     assert set(report) == set(cli), set(report) ^ set(cli)
     for k, v in cli.items():
         if isinstance(v, dict):
-            assert set(report[k]) == set(v), (k, set(report[k]) ^ set(v))
+            # The daemon's steps come from a histogram, and say so.
+            extra = {"resolution"} if k == "steps" else set()
+            assert set(report[k]) == set(v) | extra, (k, set(report[k]) ^ set(v))
+
+
+STEP_WINDOWS = 3    # consecutive windows whose steps are checked
+
+
+def test_report_steps_from_the_window_histogram(daemons, procs, job_python, tmp_path):
+    """The report's steps, which the daemon takes from each window's step histogram (it keeps
+    no step record): in each of STEP_WINDOWS consecutive windows of a DataLoader job, the count
+    is what that window added to pipeprof_job_step_seconds_count, and agrees (within 2) with the
+    workload's own step ends inside the window; p50 is within a factor of 2 of the workload's
+    median step (interpolated in log2 slots: resolution says so) and the mean, exact from the
+    histogram's sum, within 25%; the breakdowns a histogram cannot give are null."""
+    d = daemons(["--window", "2"])
+    truth = str(tmp_path / "truth.json")
+    w, pid, tid = start_job_workload(procs, job_python, "data_bound.py", truth, duration=60)
+    m, _ = d.wait_line(r"\battached PID %d\b" % pid, ATTACH_S + 20)
+    assert m, "the daemon did not attach to data_bound.py (PID %d)\n%s" % (pid, d.log())
+
+    def report():
+        status, _, body = http_get(d.port, "/api/v1/report?pid=%d" % pid)
+        return json.loads(body) if status == 200 else None
+
+    # Per window (by its start): its report, and the job's step count in /metrics as last seen
+    # while that report was served. /metrics is rebuilt at each second's tick, so it may lag a
+    # report by up to a second, never lead it; the last reading of a 2 s window has caught up.
+    seen, order = {}, []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        before = report()
+        samples, _ = parse_exposition(scrape(d.port)[0])
+        after = report()
+        if before and after and before["window"] == after["window"]:
+            start = after["window"]["start_ns"]
+            if start not in seen:
+                order.append(start)
+            count = values(samples, "pipeprof_job_step_seconds_count", pid=pid)
+            seen[start] = (after, count[0] if count else None)
+        # Consecutive: each window starts where the one before it ended.
+        run = [order[0]] if order else []
+        for a, b in zip(order, order[1:]):
+            run = run + [b] if seen[a][0]["window"]["end_ns"] == b else [b]
+        # The last window's reading may not have caught up yet: one more after the run.
+        if len(run) >= STEP_WINDOWS + 2:
+            break
+        time.sleep(0.2)
+    assert len(run) >= STEP_WINDOWS + 2, "fewer than %d consecutive windows seen: %s\n%s" % (
+        STEP_WINDOWS + 2, [(s, seen[s][0]["window"]) for s in order], d.log())
+    truth_doc = finish_workload(w, truth)
+
+    checked = []
+    for prev, cur in zip(run[-STEP_WINDOWS - 2:-2], run[-STEP_WINDOWS - 1:-1]):
+        rep, total = seen[cur]
+        st, win = rep["steps"], rep["window"]
+        added = total - seen[prev][1]
+        ends = [t for t in truth_doc["steps"] if win["start_ns"] <= t <= win["end_ns"]]
+        gaps = [(b - a) / 1e9 for a, b in zip(ends, ends[1:])]
+        line = ("window %.1f s: %s steps (metrics added %d, truth %d), p50 %s ms (truth %.1f), "
+                "mean %s ms (truth %.1f)" % (
+                    win["seconds"], st["count"], added, len(ends), st["p50_s"] and
+                    "%.1f" % (1e3 * st["p50_s"]), 1e3 * statistics.median(gaps) if gaps else 0,
+                    st["mean_s"] and "%.1f" % (1e3 * st["mean_s"]),
+                    1e3 * statistics.mean(gaps) if gaps else 0))
+        checked.append(line)
+        assert len(gaps) >= 10, "only %d steps of truth in the window: %s" % (len(ends), line)
+        assert st["count"], "no steps in the window's report: %s\n%s" % (line, st)
+        assert st["source"] == "autograd_engine" and st["why_not"] is None, st
+        assert st["resolution"] == "log2_histogram", st
+        assert st["tid"] == tid, (st["tid"], tid)
+        assert st["count"] == added, "count is not what the window added to the metric: " + line
+        assert abs(st["count"] - len(ends)) <= 2, "count off the workload's own: " + line
+        assert abs(st["per_second"] - st["count"] / win["seconds"]) < 1e-6, st
+        assert 0.5 <= st["p50_s"] / statistics.median(gaps) <= 2, "p50 off: " + line
+        assert st["p50_s"] <= st["p90_s"], st
+        assert abs(st["mean_s"] / statistics.mean(gaps) - 1) <= 0.25, "mean off: " + line
+        for k in ("max_s", "every_step", "median_step", "slowest", "slow_count", "slow_steps"):
+            assert st[k] is None, (k, st)
+    print("\nsteps in the daemon's report, %d consecutive windows:\n  %s" % (
+        STEP_WINDOWS, "\n  ".join(checked)))
 
 
 # -- 2. job churn ----------------------------------------------------------------------------
@@ -1379,6 +1460,12 @@ def test_snapshot_covers_a_blocked_trainer(daemons, procs, job_python, nccl_lib,
     d = daemons(["--window", "1", "--jsonl", str(path)])
     assert d.wait_line(r"\battached PID %d\b" % job.pid, ATTACH_S)[0], d.log()
     assert wait_for(lambda: len(snapshots(path, job.pid)) >= 7, 15, 0.2), d.log()
+    # No libtorch, so no step probe: the report says why it has no steps, and counts none.
+    status, _, body = http_get(d.port, "/api/v1/report?pid=%d" % job.pid)
+    assert status == 200, body[:300]
+    st = json.loads(body)["steps"]
+    assert st["source"] is None and st["count"] is None, st
+    assert "libtorch_cpu is not mapped" in (st["why_not"] or ""), st
     snaps = snapshots(path, job.pid)
     sums = [(round(s["window_s"], 2), round(sum(s["seconds"]["TRAINER"].values()), 2))
             for s in snaps]

@@ -234,28 +234,31 @@ void detach_job(struct daemon *d, struct job *j, const char *why)
 
 struct step_drain {
 	__u32 trainer_tid;	/* 0: any thread's */
-	__u64 *slots;
+	__u64 slots[PP_HIST_SLOTS];	/* log2 usecs */
 	double sum_s;
+	int other_threads;	/* with passes of their own: a trainer chosen wrongly shows here */
 };
 
 static void add_steps(const struct pp_hist_key *key, const struct pp_hist *h, void *ctx)
 {
 	struct step_drain *sd = ctx;
 
-	if (key->kind != PP_HK_STEP || (sd->trainer_tid && key->id != sd->trainer_tid))
+	if (key->kind != PP_HK_STEP)
 		return;
+	/* One key per thread in a drained epoch, so each counts once. */
+	if (sd->trainer_tid && key->id != sd->trainer_tid) {
+		sd->other_threads += h->count > 0;
+		return;
+	}
 	for (int s = 0; s < PP_HIST_SLOTS; s++)
 		sd->slots[s] += h->slots[s];
 	sd->sum_s += h->sum / 1e9;
 }
 
 /* This window's step histogram of the trainer (its backward passes), drained from the map. */
-static void window_steps(struct job *j, __u32 trainer_tid, __u64 *slots, double *sum_s)
+static void window_steps(struct job *j, struct step_drain *sd)
 {
-	struct step_drain sd = { .trainer_tid = trainer_tid, .slots = slots };
-
-	tracer_drain_hists(&j->tracer, add_steps, &sd);
-	*sum_s += sd.sum_s;
+	tracer_drain_hists(&j->tracer, add_steps, sd);
 }
 
 static void check_step_regression(struct daemon *d, struct job *j, const __u64 *slots)
@@ -276,10 +279,12 @@ static void check_step_regression(struct daemon *d, struct job *j, const __u64 *
 	}
 }
 
-/* The same document `pipeprof -p PID -j` prints, over this window's threads. */
+/* The same document `pipeprof -p PID -j` prints, over this window's threads; its steps from
+ * the window's histogram, as the daemon keeps no step record. */
 static char *window_report(struct job *j, struct thread_result *threads, int nr,
-			   const struct analysis_input *in, const struct analysis *an, __u64 end_ns,
-			   bool cmdline, struct nccl_counts nccl[PP_NR_NCCL_CALLS], bool *have_nccl)
+			   const struct analysis_input *in, const struct analysis *an,
+			   const struct step_drain *steps, __u64 end_ns, bool cmdline,
+			   struct nccl_counts nccl[PP_NR_NCCL_CALLS], bool *have_nccl)
 {
 	struct report r = {};
 	char *buf = NULL;
@@ -303,6 +308,9 @@ static char *window_report(struct job *j, struct thread_result *threads, int nr,
 	r.end_ns = end_ns;
 	r.input = *in;
 	r.analysis = *an;
+	tracer_steps_probe_state(&j->tracer, &r);
+	r.steps_tid = steps->trainer_tid;
+	steps_from_hist(&r, steps->slots, steps->sum_s, steps->other_threads);
 	/* serve = no-cmdline: arguments may hold secrets; the command name is what metrics show. */
 	if (cmdline)
 		proc_cmdline(PROCFS, j->pid, r.cmdline, sizeof(r.cmdline));
@@ -365,10 +373,9 @@ void process_window(struct daemon *d, struct job *j, __u64 now)
 	bool cpu_ok = !proc_cpu_times(PROCFS, &busy, &total, &running);
 	struct analysis an = {};
 	struct thread_result *threads = NULL;
-	__u64 step_slots[PP_HIST_SLOTS] = {};
+	struct step_drain steps = {};
 	struct nccl_counts nccl[PP_NR_NCCL_CALLS] = {};
 	bool have_nccl = false, probed[PP_NR_NCCL_CALLS];
-	double step_sum = 0;
 	enum verdict before = j->verdict;
 	char *report;
 	json_object *o;
@@ -382,10 +389,10 @@ void process_window(struct daemon *d, struct job *j, __u64 now)
 	in.gpu_unprobed = tracer_gpu_unprobed(&j->tracer);
 	in.gpu_mapped = tracer_gpu_mapped(&j->tracer);
 	analyse(threads, nr, &in, &an);
-	window_steps(j, an.trainer_index >= 0 ? threads[an.trainer_index].tid : 0, step_slots,
-		     &step_sum);
-	report = window_report(j, threads, nr, &in, &an, now, d->cfg.serve == SERVE_ALL, nccl,
-			       &have_nccl);
+	steps.trainer_tid = an.trainer_index >= 0 ? threads[an.trainer_index].tid : 0;
+	window_steps(j, &steps);
+	report = window_report(j, threads, nr, &in, &an, &steps, now, d->cfg.serve == SERVE_ALL,
+			       nccl, &have_nccl);
 	for (int op = 0; op < PP_NR_NCCL_CALLS; op++)
 		probed[op] = tracer_probed(&j->tracer, nccl_op_name(op));
 
@@ -399,8 +406,8 @@ void process_window(struct daemon *d, struct job *j, __u64 now)
 	j->have_window = true;
 	j->verdict = an.verdict;
 	for (int s = 0; s < PP_HIST_SLOTS; s++)
-		j->step_slots[s] += step_slots[s];
-	j->step_sum_s += step_sum;
+		j->step_slots[s] += steps.slots[s];
+	j->step_sum_s += steps.sum_s;
 	if (have_nccl)
 		nccl_accumulate(j->nccl, j->nccl_seen, nccl);
 	for (int op = 0; op < PP_NR_NCCL_CALLS; op++)
@@ -417,9 +424,9 @@ void process_window(struct daemon *d, struct job *j, __u64 now)
 	json_object_object_add(o, "trainer_tid", an.trainer_index >= 0 ?
 				json_object_new_int(threads[an.trainer_index].tid) : NULL);
 	json_object_object_add(o, "seconds", roles_json(&an));
-	json_object_object_add(o, "steps", json_object_new_uint64(hist_total(step_slots, PP_HIST_SLOTS)));
-	json_object_object_add(o, "median_step_s", hist_total(step_slots, PP_HIST_SLOTS) ?
-				json_object_new_double(hist_percentile(step_slots, PP_HIST_SLOTS, 50) / 1e6) :
+	json_object_object_add(o, "steps", json_object_new_uint64(hist_total(steps.slots, PP_HIST_SLOTS)));
+	json_object_object_add(o, "median_step_s", hist_total(steps.slots, PP_HIST_SLOTS) ?
+				json_object_new_double(hist_percentile(steps.slots, PP_HIST_SLOTS, 50) / 1e6) :
 				NULL);
 	log_event(d, o);
 	if (before != NR_VERDICTS && before != an.verdict) {
@@ -428,7 +435,7 @@ void process_window(struct daemon *d, struct job *j, __u64 now)
 		json_object_object_add(o, "to", json_object_new_string(verdict_id(an.verdict)));
 		log_event(d, o);
 	}
-	check_step_regression(d, j, step_slots);
+	check_step_regression(d, j, steps.slots);
 	free(threads);
 	j->window_start_ns = now;
 }

@@ -695,7 +695,8 @@ int report_print_json(FILE *out, const struct report *r)
 	json_object_object_add(root, "python_gc", gc_json(r));
 	/* Always there, so every report has the same keys: sample_hz 0 when not sampled. */
 	json_object_object_add(root, "where", where_json(r));
-	/* Always there too: count 0 and source null where no step was found or looked for. */
+	/* Always there too: count 0 and source null where no step was found or looked for (the
+	 * daemon's count null where it had no probe to count with). */
 	json_object_object_add(root, "steps", steps_json(r));
 	/* Always there too: readings 0 where memory was not read (the daemon). */
 	json_object_object_add(root, "memory", memory_json(r));

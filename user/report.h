@@ -77,6 +77,14 @@ struct py_proc_result {
 	int err;		/* 0: its stacks are walked */
 };
 
+/* Steps as a window's histogram tells them (the daemon's): on says the report is the daemon's. */
+struct step_hist_summary {
+	bool on;
+	uint64_t count;
+	double per_second, p50_s, p90_s, mean_s;
+	int other_threads;		/* threads other than the trainer with backward passes */
+};
+
 struct report {
 	pid_t root_pid;
 	char cmdline[512];
@@ -144,6 +152,11 @@ struct report {
 	uint64_t step_recs_lost;
 	uint32_t steps_tid;		/* whose steps: the trainer's */
 	struct step_summary steps;	/* filled by steps_finish() */
+	/* The daemon's steps (steps_from_hist()): it keeps no step record, only each window's
+	 * log2 histogram of the trainer's step times, which gives a count, a mean and
+	 * slot-interpolated quantiles, not the breakdowns. Kept apart from steps, which the
+	 * other sections read as whole records' figures; -p never sets it. */
+	struct step_hist_summary steps_hist;
 	/* The job's host/device copies over the window, every thread (the steps' copy probes;
 	 * pinned: from or to host memory seen pinned since the attach). */
 	bool copies_traced;
@@ -189,6 +202,9 @@ struct report {
 
 /* The trainer's steps from the step records (after the analysis). */
 int steps_finish(struct report *r);
+/* The trainer's steps from the window's step histogram instead (the daemon's): slots in log2
+ * usecs, sum_s their total in seconds; r's window must be set. */
+void steps_from_hist(struct report *r, const __u64 *slots, double sum_s, int other_threads);
 void steps_print_text(FILE *out, const struct report *r);
 struct json_object *steps_json(const struct report *r);
 /* The job's copies over the window (report JSON gpu.copies), or null when not traced. */

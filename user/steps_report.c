@@ -4,6 +4,7 @@
 #include <string.h>
 #include <json-c/json.h>
 #include "gpu_apis.h"
+#include "hist.h"
 #include "report.h"
 #include "sanitize.h"
 
@@ -222,8 +223,27 @@ int steps_finish(struct report *r)
 	return 0;
 }
 
+void steps_from_hist(struct report *r, const __u64 *slots, double sum_s, int other_threads)
+{
+	struct step_hist_summary *h = &r->steps_hist;
+	double window_s = r->end_ns > r->start_ns ? (r->end_ns - r->start_ns) / 1e9 : 0;
+
+	*h = (struct step_hist_summary){ .on = true, .other_threads = other_threads };
+	h->count = hist_total(slots, PP_HIST_SLOTS);
+	if (!h->count)
+		return;
+	h->per_second = window_s > 0 ? h->count / window_s : 0;
+	/* The slots are usecs (the daemon's hist_time_div); the sum is exact, so the mean is. */
+	h->p50_s = hist_percentile(slots, PP_HIST_SLOTS, 50) / 1e6;
+	h->p90_s = hist_percentile(slots, PP_HIST_SLOTS, 90) / 1e6;
+	h->mean_s = sum_s / h->count;
+}
+
 const char *steps_source_name(const struct report *r)
 {
+	/* The histogram has only the probe's passes: the daemon finds no steps in data waits. */
+	if (r->steps_hist.on)
+		return !r->steps_probed ? NULL : r->step_symbol[0] ? "symbol" : "autograd_engine";
 	if (!r->steps_on)
 		return NULL;
 	if (r->steps.count && r->steps.source == PP_STEP_FROM_DATA_WAIT)
@@ -308,11 +328,58 @@ static json_object *breakdown_json(const struct step_breakdown *b, double median
 	return o;
 }
 
+/*
+ * The daemon's steps: the keys of -p's, with null wherever a histogram cannot tell (the
+ * longest step, every breakdown, which steps were slow), since a zero there would read as
+ * measured; and resolution, so that a reader knows p50_s and p90_s are interpolated inside
+ * log2 slots (within a factor of 2), where -p's are exact.
+ */
+static json_object *steps_hist_json(const struct report *r)
+{
+	const struct step_hist_summary *h = &r->steps_hist;
+	json_object *o = json_object_new_object();
+	const char *source = steps_source_name(r);
+
+	json_object_object_add(o, "source", source ? json_object_new_string(source) : NULL);
+	json_object_object_add(o, "resolution", json_object_new_string("log2_histogram"));
+	json_object_object_add(o, "symbol", r->step_symbol[0] ?
+			       json_object_new_string(r->step_symbol) : NULL);
+	json_object_object_add(o, "why_not", !r->steps_probed ?
+			       json_object_new_string(r->steps_why_not) : NULL);
+	json_object_object_add(o, "tid", json_object_new_int64(r->steps_tid));
+	/* With no probe nothing was counted: null, not a count of 0 steps. */
+	json_object_object_add(o, "count", r->steps_probed ? json_object_new_int64(h->count) : NULL);
+	json_object_object_add(o, "per_second", r->steps_probed ?
+			       json_object_new_double(h->per_second) : NULL);
+	json_object_object_add(o, "p50_s", h->count ? json_object_new_double(h->p50_s) : NULL);
+	json_object_object_add(o, "p90_s", h->count ? json_object_new_double(h->p90_s) : NULL);
+	json_object_object_add(o, "max_s", NULL);
+	json_object_object_add(o, "mean_s", h->count ? json_object_new_double(h->mean_s) : NULL);
+	json_object_object_add(o, "every_step", NULL);
+	json_object_object_add(o, "median_step", NULL);
+	json_object_object_add(o, "slowest", NULL);
+	json_object_object_add(o, "slow_count", NULL);
+	json_object_object_add(o, "slow_steps", NULL);
+	json_object_object_add(o, "other_threads", r->steps_probed ?
+			       json_object_new_int(h->other_threads) : NULL);
+	/* No records to lose: a histogram entry the map had no room for is counted in counters. */
+	json_object_object_add(o, "lost", NULL);
+	/* The daemon follows no pinned memory, copies or NCCL calls per step. */
+	json_object_object_add(o, "pinned_regions_before_attach", NULL);
+	json_object_object_add(o, "pinned_regions_before_attach_lost", NULL);
+	json_object_object_add(o, "gpu", NULL);
+	json_object_object_add(o, "nccl", NULL);
+	return o;
+}
+
 json_object *steps_json(const struct report *r)
 {
 	const struct step_summary *s = &r->steps;
-	json_object *o = json_object_new_object(), *arr;
+	json_object *o, *arr;
 
+	if (r->steps_hist.on)
+		return steps_hist_json(r);
+	o = json_object_new_object();
 	json_object_object_add(o, "source", steps_source_name(r) ?
 			       json_object_new_string(steps_source_name(r)) : NULL);
 	json_object_object_add(o, "symbol", r->step_symbol[0] ?

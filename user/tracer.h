@@ -253,6 +253,9 @@ void tracer_steps_skip_probes(struct tracer *t);
 int tracer_steps_start(struct tracer *t);
 void tracer_steps_poll(struct tracer *t);
 int tracer_collect_steps(struct tracer *t, struct report *r);
+/* Whether the step probe is attached (r->steps_probed), and where not, why (steps_why_not):
+ * -p's step records and the daemon's step histogram both hang on it. */
+void tracer_steps_probe_state(struct tracer *t, struct report *r);
 void tracer_steps_close(struct tracer *t);
 /* tracer_attach.c: one perf-event uprobe per spec (kernels before multi-uprobe links, 6.6). */
 void tracer_attach_singly(struct uprobe_spec *specs, int n, pid_t pid, const char *path,

@@ -132,15 +132,10 @@ static void collect_copies(struct tracer *t, struct report *r)
 				  PP_MAX_PINNED_REGIONS);
 }
 
-int tracer_collect_steps(struct tracer *t, struct report *r)
+void tracer_steps_probe_state(struct tracer *t, struct report *r)
 {
 	bool torch = false;
 
-	r->steps_on = t->steps;
-	if (!t->steps)
-		return 0;
-	collect_copies(t, r);
-	tracer_collect_gpumem(t, r);
 	r->steps_probed = tracer_probed(t, tracer_step_api(t));
 	if (t->step_file[0])
 		snprintf(r->step_symbol, sizeof(r->step_symbol), "%s:%s", t->step_file, t->step_func);
@@ -156,6 +151,16 @@ int tracer_collect_steps(struct tracer *t, struct report *r)
 			 "libtorch_cpu is mapped but its autograd engine "
 			 "(" TRACER_STEP_PROBE ") could not be probed" :
 			 "libtorch_cpu is not mapped: no autograd backward pass to find");
+}
+
+int tracer_collect_steps(struct tracer *t, struct report *r)
+{
+	r->steps_on = t->steps;
+	if (!t->steps)
+		return 0;
+	collect_copies(t, r);
+	tracer_collect_gpumem(t, r);
+	tracer_steps_probe_state(t, r);
 	tracer_steps_poll(t);
 	r->pinned_before_attach = t->pinned_seeded;
 	r->pinned_before_attach_lost = t->pinned_seed_lost;

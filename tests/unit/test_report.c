@@ -282,10 +282,92 @@ TEST(test_partial_and_overflow)
 	CHECK_STR(r.not_traced[MAX_NOT_TRACED - 1], line);
 }
 
+/* Whether o has key and its value is JSON null. */
+static bool is_null(json_object *o, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && !v;
+}
+
+/* The daemon's steps from a window's histogram: what the slots and the sum tell, null for what
+ * they cannot, and -p's steps as they were (no resolution key) when it is not set. */
+TEST(test_steps_from_histogram)
+{
+	__u64 slots[PP_HIST_SLOTS] = {};
+	char *buf = NULL;
+	size_t len = 0;
+	struct report r;
+	json_object *o, *st;
+	FILE *f;
+
+	fill(&r);
+	o = render_json(&r);
+	if (!o)
+		return;
+	st = at(o, "steps");
+	CHECK(st && !json_object_object_get_ex(st, "resolution", NULL));
+	CHECK_EQ_INT(json_object_get_int(at(st, "count")), 0);
+	CHECK(!json_object_is_type(at(st, "max_s"), json_type_null));
+	json_object_put(o);
+
+	/* 40 steps of 40-50 ms (slot 15: [32768, 65536) usecs) and 10 of 70 ms (slot 16) in the
+	 * 2 s window; the mean from the sum, 46 ms. */
+	slots[15] = 40;
+	slots[16] = 10;
+	r.steps_probed = true;
+	r.steps_tid = 100;
+	steps_from_hist(&r, slots, 2.3, 1);
+	CHECK_EQ_U64(r.steps_hist.count, 50);
+	CHECK(r.steps_hist.per_second == 25);
+	CHECK_MSG(r.steps_hist.p50_s > 0.032768 && r.steps_hist.p50_s < 0.065536, "%f",
+		  r.steps_hist.p50_s);
+	CHECK_MSG(r.steps_hist.p90_s >= 0.065536 && r.steps_hist.p90_s < 0.131072, "%f",
+		  r.steps_hist.p90_s);
+	CHECK_MSG(r.steps_hist.mean_s > 0.04599 && r.steps_hist.mean_s < 0.04601, "%f",
+		  r.steps_hist.mean_s);
+	CHECK_STR(steps_source_name(&r), "autograd_engine");
+	o = render_json(&r);
+	if (!o)
+		return;
+	st = at(o, "steps");
+	CHECK_STR(json_object_get_string(at(st, "resolution")), "log2_histogram");
+	CHECK_STR(json_object_get_string(at(st, "source")), "autograd_engine");
+	CHECK(is_null(st, "why_not"));
+	CHECK_EQ_INT(json_object_get_int(at(st, "count")), 50);
+	CHECK_EQ_INT(json_object_get_int(at(st, "tid")), 100);
+	CHECK_EQ_INT(json_object_get_int(at(st, "other_threads")), 1);
+	CHECK(json_object_get_double(at(st, "mean_s")) == r.steps_hist.mean_s);
+	for (const char *const *k = (const char *const[]){ "max_s", "every_step", "median_step",
+		"slowest", "slow_count", "slow_steps", "lost", "gpu", "nccl", NULL }; *k; k++)
+		CHECK_MSG(is_null(st, *k), "steps.%s not null", *k);
+	json_object_put(o);
+
+	/* No step probe: no count at all, and why. */
+	r.steps_probed = false;
+	snprintf(r.steps_why_not, sizeof(r.steps_why_not), "libtorch_cpu is not mapped");
+	steps_from_hist(&r, (__u64[PP_HIST_SLOTS]){}, 0, 0);
+	o = render_json(&r);
+	if (!o)
+		return;
+	st = at(o, "steps");
+	CHECK(is_null(st, "source") && is_null(st, "count") && is_null(st, "p50_s"));
+	CHECK_STR(json_object_get_string(at(st, "why_not")), "libtorch_cpu is not mapped");
+	json_object_put(o);
+
+	/* The text report has no Steps section for it, as before. */
+	f = open_memstream(&buf, &len);
+	report_print_text(f, &r);
+	fclose(f);
+	CHECK_MSG(!strstr(buf, "\nSteps"), "%s", buf);
+	free(buf);
+}
+
 int main(void)
 {
 	RUN_TEST(test_json_schema);
 	RUN_TEST(test_text_layout);
 	RUN_TEST(test_partial_and_overflow);
+	RUN_TEST(test_steps_from_histogram);
 	return unit_summary();
 }
