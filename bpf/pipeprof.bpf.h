@@ -293,6 +293,9 @@ int called_from_runtime(__u32 tgid, __u64 sp);
 int count_copy(__u32 tid, __u32 tgid, __u32 dir, __u64 bytes, __u64 host);
 int count_sync(__u32 tid, __u32 api);
 int count_nccl(__u32 tid, __u32 op, __u64 bytes);
+/* nccl.bpf.c: an NCCL call's bytes at its entry, its figures at its return. */
+int nccl_call_entered(struct pt_regs *ctx, __u32 tid, __u32 op);
+int nccl_call_returned(__u32 tid, __u64 took);
 
 static __always_inline struct irq_ctx *irq_ctx_here(void)
 {

@@ -428,6 +428,8 @@ struct pp_hist {
 /* A launch probe on the driver: a call from inside the runtime is the runtime's own launch,
  * already counted at its entry. */
 #define PP_COOKIE_DRIVER	(1u << 16)
+/* An NCCL call, on the GPU syncs' programs (gpu.bpf.c): its API and op as PP_COOKIE's. */
+#define PP_COOKIE_NCCL		(1u << 17)
 
 /*
  * CPU samples (pystack.bpf.c): a perf event per CPU at a low frequency; a sample of a thread of

@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """The attach cache: a warm attach probes exactly what a cold one does, loads none of the
-interrupt-nesting programs once the preempt count proved right in this boot, and an entry
-someone else could have written, or one that points outside a library's code, is not used."""
+interrupt-nesting programs once the preempt count proved right in this boot, relocates its
+programs against the cached kernel types exactly as against the kernel's whole BTF, and an
+entry someone else could have written, one altered, or one that points outside a library's
+code, is not used."""
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -105,3 +108,138 @@ def test_interrupt_programs_only_until_proven(pipeprof_bin, procs, tmp_path):
         f.write(text)
     os.chmod(cache / kernel[0], 0o646)
     assert "on_irq_handler_entry" in programs_loaded(pid, cache)
+
+
+MAP_ID = re.compile(r"map\[id:\d+\]")
+
+
+def loaded_code(pid, cache, dump=True):
+    """`pipeprof -p -v` over cache: its stderr, and (dump) the translated code of each program
+    it loaded (map ids, which differ between loads, left out)."""
+    env = dict(os.environ, PIPEPROF_CACHE_DIR=str(cache))
+    # Long enough for the dumps (a bpftool run each); interrupted once they are done.
+    p = subprocess.Popen([PIPEPROF, "-p", str(pid), "-d", "60", "-v"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    err, code = [], {}
+    try:
+        for line in p.stderr:
+            err.append(line)
+            if line.startswith("pipeprof: tracing"):
+                break
+        assert err and err[-1].startswith("pipeprof: tracing"), "".join(err)[-3000:]
+        held = bpf_objects(p.pid)["prog"] if dump else set()
+        shown = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True,
+                               timeout=30, check=True).stdout
+        for prog in json.loads(shown):
+            if prog["id"] in held:
+                dump = subprocess.run(["bpftool", "prog", "dump", "xlated", "id", str(prog["id"])],
+                                      capture_output=True, text=True, timeout=30)
+                assert dump.returncode == 0, (prog.get("name"), prog.get("type"), dump.stderr)
+                code[prog["name"]] = MAP_ID.sub("map", dump.stdout)
+    finally:
+        p.send_signal(signal.SIGINT)
+        err.append(p.stderr.read())
+        assert p.wait(30) == 0, "".join(err)[-3000:]
+    return "".join(err), code
+
+
+def core_entries(cache):
+    return sorted(e for e in os.listdir(cache) if e.startswith("corebtf-"))
+
+
+def fnv1a(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+    return h
+
+
+def framed(btf):
+    return b"pipeprof-core-btf 1 %d %016x\n" % (len(btf), fnv1a(btf)) + btf
+
+
+def test_cached_core_types_relocate_as_the_whole_btf(pipeprof_bin, procs, tmp_path):
+    _, pid, _ = start_workload(procs, "gpu.py", [], truth="/dev/null")
+    cache = tmp_path / "cache"
+
+    # The first run on a boot reads the kernel's whole BTF and leaves the types it needed.
+    err, _ = loaded_code(pid, cache)
+    assert "CO-RE against the cached kernel types" not in err, err[-3000:]
+    assert "cached the kernel types CO-RE needs" in err, err[-3000:]
+    made = core_entries(cache)
+    assert len(made) == 1, made
+    assert (os.stat(cache / made[0]).st_mode & 0o777) == 0o600
+    with open(cache / made[0], "rb") as f:
+        entry = f.read()
+    assert entry.startswith(b"pipeprof-core-btf 1 ") and len(entry) < 64 * 1024, entry[:64]
+
+    err, cached = loaded_code(pid, cache)
+    assert "CO-RE against the cached kernel types" in err, err[-3000:]
+    assert "on_sched_switch" in cached and "on_gpu_enter" in cached, sorted(cached)
+
+    # The same attach without the entry: every program's code must be the same, instruction
+    # for instruction (a field at another offset would read another field).
+    os.unlink(cache / made[0])
+    err, whole = loaded_code(pid, cache)
+    assert "CO-RE against the cached kernel types" not in err, err[-3000:]
+    assert sorted(whole) == sorted(cached)
+    differ = [name for name in whole if whole[name] != cached[name]]
+    assert not differ, (differ, whole[differ[0]][:2000], cached[differ[0]][:2000])
+    # and it is made again, the same
+    assert core_entries(cache) == made
+    with open(cache / made[0], "rb") as f:
+        assert f.read() == entry
+
+    # The equality above proves something only if the cached types are what relocates: in
+    # an entry (well framed, root's) that puts task_struct's pid where its tgid is, the
+    # programs that read a pid read at the other offset.
+    btf = entry[entry.index(b"\n") + 1:]
+    raw = subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    members = re.search(r"^\[\d+\] STRUCT 'task_struct' size=\d+ vlen=\d+\n((?:\t.*\n)+)",
+                        raw, re.M).group(1)
+    offsets = {m.group(1): int(m.group(2)) for m in
+               re.finditer(r"'(\w+)' type_id=\d+ bits_offset=(\d+)", members)}
+    forged = btf.replace(offsets["pid"].to_bytes(4, "little"), offsets["tgid"].to_bytes(4, "little"))
+    assert forged != btf
+    (cache / made[0]).write_bytes(framed(forged))
+    err, moved = loaded_code(pid, cache)
+    assert "CO-RE against the cached kernel types" in err, err[-3000:]
+    assert any(moved[name] != whole[name] for name in whole), "the cached types were not used"
+
+
+def test_cached_core_types_refused_when_altered_or_unsafe(pipeprof_bin, procs, tmp_path):
+    _, pid, _ = start_workload(procs, "gpu.py", [], truth="/dev/null")
+    cache = tmp_path / "cache"
+    loaded_code(pid, cache, dump=False)
+    name = core_entries(cache)[0]
+    with open(cache / name, "rb") as f:
+        good = f.read()
+
+    # One byte of the types changed: not used, and made again at the end.
+    altered = bytearray(good)
+    altered[-5] ^= 0x01
+    (cache / name).write_bytes(bytes(altered))
+    err, _ = loaded_code(pid, cache, dump=False)
+    assert "cached CO-RE types %s unreadable: ignored" % name in err, err[-3000:]
+    assert "CO-RE against the cached kernel types" not in err, err[-3000:]
+    assert (cache / name).read_bytes() == good
+
+    # Writable by a group, or another user's: not read; replaced by root's own.
+    for spoil in (lambda path: os.chmod(path, 0o660), lambda path: os.chown(path, 65534, 65534)):
+        spoil(cache / name)
+        err, _ = loaded_code(pid, cache, dump=False)
+        assert "CO-RE against the cached kernel types" not in err, err[-3000:]
+        st = os.stat(cache / name)
+        assert st.st_uid == 0 and (st.st_mode & 0o777) == 0o600, st
+        assert (cache / name).read_bytes() == good
+    err, _ = loaded_code(pid, cache, dump=False)
+    assert "CO-RE against the cached kernel types" in err, err[-3000:]
+
+    # Without a cache at all, the attach reads the whole BTF and leaves nothing behind.
+    off = dict(os.environ, PIPEPROF_CACHE_DIR="off")
+    r = subprocess.run([PIPEPROF, "-p", str(pid), "-d", "0.5", "-v"], capture_output=True,
+                       text=True, timeout=60, cwd=ROOT, env=off)
+    assert r.returncode == 0 and "Verdict:" in r.stdout, r.stderr[-3000:]
+    assert "CO-RE" not in r.stderr.replace("CO-RE relocating", "").replace(
+        "CO-RE relocations", ""), r.stderr[-3000:]

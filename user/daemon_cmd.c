@@ -343,6 +343,7 @@ static int daemon_run(struct daemon *d)
 	err = start_discovery(d);
 	if (err)
 		goto cleanup;
+	tracer_cache_core_btf(d->cli.verbose);
 	d->dispatching = dispatcher_start(&d->dispatcher);
 	if (!d->dispatching) {
 		fprintf(stderr, "pipeprof: each job attaches its own scheduler programs: they run once "

@@ -473,6 +473,7 @@ static int top_host_run(const struct top_opts *o)
 	}
 	catch_signals();
 	h->start_ns = monotonic_ns();
+	tracer_cache_core_btf(o->verbose);
 	h->dispatching = dispatcher_start(&h->dispatcher);
 	n = host_scan(h, o, false);
 	if (n < 0) {

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <limits.h>
 #include <pthread.h>
+#include "core_btf.h"
 #include "kfeatures.h"
 #include "launch_sample.h"
 #include "report.h"
@@ -86,6 +87,7 @@ struct tracer_lib_attach {
 
 struct tracer {
 	struct pipeprof_bpf *skel;
+	struct core_btf core_btf;	/* the cached CO-RE types, until the load */
 	struct dispatcher *dispatcher;	/* as in tracer_opts, once an id was claimed */
 	__u8 dispatch_id;
 	bool dispatched;		/* its programs are in the dispatcher's arrays */
@@ -390,6 +392,9 @@ void thread_snaps_free(struct thread_snaps *s);
 
 /* Detaches and frees everything; safe on a partly started tracer. */
 void tracer_stop(struct tracer *t);
+/* Makes the cached CO-RE types (core_btf.h) now rather than when the first tracer stops: for
+ * the daemon and `top`, whose first jobs stay attached. */
+void tracer_cache_core_btf(bool verbose);
 
 /* Whether an error from bpf/perf means missing privileges. */
 bool errno_is_privilege(int err);

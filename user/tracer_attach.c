@@ -120,9 +120,9 @@ static void probe_programs(struct tracer *t, int api, struct bpf_program **enter
 		*enter = skel->progs.on_dev_free;
 		break;
 	case NCCL_CALL:
-		*enter = skel->progs.on_nccl_enter;
-		*ret = skel->progs.on_nccl_return;
-		*cookie = PP_COOKIE(api, gpu_apis[api].nccl_op);
+		*enter = skel->progs.on_gpu_enter;
+		*ret = skel->progs.on_gpu_return;
+		*cookie = PP_COOKIE(api, gpu_apis[api].nccl_op) | PP_COOKIE_NCCL;
 		break;
 	case NCCL_COMM_INIT:
 		*enter = skel->progs.on_nccl_comm_init;

@@ -4,17 +4,26 @@
 #include "pipeprof.bpf.h"
 #include "blocking.bpf.h"
 
-/* GPU API uprobes: the attach cookie is the API's id in userspace's table. */
+/*
+ * The blocking calls' uprobes: GPU syncs (GPU_WAIT) and NCCL's calls (COMM_WAIT, nccl.bpf.c),
+ * in one program pair, as the verifier's pass over blocking_call_enter() is most of what a
+ * program costs at attach (~3 ms each). The attach cookie is the API's id in userspace's table,
+ * and for NCCL PP_COOKIE_NCCL and the op (PP_COOKIE).
+ */
 SEC("uprobe")
 int BPF_KPROBE(on_gpu_enter)
 {
-	__u32 api = bpf_get_attach_cookie(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	bool nccl = cookie & PP_COOKIE_NCCL;
+	struct pp_thread *t;
 
-	if (api == PP_SELFTEST_API) {
+	if (cookie == PP_SELFTEST_API) {
 		count(PP_CNT_SELFTEST_HITS);
 		return 0;
 	}
-	blocking_call_enter(ctx, api, PP_GPU_WAIT);
+	t = blocking_call_enter(ctx, PP_COOKIE_API(cookie), nccl ? PP_COMM_WAIT : PP_GPU_WAIT);
+	if (t && nccl)
+		nccl_call_entered(ctx, (__u32)bpf_get_current_pid_tgid(), PP_COOKIE_DIR(cookie));
 	return 0;
 }
 
@@ -35,8 +44,13 @@ int BPF_KRETPROBE(on_gpu_return)
 	if (!t)
 		return 0;
 	api = t->gpu_api;
+	/* The outermost call's: a sync nested in an NCCL call is the collective's time, and an
+	 * NCCL call nested in a sync the sync's. */
+	if (pp_call_state(t->call_state) == PP_COMM_WAIT) {
+		nccl_call_returned(tid, took);
+		return 0;
+	}
 	if (pp_call_state(t->call_state) != PP_GPU_WAIT)
-		/* A sync nested in an NCCL call: the collective's time (nccl.bpf.c). */
 		return 0;
 	stats = bpf_map_lookup_elem(&gpu_api_stats, &api);
 	if (stats) {

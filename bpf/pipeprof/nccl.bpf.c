@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Uprobes on libnccl: its collectives, point-to-point and group calls block the rank's host
- * thread (COMM_WAIT, blocking.bpf.h) and move bytes; its communicator calls tell how many ranks
- * a communicator has, which an AllGather's bytes received need. The attach cookie holds the
- * API's id in userspace's table and its enum pp_nccl_op (PP_COOKIE).
+ * thread (COMM_WAIT, blocking.bpf.h), on the GPU syncs' programs (gpu.bpf.c), and move bytes;
+ * its communicator calls tell how many ranks a communicator has, which an AllGather's bytes
+ * received need. The attach cookie holds the API's id in userspace's table and its enum
+ * pp_nccl_op (PP_COOKIE).
  */
 #include "pipeprof.bpf.h"
-#include "blocking.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -78,30 +78,28 @@ static __always_inline __u64 nccl_call_bytes(struct pt_regs *ctx, __u32 op, __u3
 	return size ? count * size : PP_NCCL_UNSIZED;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(on_nccl_enter)
+/* An NCCL call's entry, where it is the thread's outermost blocking call (on_gpu_enter):
+ * its op and the bytes it moves. Global, like the return's, so the verifier checks it once. */
+__noinline int nccl_call_entered(struct pt_regs *ctx, __u32 tid, __u32 op)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct pp_thread *t = blocking_call_enter(ctx, PP_COOKIE_API(cookie), PP_COMM_WAIT);
+	struct pp_thread *t = bpf_map_lookup_elem(&threads, &tid);
 
-	if (!t)
+	if (!ctx || !t)
 		return 0;
-	t->nccl_op = PP_COOKIE_DIR(cookie);
-	t->nccl_bytes = nccl_call_bytes(ctx, t->nccl_op, t->tgid);
+	t->nccl_op = op;
+	t->nccl_bytes = nccl_call_bytes(ctx, op, t->tgid);
 	return 0;
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(on_nccl_return)
+/* Its return (on_gpu_return), took after its entry: the op's calls, bytes and time. */
+__noinline int nccl_call_returned(__u32 tid, __u64 took)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), op;
+	struct pp_thread *t = bpf_map_lookup_elem(&threads, &tid);
 	struct pp_nccl_stats *stats;
-	struct pp_thread *t;
-	__u64 took, bytes;
+	__u64 bytes;
+	__u32 op;
 
-	t = blocking_call_return(tid, &took);
-	/* An NCCL call nested in a GPU sync is the sync's time. */
-	if (!t || pp_call_state(t->call_state) != PP_COMM_WAIT)
+	if (!t)
 		return 0;
 	op = t->nccl_op;
 	bytes = t->nccl_bytes;

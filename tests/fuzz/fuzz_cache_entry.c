@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The attach cache's entries, read back from /var/cache/pipeprof: the kernel-features entry and
- * an entry of symbol offsets. Whatever the text, a parse either refuses it or gives answers
+ * an entry of symbol offsets, and the cached CO-RE types' frame. Whatever the text, a parse either refuses it or gives answers
  * inside what the entry may say: flags 0 or 1, a bounded preempt-count distance, and offsets in
  * the library's code; and what it accepts formats back to the same answers.
  */
 #include <errno.h>
+#include "cache.h"
+#include "core_btf.h"
 #include "fuzz.h"
 #include "kfeatures.h"
 #include "symcache.h"
@@ -65,10 +67,25 @@ static void symbol_entry(const char *text)
 	FUZZ_CHECK(!memcmp(funcs, again, sizeof(again)));
 }
 
+static void core_btf_entry(const uint8_t *data, size_t size)
+{
+	static char again[CACHE_MAX_ENTRY];
+	const char *btf;
+	size_t len;
+	int n;
+
+	if (core_btf_unwrap((const char *)data, size, &btf, &len))
+		return;
+	FUZZ_CHECK(btf > (const char *)data && btf + len == (const char *)data + size);
+	n = core_btf_wrap(again, sizeof(again), btf, len);
+	FUZZ_CHECK(n > 0 && (size_t)n == size && !memcmp(again, data, size));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text = fuzz_strndup(data, size);
 
+	core_btf_entry(data, size);
 	kernel_entry(text);
 	symbol_entry(text);
 	free(text);
