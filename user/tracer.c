@@ -450,8 +450,8 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	open_opts.btf_custom_path = t->core_btf.fd >= 0 ? t->core_btf.path : NULL;
 	t->skel = pipeprof_bpf__open_opts(&open_opts);
 	if (!t->skel) {
-		core_btf_release(&t->core_btf);
 		err = -errno;
+		core_btf_release(&t->core_btf);
 		fprintf(stderr, "pipeprof: cannot open the BPF object: %s\n", strerror(-err));
 		return err;
 	}
