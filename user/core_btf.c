@@ -33,6 +33,26 @@ static int entry_name(char *name, size_t size, const void *obj, size_t obj_size)
 	return core_btf_entry_name(name, size, boot_id, core_btf_object_hash(obj, obj_size));
 }
 
+/* The entry's name, the cache directory and a buffer for the entry; -errno when there is no
+ * cache (off, unsafe) or no memory, and then nothing to release. */
+static int open_entry(const void *obj, size_t size, char *name, size_t name_size, int *dirfd,
+		      char **entry)
+{
+	int err = entry_name(name, name_size, obj, size);
+
+	if (err)
+		return err;
+	*dirfd = cache_open();
+	if (*dirfd < 0)
+		return *dirfd;
+	*entry = malloc(CACHE_MAX_ENTRY);
+	if (!*entry) {
+		close(*dirfd);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* The payload must be BTF libbpf reads: a file that is not would fail the whole load. */
 static bool btf_usable(const char *data, size_t len)
 {
@@ -68,14 +88,8 @@ void core_btf_find(struct core_btf *cb, const void *obj, size_t size, bool verbo
 
 	memset(cb, 0, sizeof(*cb));
 	cb->fd = -1;
-	if (entry_name(name, sizeof(name), obj, size))
+	if (open_entry(obj, size, name, sizeof(name), &dirfd, &entry))
 		return;
-	dirfd = cache_open();
-	if (dirfd < 0)
-		return;
-	entry = malloc(CACHE_MAX_ENTRY);
-	if (!entry)
-		goto cleanup;
 	btf = read_entry(dirfd, name, entry, &btf_len, verbose);
 	if (!btf) {
 		/* Remade in its place at the end, as kernel features are: a malformed entry, or
@@ -194,16 +208,8 @@ void core_btf_save(const void *obj, size_t size, bool verbose)
 	if (tried)
 		return;
 	tried = true;
-	if (entry_name(name, sizeof(name), obj, size))
+	if (open_entry(obj, size, name, sizeof(name), &dirfd, &entry))
 		return;
-	dirfd = cache_open();
-	if (dirfd < 0)
-		return;
-	entry = malloc(CACHE_MAX_ENTRY);
-	if (!entry) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
 	if (read_entry(dirfd, name, entry, &(size_t){ 0 }, false))
 		goto cleanup;		/* the daemon's and top's start, on a boot that has it */
 	if (!bpftool) {
