@@ -21,7 +21,6 @@ struct core_btf {
 	int fd;			/* a memfd holding the types, or -1 */
 	char path[32];		/* /proc/self/fd/N: libbpf takes a path */
 	bool missing;		/* none cached for this boot and object: core_btf_save() makes it */
-	size_t bytes;
 };
 
 /* Pure (core_btf_entry.c). The object's identity: FNV-1a over its bytes. */
