@@ -206,7 +206,18 @@ def test_ctrl_c_while_attaching_a_launch():
     p = subprocess.Popen([PIPEPROF, "-d", "5", "--", PYTHON, "-c", "import time; time.sleep(30)",
                           marker], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
-    time.sleep(0.05)    # loading the BPF object takes longer than this
+    # pipeprof forks the held command once its handlers are set, then attaches (40 ms or
+    # more): Ctrl-C as soon as the held command exists lands inside the attach, whatever the
+    # machine's load. A fixed sleep did not: with the cached kernel types the attach can end
+    # first.
+    children = "/proc/%d/task/%d/children" % (p.pid, p.pid)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open(children) as f:
+            if f.read().strip():
+                break
+    else:
+        raise AssertionError("pipeprof never forked the held command")
     os.killpg(p.pid, signal.SIGINT)
     out, err = p.communicate(timeout=30)
     assert p.returncode == 1, (p.returncode, err)

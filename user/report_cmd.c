@@ -636,6 +636,11 @@ int report_cmd_run(const struct report_opts *o)
 	}
 	if (launched) {
 		err = launch_release(&launch);
+		if (err && exiting) {
+			/* Ctrl-C just after the attach ended the held command too. */
+			fprintf(stderr, "pipeprof: interrupted while attaching; nothing traced\n");
+			goto cleanup;
+		}
 		if (err) {
 			fprintf(stderr, "pipeprof: cannot run %s: %s\n", o->argv[0], strerror(-err));
 			status = err == -ENOENT || err == -EACCES ? 2 : 1;
