@@ -696,48 +696,9 @@ static __always_inline void hist_switch_in(struct pp_thread *t, __u32 tid, __u32
 		hist_time(PP_HK_RUNQ, 0, tid, t->tgid, now - queued);
 }
 
-/* What the thread holds of its waker (pp_thread.waker_sum) into the wakers map. */
-static __noinline void flush_waker(struct pp_thread *t)
-{
-	struct pp_waker_key key = t->waker_key;
-	struct pp_waker_val *v, zero = {};
-
-	if (!t->waker_sum.count)
-		return;
-	v = map_lookup_or_init(&wakers, &key, &zero, PP_CNT_WAKERS_FULL);
-	if (v) {
-		__sync_fetch_and_add(&v->ns, t->waker_sum.ns);
-		__sync_fetch_and_add(&v->count, t->waker_sum.count);
-	} else {
-		/* The counter is of waits, and that counted one. */
-		__u32 c = PP_CNT_WAKERS_FULL;
-		__u64 *lost = bpf_map_lookup_elem(&counters, &c);
-
-		if (lost)
-			*lost += t->waker_sum.count - 1;
-	}
-	t->waker_sum.ns = t->waker_sum.count = 0;
-}
-
-/* The wait of tid that ended after off_ns off-CPU was ended by the waker sched_waking saw. Only
- * the thread's own switch-ins write its sum, one at a time: plain adds. */
-static __noinline void record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 off_ns)
-{
-	struct pp_waker_key key = {
-		.wakee = tid, .waker = t->waker_tid, .waker_tgid = t->waker_tgid,
-		.ctx = t->wake_ctx, .cause = cause,
-	};
-
-	if (t->waker_sum.count && (t->waker_key.wakee != key.wakee ||
-				   t->waker_key.waker != key.waker ||
-				   t->waker_key.waker_tgid != key.waker_tgid ||
-				   t->waker_key.ctx != key.ctx || t->waker_key.cause != key.cause))
-		flush_waker(t);
-	if (!t->waker_sum.count)
-		t->waker_key = key;
-	t->waker_sum.ns += off_ns;
-	t->waker_sum.count++;
-}
+/* sched.bpf.c: who ended a thread's waits, summed in its record and flushed to the wakers map. */
+int flush_waker(struct pp_thread *t);
+int record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 off_ns);
 
 /* Close the off-CPU (or unknown) stretch that ends now with the thread getting a CPU. */
 static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now,

@@ -22,50 +22,8 @@ static __always_inline struct pp_thread *caller_thread(__u64 now)
 	return t && t->phase != PP_PHASE_EXITED ? t : NULL;
 }
 
-/* The thread, when this call is its outermost one; NULL for a nested call or no thread. */
-static __always_inline struct pp_thread *blocking_call_enter(struct pt_regs *ctx, __u32 api,
-							     __u32 state)
-{
-	__u64 now = bpf_ktime_get_ns();
-	struct task_struct *task;
-	struct pp_thread *t, *outer = NULL;
-
-	if (!accounting(now))
-		return NULL;
-	task = (struct task_struct *)bpf_get_current_task_btf();
-	t = thread_of(task);
-	if (!t || t->phase == PP_PHASE_EXITED)
-		return NULL;
-	count(PP_CNT_UPROBE_HITS);
-	if (t->gpu_depth && !nested_call(t->gpu_enter_sp, PT_REGS_SP(ctx))) {
-		/* The call in progress never returned (longjmp, or its return probe attached
-		 * after it began): its wait ended when this call began. */
-		count(PP_CNT_UNRETURNED_CALLS);
-		add_state(t, task->pid, pp_call_state(t->call_state), t->phase_start_ns, now);
-		t->phase_start_ns = now;
-		t->gpu_depth = 0;
-	}
-	if (t->gpu_depth == 0) {
-		seen_on_cpu(t, (__u32)bpf_get_current_pid_tgid(), now);
-		account_oncpu(t, task->pid, now);
-		t->phase = PP_PHASE_ONCPU;
-		t->phase_start_ns = now;
-		t->gpu_enter_ns = now;
-		t->gpu_enter_sp = PT_REGS_SP(ctx);
-		t->gpu_api = api;
-		t->call_state = state;
-		/* Synchronising calls only: the trainer's choice, the sync advice and the
-		 * launch gaps count them. */
-		if (state == PP_GPU_WAIT)
-			t->gpu_calls++;
-		outer = t;
-	}
-	if (t->gpu_depth < PP_MAX_GPU_DEPTH)
-		t->gpu_depth++;
-	else
-		count(PP_CNT_GPU_DEPTH_OVERFLOW);
-	return outer;
-}
+/* gpu.bpf.c: 1 when this call is the thread's outermost one; 0 for a nested call or no thread. */
+int blocking_call_enter(struct pt_regs *ctx, __u32 api, __u32 state);
 
 /* The thread, when the call returning is its outermost one, with the time inside it. */
 static __always_inline struct pp_thread *blocking_call_return(__u32 tid, __u64 *took)

@@ -21,6 +21,57 @@ __noinline int switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 	return do_switch_in(t, tid, now, false);
 }
 
+/* What the thread holds of its waker (pp_thread.waker_sum) into the wakers map. Global, as
+ * record_waker(): verified once per program rather than on each path to them. */
+__noinline int flush_waker(struct pp_thread *t)
+{
+	struct pp_waker_key key;
+	struct pp_waker_val *v, zero = {};
+
+	if (!t || !t->waker_sum.count)
+		return 0;
+	key = t->waker_key;
+	v = map_lookup_or_init(&wakers, &key, &zero, PP_CNT_WAKERS_FULL);
+	if (v) {
+		__sync_fetch_and_add(&v->ns, t->waker_sum.ns);
+		__sync_fetch_and_add(&v->count, t->waker_sum.count);
+	} else {
+		/* The counter is of waits, and that counted one. */
+		__u32 c = PP_CNT_WAKERS_FULL;
+		__u64 *lost = bpf_map_lookup_elem(&counters, &c);
+
+		if (lost)
+			*lost += t->waker_sum.count - 1;
+	}
+	t->waker_sum.ns = t->waker_sum.count = 0;
+	return 0;
+}
+
+/* The wait of tid that ended after off_ns off-CPU was ended by the waker sched_waking saw. Only
+ * the thread's own switch-ins write its sum, one at a time: plain adds. */
+__noinline int record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 off_ns)
+{
+	struct pp_waker_key key = {};
+
+	if (!t)
+		return 0;
+	key.wakee = tid;
+	key.waker = t->waker_tid;
+	key.waker_tgid = t->waker_tgid;
+	key.ctx = t->wake_ctx;
+	key.cause = cause;
+	if (t->waker_sum.count && (t->waker_key.wakee != key.wakee ||
+				   t->waker_key.waker != key.waker ||
+				   t->waker_key.waker_tgid != key.waker_tgid ||
+				   t->waker_key.ctx != key.ctx || t->waker_key.cause != key.cause))
+		flush_waker(t);
+	if (!t->waker_sum.count)
+		t->waker_key = key;
+	t->waker_sum.ns += off_ns;
+	t->waker_sum.count++;
+	return 0;
+}
+
 /* Two builds of one program: rec is a constant, and userspace loads the one it needs, so the
  * report's program has no instruction of `record` (not even a test of record_on). */
 static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
