@@ -320,10 +320,24 @@ int procmaps_find_libs_named(pid_t pid, unsigned int kind_mask, const char *othe
 	return procmaps_find_libs_pinned(pid, kind_mask, other_name, libs, max, NULL);
 }
 
+/* The kernel writes as many lines as a read asks for, and stdio asks /proc for 1 KB: a 64 KB
+ * buffer reads a torch job's ~1,700 lines in 4 calls rather than ~200, each of which walks the
+ * address space anew. Best effort: without it the reads are only smaller. Free it after fclose. */
+char *procmaps_buffer(FILE *f)
+{
+	char *buf = malloc(MAPS_READ_BYTES);
+
+	if (buf && setvbuf(f, buf, _IOFBF, MAPS_READ_BYTES)) {
+		free(buf);
+		buf = NULL;
+	}
+	return buf;
+}
+
 int procmaps_find_libs_pinned(pid_t pid, unsigned int kind_mask, const char *other_name,
 			      struct mapped_lib *libs, int max, struct pinned_ranges *pinned)
 {
-	char path[64];
+	char path[64], *buf;
 	FILE *f;
 	int ret;
 
@@ -333,8 +347,10 @@ int procmaps_find_libs_pinned(pid_t pid, unsigned int kind_mask, const char *oth
 	f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
+	buf = procmaps_buffer(f);
 	/* A process that exits after the open reads as an empty file: 0 libraries, not an error. */
 	ret = procmaps_find_libs_in_pinned(f, kind_mask, other_name, libs, max, pinned);
 	fclose(f);
+	free(buf);
 	return ret;
 }

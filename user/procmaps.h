@@ -20,6 +20,9 @@ enum lib_kind {
 	LIB_PYTHON,	/* the interpreter: python3.11, python3, libpython3.12.so.1.0, libpython3.6m.so */
 };
 
+/* stdio's buffer for /proc/PID/maps: the read size, and so how many reads a long file takes. */
+#define MAPS_READ_BYTES (64 << 10)
+
 struct maps_entry {
 	uint64_t start, end, pgoff;
 	uint64_t inode;
@@ -89,6 +92,7 @@ struct pinned_ranges {
 };
 bool procmaps_driver_pinned(const struct maps_entry *e);
 /* procmaps_find_libs_named that also collects those mappings into *pinned (NULL: none). */
+char *procmaps_buffer(FILE *f);
 int procmaps_find_libs_pinned(pid_t pid, unsigned int kind_mask, const char *other_name,
 			      struct mapped_lib *libs, int max, struct pinned_ranges *pinned);
 int procmaps_find_libs_in_pinned(FILE *maps, unsigned int kind_mask, const char *other_name,

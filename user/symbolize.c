@@ -60,7 +60,7 @@ static void proc_free(struct sym_proc *p)
 
 static int proc_load(struct sym_proc *p, pid_t pid)
 {
-	char path[64], line[PATH_MAX + 128];
+	char path[64], line[PATH_MAX + 128], *buf;
 	struct maps_entry e;
 	int cap = 0, err = 0;
 	FILE *f;
@@ -70,6 +70,7 @@ static int proc_load(struct sym_proc *p, pid_t pid)
 	f = fopen(path, "re");
 	if (!f)
 		return 0;	/* gone: an empty map, asked once */
+	buf = procmaps_buffer(f);
 	while (fgets(line, sizeof(line), f)) {
 		if (procmaps_parse_line(line, &e))
 			continue;
@@ -93,6 +94,7 @@ static int proc_load(struct sym_proc *p, pid_t pid)
 		p->nr_maps++;
 	}
 	fclose(f);
+	free(buf);
 	return err;
 }
 
