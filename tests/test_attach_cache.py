@@ -243,3 +243,33 @@ def test_cached_core_types_refused_when_altered_or_unsafe(pipeprof_bin, procs, t
     assert r.returncode == 0 and "Verdict:" in r.stdout, r.stderr[-3000:]
     assert "CO-RE" not in r.stderr.replace("CO-RE relocating", "").replace(
         "CO-RE relocations", ""), r.stderr[-3000:]
+
+
+def test_cached_core_types_of_other_builds_kept_this_boot(pipeprof_bin, procs, tmp_path):
+    """Two builds in use side by side (a daemon and a newer CLI) must not evict each other's
+    entry at every run: an earlier boot's entries go, and of this boot's the four most
+    recently written stay."""
+    _, pid, _ = start_workload(procs, "gpu.py", [], truth="/dev/null")
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        boot = f.read().strip()
+    earlier_boot = "corebtf-00000000-0000-0000-0000-000000000000-%016x" % 1
+    builds = ["corebtf-%s-%016x" % (boot, i) for i in range(1, 5)]
+    for age, name in enumerate([earlier_boot] + builds):
+        (cache / name).write_bytes(framed(b"not this build's"))
+        os.chmod(cache / name, 0o600)
+        written = time.time() - 100 + age
+        os.utime(cache / name, (written, written))
+
+    err, _ = loaded_code(pid, cache, dump=False)
+    assert "cached the kernel types CO-RE needs" in err, err[-3000:]
+    left = core_entries(cache)
+    ours = [e for e in left if e not in builds]
+    assert len(ours) == 1 and ours[0].startswith("corebtf-%s-" % boot), left
+    # The oldest of this boot's other builds made room; the three newer ones stay.
+    assert sorted(e for e in left if e in builds) == builds[1:], left
+
+    # and this build's entry is what the next attach uses
+    err, _ = loaded_code(pid, cache, dump=False)
+    assert "CO-RE against the cached kernel types" in err, err[-3000:]

@@ -190,14 +190,14 @@ static DIR *open_entries(int dir_fd)
 
 void cache_prune(int dir_fd, const char *prefix, const char *keep)
 {
-	size_t plen = strlen(prefix);
+	size_t plen = strlen(prefix), klen = strlen(keep);
 	DIR *dir = open_entries(dir_fd);
 	struct dirent *de;
 
 	if (!dir)
 		return;
 	while ((de = readdir(dir)))
-		if (!strncmp(de->d_name, prefix, plen) && strcmp(de->d_name, keep))
+		if (!strncmp(de->d_name, prefix, plen) && strncmp(de->d_name, keep, klen))
 			unlinkat(dirfd(dir), de->d_name, 0);
 	closedir(dir);
 }

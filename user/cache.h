@@ -26,7 +26,7 @@ int cache_get(int dirfd, const char *name, char *buf, size_t size);
 /* Replaces entry name atomically (a temporary file renamed over it). */
 int cache_put(int dirfd, const char *name, const char *data, size_t len);
 
-/* Removes the entries whose names start with prefix, but keep. */
+/* Removes the entries whose names start with prefix, but those that start with keep. */
 void cache_prune(int dirfd, const char *prefix, const char *keep);
 
 /* Keeps at most max entries whose names start with prefix, removing the least recently

@@ -255,8 +255,18 @@ void core_btf_save(const void *obj, size_t size, bool verbose)
 	}
 	len = core_btf_wrap(entry, CACHE_MAX_ENTRY, data, st.st_size);
 	err = len < 0 ? len : cache_put(dirfd, name, entry, len);
-	if (!err)
-		cache_prune(dirfd, CORE_BTF_PREFIX, name);	/* earlier boots' and builds' */
+	if (!err) {
+		/* Earlier boots' entries go. This boot's newest few builds stay: two builds in
+		 * use side by side (a daemon and a newer CLI) must not evict each other's at
+		 * every run, each then paying the whole BTF and a bpftool run. */
+		char *hash = strrchr(name, '-');
+
+		if (hash) {
+			hash[1] = '\0';
+			cache_prune(dirfd, CORE_BTF_PREFIX, name);
+			cache_trim(dirfd, name, CORE_BTF_BUILDS_KEPT);
+		}
+	}
 	if (!err && verbose)
 		fprintf(stderr, "pipeprof: cached the kernel types CO-RE needs (%lld bytes) for "
 			"the next attach\n", (long long)st.st_size);

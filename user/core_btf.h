@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #define CORE_BTF_PREFIX "corebtf-"
+/* Builds of the BPF object whose entries a boot keeps (the most recently written). */
+#define CORE_BTF_BUILDS_KEPT 4
 #define CORE_BTF_MAGIC "pipeprof-core-btf 1"
 
 struct core_btf {
