@@ -23,6 +23,9 @@ enum lib_kind {
 /* stdio's buffer for /proc/PID/maps: the read size, and so how many reads a long file takes. */
 #define MAPS_READ_BYTES (64 << 10)
 
+/* Gives an opened maps file a MAPS_READ_BYTES buffer; what it returns is freed after fclose(). */
+char *procmaps_buffer(FILE *f);
+
 struct maps_entry {
 	uint64_t start, end, pgoff;
 	uint64_t inode;
@@ -92,7 +95,6 @@ struct pinned_ranges {
 };
 bool procmaps_driver_pinned(const struct maps_entry *e);
 /* procmaps_find_libs_named that also collects those mappings into *pinned (NULL: none). */
-char *procmaps_buffer(FILE *f);
 int procmaps_find_libs_pinned(pid_t pid, unsigned int kind_mask, const char *other_name,
 			      struct mapped_lib *libs, int max, struct pinned_ranges *pinned);
 int procmaps_find_libs_in_pinned(FILE *maps, unsigned int kind_mask, const char *other_name,
