@@ -323,31 +323,36 @@ int procmaps_find_libs_named(pid_t pid, unsigned int kind_mask, const char *othe
 /* stdio asks /proc for 1 KB at a time (its st_blksize), where the kernel would fill a page: a
  * 64 KB buffer reads a torch job's ~1,700 lines in ~50 calls rather than ~200, each of which
  * walks the address space anew. Best effort: without it the reads are only smaller. */
-char *procmaps_buffer(FILE *f)
+FILE *procmaps_open(pid_t pid, char **buf)
 {
-	char *buf = malloc(MAPS_READ_BYTES);
+	char path[64];
+	FILE *f;
 
-	if (buf && setvbuf(f, buf, _IOFBF, MAPS_READ_BYTES)) {
-		free(buf);
-		buf = NULL;
+	*buf = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	*buf = malloc(MAPS_READ_BYTES);
+	if (*buf && setvbuf(f, *buf, _IOFBF, MAPS_READ_BYTES)) {
+		free(*buf);
+		*buf = NULL;
 	}
-	return buf;
+	return f;
 }
 
 int procmaps_find_libs_pinned(pid_t pid, unsigned int kind_mask, const char *other_name,
 			      struct mapped_lib *libs, int max, struct pinned_ranges *pinned)
 {
-	char path[64], *buf;
+	char *buf;
 	FILE *f;
 	int ret;
 
 	if (pid <= 0)
 		return -EINVAL;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
+	f = procmaps_open(pid, &buf);
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
-	buf = procmaps_buffer(f);
 	/* A process that exits after the open reads as an empty file: 0 libraries, not an error. */
 	ret = procmaps_find_libs_in_pinned(f, kind_mask, other_name, libs, max, pinned);
 	fclose(f);

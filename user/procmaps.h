@@ -23,8 +23,9 @@ enum lib_kind {
 /* stdio's buffer for /proc/PID/maps: the read size, and so how many reads a long file takes. */
 #define MAPS_READ_BYTES (64 << 10)
 
-/* Gives an opened maps file a MAPS_READ_BYTES buffer; what it returns is freed after fclose(). */
-char *procmaps_buffer(FILE *f);
+/* /proc/PID/maps opened for reading through a MAPS_READ_BYTES buffer, *buf, to free after
+ * fclose(); NULL with errno set. */
+FILE *procmaps_open(pid_t pid, char **buf);
 
 struct maps_entry {
 	uint64_t start, end, pgoff;

@@ -60,17 +60,15 @@ static void proc_free(struct sym_proc *p)
 
 static int proc_load(struct sym_proc *p, pid_t pid)
 {
-	char path[64], line[PATH_MAX + 128], *buf;
+	char line[PATH_MAX + 128], *buf;
 	struct maps_entry e;
 	int cap = 0, err = 0;
 	FILE *f;
 
 	*p = (struct sym_proc){ .pid = pid, .loaded_ns = now_ns() };
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
+	f = procmaps_open(pid, &buf);
 	if (!f)
 		return 0;	/* gone: an empty map, asked once */
-	buf = procmaps_buffer(f);
 	while (fgets(line, sizeof(line), f)) {
 		if (procmaps_parse_line(line, &e))
 			continue;
