@@ -88,6 +88,8 @@ int record_launch(struct pp_thread *t, __u32 tid, __u32 api, __u64 now);
 /* Where this CPU's preempt count lies relative to its run queue (core_fixes.bpf.h); 0 when
  * userspace could not find both in the kernel's BTF. */
 extern const volatile __s64 preempt_count_rq_delta;
+extern const volatile __u32 drop_switch_in_every;
+extern __u64 switch_ins_counted;
 
 /* 0 while pipeprof is still attaching: processes are followed but no time is accounted, so
  * the window opens only once every probe is in place. Threads first seen later are taken to
@@ -506,8 +508,9 @@ static __always_inline __u32 oncpu_state(struct pp_thread *t)
 
 /*
  * For a program in the thread's own context (a uprobe): it is on a CPU now, whatever its phase
- * says. Runnable or off-CPU means its switch-in was never traced (pp_missed_switch_in_ns): place
- * it from its CPU clock now, before the time is split at a step boundary or a GPU call. Between
+ * says. Runnable, off-CPU, or first seen asleep and since woken means its switch-in was never
+ * traced (pp_switch_in_unseen): place it from its CPU clock now, before the time is split at a
+ * step boundary or a GPU call. Between
  * switches the clock advances only at scheduler ticks, so this places the switch-in up to a
  * tick late, and that tick reads RUNQ.
  */
@@ -516,7 +519,7 @@ static __always_inline void seen_on_cpu(struct pp_thread *t, __u32 tid, __u64 no
 	struct task_struct *task;
 	__u64 in;
 
-	if (t->phase != PP_PHASE_RUNNABLE && t->phase != PP_PHASE_OFFCPU)
+	if (!pp_switch_in_unseen(t->phase, t->exec_at_out_ns))
 		return;
 	task = bpf_get_current_task_btf();
 	in = pp_missed_switch_in_ns(t->phase_start_ns, now, t->exec_at_out_ns,

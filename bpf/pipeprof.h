@@ -182,7 +182,8 @@ struct pp_thread {
 	__u64 gc_ns;		/* its pauses inside the window */
 	__u64 gc_count;		/* collections that began inside the window */
 	__u64 exec_at_out_ns;	/* the task's own CPU clock (se.sum_exec_runtime) at its last
-				 * switch-out; 0 before the first one seen */
+				 * switch-out, or at the wakeup of a thread first seen asleep
+				 * (pp_switch_in_unseen); 0 before either */
 	/* Kernel launches since the window opened, kept here rather than in thread_gpu: the
 	 * launch probe is the hot one, and this record is already in hand there. */
 	__u64 launches;
@@ -257,6 +258,20 @@ static inline __u64 pp_missed_switch_in_ns(__u64 since_ns, __u64 now_ns, __u64 e
 	/* The clock leaves out stolen time, so it never overshoots the gap on its own; clamp
 	 * anyway against a switch-out seen late. */
 	return ran >= now_ns - since_ns ? since_ns : now_ns - ran;
+}
+
+/*
+ * Whether a thread found on a CPU got it without a switch-in traced, and its CPU clock can place
+ * that switch-in (pp_missed_switch_in_ns). A thread seen leaving a CPU, runnable or asleep,
+ * must have got one. One first seen asleep (PP_PHASE_UNKNOWN) has no switch-out to count its
+ * CPU time from; its wakeup gives one, and without that it may have been running since the
+ * attach. Miss it, and a trainer woken after the window closed, its switch-in untraced, read
+ * its whole window as RUNNING: a confident CPU-BOUND for a job starved of data.
+ */
+static inline int pp_switch_in_unseen(__u32 phase, __u64 exec_at_out_ns)
+{
+	return phase == PP_PHASE_RUNNABLE || phase == PP_PHASE_OFFCPU ||
+	       (phase == PP_PHASE_UNKNOWN && exec_at_out_ns);
 }
 
 /* Global counters; index into the counters array map. */

@@ -265,13 +265,14 @@ def start_workload(procs, script, args, truth, duration=60, env=None):
     return w, int(m.group(1)), int(m.group(2))
 
 
-def attempt_pipeprof(pid, seconds=5, extra=(), timeout=120):
+def attempt_pipeprof(pid, seconds=5, extra=(), timeout=120, env=None):
     """Runs `pipeprof -p PID -d SECONDS -j`; returns (report, None), or (None, why) when it did
     not finish, failed or printed no v1 report. For tests that attach many times and report
-    every attach, a failed one included."""
+    every attach, a failed one included. env: pipeprof's environment (None: this one's)."""
     argv = [PIPEPROF, "-p", str(pid), "-d", str(seconds), "-j"] + list(extra)
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                           env=env)
     except subprocess.TimeoutExpired as e:
         err = e.stderr or ""
         if isinstance(err, bytes):
@@ -301,7 +302,7 @@ def run_pipeprof(pid, seconds=5, extra=(), timeout=120):
     return report
 
 
-def attach_repeatedly(w, pid, attaches, seconds, extra=(), timeout=120):
+def attach_repeatedly(w, pid, attaches, seconds, extra=(), timeout=120, env=None):
     """Attaches `pipeprof -p PID -d SECONDS -j` ATTACHES times in a row to the one running
     workload w. Returns one dict per attach: report (None when that run failed), error (why),
     stolen (conftest.steal_fraction over that attach) and wall_s. Fails the test at once if the
@@ -313,7 +314,7 @@ def attach_repeatedly(w, pid, attaches, seconds, extra=(), timeout=120):
                 w.name, i + 1, attaches, w.output()), pytrace=False)
         steal0 = cpu_steal_ticks()
         t0 = time.monotonic()
-        report, why = attempt_pipeprof(pid, seconds, extra, timeout)
+        report, why = attempt_pipeprof(pid, seconds, extra, timeout, env)
         wall = time.monotonic() - t0
         runs.append({"report": report, "error": why, "wall_s": wall,
                      "stolen": steal_fraction(steal0, cpu_steal_ticks(), seconds)})

@@ -105,7 +105,7 @@ static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
 		else
 			prev_state = task_state(prev);
 		exec_now = prev->se.sum_exec_runtime;
-		if (t->phase == PP_PHASE_RUNNABLE || t->phase == PP_PHASE_OFFCPU) {
+		if (pp_switch_in_unseen(t->phase, t->exec_at_out_ns)) {
 			/* Its switch-in never reached us: its CPU clock says when it was. */
 			__u64 in = pp_missed_switch_in_ns(t->phase_start_ns, now, t->exec_at_out_ns,
 							  exec_now);
@@ -144,6 +144,9 @@ static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
 			if (!naming(now))
 				return 0;
 		}
+		if (drop_switch_in_every &&
+		    __sync_fetch_and_add(&switch_ins_counted, 1) % drop_switch_in_every == 0)
+			return 0;
 		if (rec)
 			switch_in_rec(t, next->pid, now);
 		else
@@ -277,6 +280,11 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	if (!naming(now))
 		return 0;
 	judge_wakeup(t, p->pid, now);
+	/* Off any CPU and run queue since before the attach: its clock now starts the run this
+	 * wakeup begins, should its switch-in go untraced. One still on a CPU or run queue
+	 * (racing its own switch-out, or preempted) was never in this wait. */
+	if (t->phase == PP_PHASE_UNKNOWN && !p->on_cpu && !p->on_rq)
+		t->exec_at_out_ns = p->se.sum_exec_runtime;
 	t->woken_ns = now;
 	if (t->wake_ctx == PP_WAKE_TASK && wants_wait_stack(p->pid, t->tgid))
 		py_wait_woken(p->pid);

@@ -31,6 +31,11 @@ const volatile __u32 record_cap = 1000;
 /* Where this CPU's preempt count lies relative to its run queue (core_fixes.bpf.h); 0 when
  * userspace could not find both in the kernel's BTF. */
 const volatile __s64 preempt_count_rq_delta = 0;
+/* PIPEPROF_TEST_DROP_SWITCH_INS=N (tests only): one in N of the job's switch-ins is ignored, as
+ * the kernel emits none on some hosts (pp_missed_switch_in_ns). 0, the default, and the verifier
+ * prunes the test along with it. */
+const volatile __u32 drop_switch_in_every = 0;
+__u64 switch_ins_counted = 0;
 
 /* 0 while pipeprof is still attaching: processes are followed but no time is accounted, so
  * the window opens only once every probe is in place. Threads first seen later are taken to

@@ -477,6 +477,20 @@ TEST(test_missed_switch_in)
 	CHECK_EQ_U64(pp_missed_switch_in_ns(again, out, exec, exec + MS), 0);
 }
 
+/* Which threads found on a CPU had a switch-in the kernel did not trace, and a clock to place
+ * it by: one seen leaving a CPU always; one first seen asleep only once its wakeup gave it a
+ * clock (else it may have run since the attach). The long_step scenario's CPU-BOUND for a
+ * trainer starved of data came from the last. */
+TEST(test_switch_in_unseen)
+{
+	CHECK(pp_switch_in_unseen(PP_PHASE_RUNNABLE, 0));
+	CHECK(pp_switch_in_unseen(PP_PHASE_OFFCPU, 7734000695ULL));
+	CHECK(pp_switch_in_unseen(PP_PHASE_UNKNOWN, 7734000695ULL));
+	CHECK(!pp_switch_in_unseen(PP_PHASE_UNKNOWN, 0));
+	CHECK(!pp_switch_in_unseen(PP_PHASE_ONCPU, 7734000695ULL));
+	CHECK(!pp_switch_in_unseen(PP_PHASE_EXITED, 7734000695ULL));
+}
+
 /* What ended the trainer's waits: per waker, interrupts per context, most time first. */
 /* A trainer whose waits a process outside the job ends (a data service over a Unix socket):
  * no stall the model names, but the advice names that process. A minor outside waker does not
@@ -872,6 +886,7 @@ int main(void)
 	RUN_TEST(test_gpu_backlog);
 	RUN_TEST(test_chain_rule);
 	RUN_TEST(test_missed_switch_in);
+	RUN_TEST(test_switch_in_unseen);
 	RUN_TEST(test_waited_on);
 	RUN_TEST(test_outside_waker);
 	RUN_TEST(test_waits_on_children);
