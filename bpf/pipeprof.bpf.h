@@ -703,6 +703,24 @@ static __always_inline void hist_switch_in(struct pp_thread *t, __u32 tid, __u32
 int flush_waker(struct pp_thread *t);
 int record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 off_ns);
 
+/* What the off-CPU (or unknown) stretch the thread is in reads as once it gets a CPU, a
+ * blocking GPU call aside: PP_OTHER for a wait nothing was seen to end, counted where it is
+ * accounted (ending). */
+static __always_inline __u32 open_wait_cause(struct pp_thread *t, const bool ending)
+{
+	if (t->phase == PP_PHASE_OFFCPU && t->offcpu_iowait)
+		return PP_IO_WAIT;
+	if (t->woken_ns >= t->oncpu_since_ns)
+		/* Woken during this sleep, or raced with its switch-out. */
+		return t->wake_cause;
+	if (t->phase == PP_PHASE_UNKNOWN)
+		/* Runnable at attach (preempted before we looked). */
+		return PP_RUNQ;
+	if (ending)
+		count(PP_CNT_WAITS_UNWOKEN);
+	return PP_OTHER;
+}
+
 /* Close the off-CPU (or unknown) stretch that ends now with the thread getting a CPU. */
 static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now,
 					      const bool rec)
@@ -719,18 +737,7 @@ static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __
 	if (t->phase != PP_PHASE_OFFCPU && t->phase != PP_PHASE_UNKNOWN)
 		return;
 
-	if (t->phase == PP_PHASE_OFFCPU && t->offcpu_iowait)
-		cause = PP_IO_WAIT;
-	else if (t->woken_ns >= t->oncpu_since_ns)
-		/* Woken during this sleep, or raced with its switch-out. */
-		cause = t->wake_cause;
-	else if (t->phase == PP_PHASE_UNKNOWN)
-		/* Runnable at attach (preempted before we looked). */
-		cause = PP_RUNQ;
-	else {
-		cause = PP_OTHER;
-		count(PP_CNT_WAITS_UNWOKEN);
-	}
+	cause = open_wait_cause(t, true);
 
 	/* RUNQ starts when the thread is on a run queue, as the kernel's run_delay does; a
 	 * remote wakeup is queued to the target CPU by IPI, and that latency (an idle CPU

@@ -302,6 +302,13 @@ def run_pipeprof(pid, seconds=5, extra=(), timeout=120):
     return report
 
 
+def untraced_switch_ins(every):
+    """pipeprof's environment with one switch-in of the job in EVERY left untraced
+    (PIPEPROF_TEST_DROP_SWITCH_INS), as a Firecracker guest leaves the switch-ins of the tasks
+    its agent hands a CPU back to: the rare case, met at every attach."""
+    return dict(os.environ, PIPEPROF_TEST_DROP_SWITCH_INS=str(every))
+
+
 def attach_repeatedly(w, pid, attaches, seconds, extra=(), timeout=120, env=None):
     """Attaches `pipeprof -p PID -d SECONDS -j` ATTACHES times in a row to the one running
     workload w. Returns one dict per attach: report (None when that run failed), error (why),

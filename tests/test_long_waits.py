@@ -14,7 +14,6 @@ attach and woken by the batch after the close, its switch-in untraced, once read
 as RUNNING and got CPU-BOUND (CI, one attach in three).
 """
 import json
-import os
 import signal
 import subprocess
 import time
@@ -22,7 +21,7 @@ import time
 import pytest
 
 from conftest import (PIPEPROF, PYTHON, ROOT, attach_repeatedly, finish_workload, keep_report,
-                      start_workload)
+                      start_workload, untraced_switch_ins)
 from test_scenarios import check_attaches, workload_duration
 
 ATTACHES = 3
@@ -44,7 +43,7 @@ def test_step_longer_than_window(procs, tmp_path):
                                                             WINDOW_S + MAX_NAMING_S))
     runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S)
     untraced = attach_repeatedly(w, pid, UNTRACED_ATTACHES, WINDOW_S,
-                                 env=dict(os.environ, PIPEPROF_TEST_DROP_SWITCH_INS="2"))
+                                 env=untraced_switch_ins(2))
     truth = finish_workload(w, truth_path)
     slow = [r["wall_s"] for r in runs + untraced
             if r["wall_s"] > WINDOW_S + MAX_NAMING_S + SLACK_S]

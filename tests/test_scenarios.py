@@ -30,7 +30,7 @@ import time
 import pytest
 
 from conftest import (PYTHON, WORKLOADS, attach_repeatedly, finish_workload, groundtruth,
-                      run_pipeprof, save_result, start_workload)
+                      run_pipeprof, save_result, start_workload, untraced_switch_ins)
 
 STATES = groundtruth.STATES
 TOLERANCE = 0.05
@@ -350,20 +350,25 @@ def start_hogs(procs, n):
 
 
 def run_attach_scenario(name, procs, tmp_path, script, args, verdict, evidence, hogs=0,
-                        attaches=ATTACHES, window=WINDOW_S):
+                        attaches=ATTACHES, window=WINDOW_S, untraced=0):
     """Starts tools/workloads/SCRIPT once (failing clearly if it does not exist), attaches
-    `attaches` times with `window`-second windows, stops it and checks every attach against
+    `attaches` times with `window`-second windows, then `untraced` times more with one switch-in
+    in three untraced (conftest.untraced_switch_ins), stops it and checks every attach against
     its truth. Returns the READY (pid, tid)."""
     if not os.path.exists(os.path.join(WORKLOADS, script)):
         pytest.fail("tools/workloads/%s does not exist: the %s scenario cannot run" % (
             script, name), pytrace=False)
     truth_path = str(tmp_path / ("%s.truth.json" % name))
     w, pid, tid = start_workload(procs, script, args, truth_path,
-                                 duration=workload_duration(attaches, window))
+                                 duration=workload_duration(attaches + untraced, window))
     start_hogs(procs, hogs)
     runs = attach_repeatedly(w, pid, attaches, window)
+    untraced_runs = attach_repeatedly(w, pid, untraced, window, env=untraced_switch_ins(3))
     truth = finish_workload(w, truth_path)
     check_attaches(name, runs, truth, tid, verdict, evidence)
+    if untraced:
+        check_attaches(name + "_untraced_switch_ins", untraced_runs, truth, tid, verdict,
+                       evidence)
     return pid, tid
 
 

@@ -199,7 +199,7 @@ static __always_inline bool waker_is_exiting(void)
 static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_tid, __u64 now)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 waker_tid = (__u32)id, waker_tgid = id >> 32, ctx = wake_context(), relayed;
+	__u32 waker_tid = (__u32)id, waker_tgid = id >> 32, ctx = wake_context(), relayed, depth;
 	struct pp_proc *waker_proc;
 	struct pp_thread *waker;
 	__u8 kind;
@@ -256,13 +256,29 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 	waker = bpf_map_lookup_elem(&threads, &waker_tid);
 	if (!waker || !may_relay(waker, waker_tid, waker_tgid))
 		return;
-	relayed = pp_chain_cause(waker->last_wait, waker->last_wait_depth,
-				 waker->ran_since_wait_ns + (now - relay_run_from(waker)),
-				 now - waker->last_wait_end_ns);
+	if (waker->phase == PP_PHASE_OFFCPU ||
+	    (waker->phase == PP_PHASE_UNKNOWN && waker->exec_at_out_ns)) {
+		/* It runs, so a switch-in of it went untraced and ended the wait its record still
+		 * holds open: that is the wait it relays, ended as long ago as its CPU clock ran
+		 * (a third of a reader thread's batches read THREAD_WAIT with one switch-in in
+		 * three untraced). */
+		__u64 exec_now = bpf_get_current_task_btf()->se.sum_exec_runtime;
+		__u64 ran = exec_now > waker->exec_at_out_ns ? exec_now - waker->exec_at_out_ns : 0;
+		__u32 open = waker->gpu_depth ? pp_call_state(waker->call_state) :
+						 open_wait_cause(waker, false);
+
+		depth = waker->gpu_depth || open != waker->wake_cause ? 0 : waker->wake_depth;
+		relayed = pp_chain_cause(open, depth, ran, ran);
+	} else {
+		depth = waker->last_wait_depth;
+		relayed = pp_chain_cause(waker->last_wait, depth,
+					 waker->ran_since_wait_ns + (now - relay_run_from(waker)),
+					 now - waker->last_wait_end_ns);
+	}
 	if (relayed == PP_NO_CAUSE)
 		return;
 	wakee->wake_cause = relayed;
-	wakee->wake_depth = waker->last_wait_depth + 1;
+	wakee->wake_depth = depth + 1;
 }
 
 SEC("tp_btf/sched_waking")
