@@ -22,6 +22,18 @@ static __always_inline __s64 task_state(struct task_struct *task)
 	return BPF_CORE_READ(old, state);
 }
 
+/* Whether a task is asleep: off every CPU, and queued to run on none. 152e11f6df29
+ * ("sched/fair: Implement delayed dequeue", 6.12) leaves a task that blocked with negative lag
+ * on its run queue (se.sched_delayed) while it sleeps. */
+static __always_inline bool task_asleep(struct task_struct *task)
+{
+	if (task->on_cpu)
+		return false;
+	if (!task->on_rq)
+		return true;
+	return bpf_core_field_exists(task->se.sched_delayed) && task->se.sched_delayed;
+}
+
 /* in_iowait is a bitfield whose byte offset moves between builds: CO-RE relocates a direct
  * load of its byte (the task is a BTF pointer of the tracepoint), which costs the context
  * switch no helper call. */

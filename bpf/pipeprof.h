@@ -245,7 +245,8 @@ static inline void pp_thread_init(struct pp_thread *t, __u32 tgid, __u32 phase, 
  * the task it hands the CPU back to reappears unannounced, ftrace and BPF alike). The thread
  * ran for what its own CPU clock gained since its last switch-out, and in one stretch ending
  * at this switch-out, since each of its switch-outs is seen; the rest of the gap was the wait
- * it was in. 0: the clock cannot place it (no switch-out of it seen yet).
+ * it was in. 0: the clock cannot place it (no switch-out of it seen yet, nor a wakeup of it
+ * first seen asleep: pp_switch_in_unseen).
  */
 static inline __u64 pp_missed_switch_in_ns(__u64 since_ns, __u64 now_ns, __u64 exec_at_out_ns,
 					   __u64 exec_now_ns)

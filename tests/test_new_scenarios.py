@@ -227,8 +227,9 @@ NEW_SCENARIOS = {
 }
 
 
-# Attaches more with one switch-in in three untraced: a relay of the network's data whose own
-# switch-in went untraced passed on the wait before (a third of the batches read THREAD_WAIT).
+# Attaches more with one switch-in in three untraced: a reader thread whose own switch-in after
+# a network receive went untraced was judged from the wait before and the time since it, its
+# relay failed, and a third of the batches read THREAD_WAIT.
 UNTRACED_ATTACHES = {"net_loader_thread": 2}
 
 

@@ -112,13 +112,28 @@ enum pp_state thread_open_state(const struct pp_thread *t, char proc_state)
 	}
 }
 
+bool thread_woken_unswitched(const struct pp_thread *t, __u64 last, __u32 *cause, __u64 *woke)
+{
+	__u64 since = t->phase_start_ns;
+
+	if (t->gpu_depth || !(t->phase == PP_PHASE_OFFCPU ||
+			      (t->phase == PP_PHASE_UNKNOWN && t->exec_at_out_ns)) ||
+	    t->woken_ns < t->oncpu_since_ns || t->woken_ns <= since || last <= since)
+		return false;
+	*woke = t->woken_ns < last ? t->woken_ns : last;
+	*cause = t->phase == PP_PHASE_OFFCPU && t->offcpu_iowait ? PP_IO_WAIT :
+		 t->wake_cause < PP_NR_STATES ? t->wake_cause : PP_OTHER;
+	return true;
+}
+
 void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns, char proc_state,
 		  struct thread_result *out)
 {
 	__u64 first = t->first_ns > window_start_ns ? t->first_ns : window_start_ns;
 	__u64 last = t->exit_ns && t->exit_ns < end_ns ? t->exit_ns : end_ns;
-	__u64 since = t->phase_start_ns, sum = 0;
+	__u64 since = t->phase_start_ns, sum = 0, woke;
 	enum pp_state open_state;
+	__u32 named;
 
 	memset(out, 0, sizeof(*out));
 	out->tgid = t->tgid;
@@ -131,6 +146,11 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 	memcpy(out->ns, t->ns, sizeof(out->ns));
 
 	open_state = thread_open_state(t, proc_state);
+	if (thread_woken_unswitched(t, last, &named, &woke)) {
+		out->ns[named] += woke - since;
+		since = woke;
+		open_state = PP_RUNNING;
+	}
 	if (open_state < PP_NR_STATES && last > since) {
 		out->ns[open_state] += last - since;
 		if (open_state == PP_OTHER && t->phase != PP_PHASE_ONCPU && t->phase != PP_PHASE_RUNNABLE)

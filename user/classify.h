@@ -166,6 +166,12 @@ enum verdict verdict_of_stall(enum pp_state state);
  * close (PP_NR_STATES: none, the thread exited); proc_state as for thread_close(). */
 enum pp_state thread_open_state(const struct pp_thread *t, char proc_state);
 
+/* Whether the wait t was in at the close was woken, with no switch-in after: one untraced (the
+ * thread then ran on unseen, or was first seen asleep and has not left the CPU since), or one
+ * after the naming stopped. The wakeup names the wait up to *woke (at most last) as *cause,
+ * as a switch-in would have; from then the thread was running, or queued to. */
+bool thread_woken_unswitched(const struct pp_thread *t, __u64 last, __u32 *cause, __u64 *woke);
+
 /* Time after the last event, up to end_ns, goes to the state the thread's phase implies;
  * a thread never seen off its initial unknown phase is taken as asleep unless proc_state
  * (its /proc state letter, 0 if unknown) says it runs. */

@@ -166,6 +166,7 @@ static struct trace_thread *trace_threads(struct tracer *t, const struct report 
 		struct pp_thread bt;
 		__u32 tid = th->tid;
 		char proc_state = 0;
+		__u64 woke;
 
 		out[i] = (struct trace_thread){ .tid = th->tid, .tgid = th->tgid, .comm = th->comm,
 						.role = th->role, .open_state = PP_NR_STATES };
@@ -179,6 +180,11 @@ static struct trace_thread *trace_threads(struct tracer *t, const struct report 
 		out[i].open_state = thread_open_state(&bt, proc_state);
 		out[i].open_from = bt.phase_start_ns;
 		out[i].open_to = bt.exit_ns && bt.exit_ns < r->end_ns ? bt.exit_ns : r->end_ns;
+		if (thread_woken_unswitched(&bt, out[i].open_to, &out[i].named_state, &woke)) {
+			out[i].named_from = bt.phase_start_ns;
+			out[i].named_to = out[i].open_from = woke;
+			out[i].open_state = PP_RUNNING;
+		}
 	}
 	return out;
 }

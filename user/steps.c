@@ -230,52 +230,68 @@ static int by_value(const void *a, const void *b)
  * tells them apart: the longest gaps, those that hold BURST_STEP_SHARE of the time, are
  * steps, and so is any gap within BURST_RATIO of the shortest of them; shorter ones are the
  * inside of a burst. A loop with one wait a batch (behind a pin-memory thread) keeps every end,
- * slow steps and all, as long as its steps are within that ratio of each other. Keeps the
- * boundaries in mine[] (sorted by time) at the front and returns how many.
+ * slow steps and all, as long as its steps are within that ratio of each other.
+ *
+ * The first end's gap is known only from the window's opening: the thread's time since then
+ * (less its run queue), a lower bound. It counts among the gaps, so that a window that holds
+ * one burst of a step longer than itself keeps one end (no step), not each end of that burst
+ * as a step of microseconds (thousands of steps a second); and it keeps the first end only
+ * when long enough, as the others. Keeps the boundaries in mine[] (sorted by time) at the
+ * front and returns how many.
  */
 #define BURST_STEP_SHARE 0.75
 #define BURST_RATIO 4.0
 
+/* The thread's time, less its run queue, from record a to record b (NULL: the window's
+ * opening). */
+static double busy_span(const struct pp_step_record *a, const struct pp_step_record *b)
+{
+	uint64_t before[PP_NR_STATES] = {0}, after[PP_NR_STATES], span = 0;
+
+	/* Time on a run queue is the machine's, not the loop's: a busy machine stretches a
+	 * burst's short gaps with it. */
+	if (a)
+		state_time(a, before);
+	state_time(b, after);
+	for (int st = 0; st < PP_NR_STATES; st++)
+		if (st != PP_RUNQ && after[st] > before[st])
+			span += after[st] - before[st];
+	return (double)span;
+}
+
 int steps_batch_bursts(const struct pp_step_record **mine, int nr)
 {
-	double *gap, *sorted, total = 0, sum = 0, split = 0;
-	int m = nr - 1, kept = 0;
+	double *gap, *sorted, total = 0, sum = 0, split = 0, shortest_known = -1;
+	int kept = 0;
 
-	if (nr < 3)
+	if (nr < 2)
 		return nr;
-	gap = malloc(2 * m * sizeof(*gap));
+	gap = malloc(2 * nr * sizeof(*gap));
 	if (!gap)
 		return nr;
-	sorted = gap + m;
-	for (int i = 1; i < nr; i++) {
-		uint64_t a[PP_NR_STATES], b[PP_NR_STATES], span = 0;
-
-		/* Time on a run queue is the machine's, not the loop's: a busy machine stretches
-		 * a burst's short gaps with it. */
-		state_time(mine[i - 1], a);
-		state_time(mine[i], b);
-		for (int st = 0; st < PP_NR_STATES; st++)
-			if (st != PP_RUNQ && b[st] > a[st])
-				span += b[st] - a[st];
-		gap[i - 1] = sorted[i - 1] = (double)span;
-		total += gap[i - 1];
+	sorted = gap + nr;
+	/* gap[i]: the gap before end i; gap[0] from the window's opening. */
+	for (int i = 0; i < nr; i++) {
+		gap[i] = sorted[i] = busy_span(i ? mine[i - 1] : NULL, mine[i]);
+		total += gap[i];
+		if (i && (shortest_known < 0 || gap[i] < shortest_known))
+			shortest_known = gap[i];
 	}
-	qsort(sorted, m, sizeof(*sorted), by_value);
-	for (int k = m - 1; k >= 0; k--) {
+	qsort(sorted, nr, sizeof(*sorted), by_value);
+	for (int k = nr - 1; k >= 0; k--) {
 		sum += sorted[k];
 		if (sum >= BURST_STEP_SHARE * total) {
 			split = sorted[k] / BURST_RATIO;
 			break;
 		}
 	}
-	/* No burst: every end starts a step. Else the first end's gap is not known, and the
-	 * first kept boundary is the first to follow a long gap. */
-	if (sorted[0] >= split) {
+	/* No burst among the known gaps: every end starts a step. */
+	if (shortest_known >= split) {
 		free(gap);
 		return nr;
 	}
-	for (int i = 1; i < nr; i++)
-		if (gap[i - 1] >= split)
+	for (int i = 0; i < nr; i++)
+		if (gap[i] >= split)
 			mine[kept++] = mine[i];
 	free(gap);
 	return kept;

@@ -276,6 +276,12 @@ void steps_print_text(FILE *out, const struct report *r)
 		fprintf(out, "  none found: %s, and the trainer waited for no batch\n", shown);
 		return;
 	}
+	if (!s->count && !strcmp(source, "data_waits")) {
+		/* A step longer than the window: at most one batch arrives in it. */
+		fprintf(out, "  no whole step in the window: fewer than two of the trainer's batches "
+			"arrived in it\n");
+		return;
+	}
 	if (!s->count) {
 		fprintf(out, "  no whole step in the window: fewer than two %s of the trainer%s\n",
 			r->step_symbol[0] ? "calls" : "backward passes",

@@ -111,7 +111,7 @@ static const struct pp_episode *slice_at(const struct pp_episode *s, size_t n, _
 static struct pp_episode *build_slices(struct trace_input *in, const struct trace_thread **sorted,
 				       size_t *nr, struct trace_stats *st)
 {
-	size_t n = 0, cap = in->nr_eps + in->nr_threads;
+	size_t n = 0, cap = in->nr_eps + 2 * (size_t)in->nr_threads;
 	struct pp_episode *s = malloc((cap ? cap : 1) * sizeof(*s)), *last = NULL;
 
 	if (!s)
@@ -126,6 +126,10 @@ static struct pp_episode *build_slices(struct trace_input *in, const struct trac
 	for (int i = 0; i < in->nr_threads; i++) {
 		const struct trace_thread *t = &in->threads[i];
 
+		if (t->named_state < PP_NR_STATES && t->named_to > t->named_from)
+			s[n++] = (struct pp_episode){ .tid = t->tid, .tgid = t->tgid,
+						      .state = t->named_state,
+						      .start_ns = t->named_from, .end_ns = t->named_to };
 		if (t->open_state < PP_NR_STATES && t->open_to > t->open_from)
 			s[n++] = (struct pp_episode){ .tid = t->tid, .tgid = t->tgid,
 						      .state = t->open_state,

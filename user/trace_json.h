@@ -25,6 +25,10 @@ struct trace_thread {
 	 * closed it. open_state PP_NR_STATES: none. */
 	__u32 open_state;
 	__u64 open_from, open_to;
+	/* Before it, the part of that wait a wakeup named with no switch-in after it
+	 * (thread_woken_unswitched): none where named_to <= named_from. */
+	__u32 named_state;
+	__u64 named_from, named_to;
 };
 
 struct trace_proc {

@@ -200,6 +200,7 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 waker_tid = (__u32)id, waker_tgid = id >> 32, ctx = wake_context(), relayed, depth;
+	__u64 ran = 0;
 	struct pp_proc *waker_proc;
 	struct pp_thread *waker;
 	__u8 kind;
@@ -256,23 +257,33 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 	waker = bpf_map_lookup_elem(&threads, &waker_tid);
 	if (!waker || !may_relay(waker, waker_tid, waker_tgid))
 		return;
+	if (pp_switch_in_unseen(waker->phase, waker->exec_at_out_ns)) {
+		/* It runs, so a switch-in of it went untraced: it has run since for what its CPU
+		 * clock gained (up to a tick short: the clock moves at ticks). */
+		__u64 exec_now = bpf_get_current_task_btf()->se.sum_exec_runtime;
+
+		ran = exec_now > waker->exec_at_out_ns ? exec_now - waker->exec_at_out_ns : 0;
+	}
 	if (waker->phase == PP_PHASE_OFFCPU ||
 	    (waker->phase == PP_PHASE_UNKNOWN && waker->exec_at_out_ns)) {
-		/* It runs, so a switch-in of it went untraced and ended the wait its record still
-		 * holds open: that is the wait it relays, ended as long ago as its CPU clock ran
-		 * (a third of a reader thread's batches read THREAD_WAIT with one switch-in in
-		 * three untraced). */
-		__u64 exec_now = bpf_get_current_task_btf()->se.sum_exec_runtime;
-		__u64 ran = exec_now > waker->exec_at_out_ns ? exec_now - waker->exec_at_out_ns : 0;
+		/* Nothing of it seen since it slept, yet it runs: its untraced switch-in ended the
+		 * wait its record still holds open, and that is the wait it relays (else the relay
+		 * failed and a third of a reader thread's batches read THREAD_WAIT, one switch-in
+		 * in three untraced). It ended after its wakeup, if one was seen. */
 		__u32 open = waker->gpu_depth ? pp_call_state(waker->call_state) :
 						 open_wait_cause(waker, false);
 
 		depth = waker->gpu_depth || open != waker->wake_cause ? 0 : waker->wake_depth;
-		relayed = pp_chain_cause(open, depth, ran, ran);
+		relayed = pp_chain_cause(open, depth, ran,
+					 waker->woken_ns >= waker->oncpu_since_ns && now > waker->woken_ns ?
+					 now - waker->woken_ns : ran);
 	} else {
+		/* On a CPU since its last wait ended; or preempted since, and back on one
+		 * untraced: then what it ran before and since, not its time queued. */
 		depth = waker->last_wait_depth;
 		relayed = pp_chain_cause(waker->last_wait, depth,
-					 waker->ran_since_wait_ns + (now - relay_run_from(waker)),
+					 waker->ran_since_wait_ns + (waker->phase == PP_PHASE_RUNNABLE ?
+					 ran : now - relay_run_from(waker)),
 					 now - waker->last_wait_end_ns);
 	}
 	if (relayed == PP_NO_CAUSE)
@@ -296,10 +307,10 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	if (!naming(now))
 		return 0;
 	judge_wakeup(t, p->pid, now);
-	/* Off any CPU and run queue since before the attach: its clock now starts the run this
-	 * wakeup begins, should its switch-in go untraced. One still on a CPU or run queue
-	 * (racing its own switch-out, or preempted) was never in this wait. */
-	if (t->phase == PP_PHASE_UNKNOWN && !p->on_cpu && !p->on_rq)
+	/* Asleep since before the attach: its clock now starts the run this wakeup begins,
+	 * should its switch-in go untraced. One still on a CPU (racing its own switch-out) or
+	 * queued to run (preempted) was never in this wait, and may have run since the attach. */
+	if (t->phase == PP_PHASE_UNKNOWN && task_asleep(p))
 		t->exec_at_out_ns = p->se.sum_exec_runtime;
 	t->woken_ns = now;
 	if (t->wake_ctx == PP_WAKE_TASK && wants_wait_stack(p->pid, t->tgid))

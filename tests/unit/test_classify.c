@@ -125,6 +125,49 @@ TEST(test_close_unknown_uses_proc_state)
 	CHECK_EQ_U64(r.wall_ns, 1000 * MS);
 }
 
+/* Woken, and no switch-in seen since: the wakeup names the wait up to it, and after it the
+ * thread ran. First seen asleep, woken at 900 ms (its clock read then) and running unseen since;
+ * or woken after the close: the whole window is that wait. */
+TEST(test_close_woken_without_switch_in)
+{
+	struct pp_thread t = { .phase = PP_PHASE_UNKNOWN, .first_ns = 100 * MS,
+			       .phase_start_ns = 100 * MS, .oncpu_since_ns = 100 * MS,
+			       .exec_at_out_ns = 7 * MS, .woken_ns = 900 * MS,
+			       .wake_cause = PP_DATA_WAIT };
+	struct thread_result r;
+
+	thread_close(&t, 100 * MS, 1100 * MS, 'R', &r);
+	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 800 * MS);
+	CHECK_EQ_U64(r.ns[PP_RUNNING], 200 * MS);
+	CHECK_EQ_U64(r.open_wait_ns, 0);
+	t.woken_ns = 1300 * MS;
+	thread_close(&t, 100 * MS, 1100 * MS, 'S', &r);
+	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 1000 * MS);
+	CHECK_EQ_U64(r.open_wait_ns, 0);
+
+	/* No clock: it may have run since the attach, and /proc says so. */
+	t.exec_at_out_ns = 0;
+	t.woken_ns = 900 * MS;
+	thread_close(&t, 100 * MS, 1100 * MS, 'R', &r);
+	CHECK_EQ_U64(r.ns[PP_RUNNING], 1000 * MS);
+
+	/* Seen going to sleep at 500 ms (in I/O), woken at 700 ms, switch-in unseen. */
+	t.phase = PP_PHASE_OFFCPU;
+	t.phase_start_ns = 500 * MS;
+	t.woken_ns = 700 * MS;
+	t.offcpu_iowait = 1;
+	t.ns[PP_RUNNING] = 400 * MS;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_IO_WAIT], 200 * MS);
+	CHECK_EQ_U64(r.ns[PP_RUNNING], 800 * MS);
+	/* Not woken in this wait (an older wakeup): still open, cause unknown. */
+	t.woken_ns = 300 * MS;
+	t.offcpu_iowait = 0;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 600 * MS);
+	CHECK_EQ_U64(r.open_wait_ns, 600 * MS);
+}
+
 TEST(test_close_exited_thread_wall_is_its_life)
 {
 	struct pp_thread t = { .phase = PP_PHASE_EXITED, .first_ns = 200 * MS, .exit_ns = 700 * MS,
@@ -480,7 +523,8 @@ TEST(test_missed_switch_in)
 /* Which threads found on a CPU had a switch-in the kernel did not trace, and a clock to place
  * it by: one seen leaving a CPU always; one first seen asleep only once its wakeup gave it a
  * clock (else it may have run since the attach). The long_step scenario's CPU-BOUND for a
- * trainer starved of data came from the last. */
+ * trainer starved of data came from a thread first seen asleep, woken, and read as running
+ * since the attach. */
 TEST(test_switch_in_unseen)
 {
 	CHECK(pp_switch_in_unseen(PP_PHASE_RUNNABLE, 0));
@@ -886,6 +930,7 @@ int main(void)
 	RUN_TEST(test_gpu_backlog);
 	RUN_TEST(test_chain_rule);
 	RUN_TEST(test_missed_switch_in);
+	RUN_TEST(test_close_woken_without_switch_in);
 	RUN_TEST(test_switch_in_unseen);
 	RUN_TEST(test_waited_on);
 	RUN_TEST(test_outside_waker);

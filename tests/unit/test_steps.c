@@ -310,8 +310,9 @@ static struct pp_step_record wait_end(uint64_t ts, uint64_t data, uint64_t runni
 }
 
 /* Batches handed over in bursts: a 40 ms wait for the worker, a 1 ms step, then three
- * handshakes of 0.1 ms wait and 0.1 ms unpickling. Ten batches make eight whole steps of
- * 41.6 ms: the first end's gap is unknown, so the first burst starts none. */
+ * handshakes of 0.1 ms wait and 0.1 ms unpickling. Ten batches make nine whole steps of
+ * 41.6 ms: the first end follows 41 ms of the thread's time since the window opened, so the
+ * first burst starts one too. */
 TEST(test_steps_from_bursts_of_data_waits)
 {
 	struct pp_step_record r[64];
@@ -331,7 +332,7 @@ TEST(test_steps_from_bursts_of_data_waits)
 	}
 	CHECK_EQ_INT(steps_summarize(r, n, 7, &s), 0);
 	CHECK_EQ_INT(s.source, PP_STEP_FROM_DATA_WAIT);
-	CHECK_EQ_INT(s.count, 8);
+	CHECK_EQ_INT(s.count, 9);
 	CHECK_MSG(near(s.p50_s, 0.0416, 1e-9), "%f", s.p50_s);
 	/* Each step: 40 ms of DATA_WAIT and 0.3 of handshakes, 1.3 ms on-CPU. */
 	CHECK_MSG(near(s.all.share[PP_DATA_WAIT], 40.3 / 41.6, 1e-9), "%f", s.all.share[PP_DATA_WAIT]);
@@ -358,6 +359,40 @@ TEST(test_steps_from_bursts_of_data_waits)
 	CHECK(near(s.p50_s, 0.050, 1e-9));
 }
 
+/* A step longer than the window (`-d 1` on a 2.4 s step): the window holds one burst, its four
+ * ends 80 us apart after a second of waiting. One end, no step: not three steps of 80 us, read
+ * as 12,500 steps/s (the report once said 7,596/s). Two such ends alike. */
+TEST(test_one_burst_is_no_step)
+{
+	struct pp_step_record r[4];
+	uint64_t ts = 100 * MS, data = 990 * MS, running = 0;
+	struct step_summary s;
+
+	for (int i = 0; i < 4; i++) {
+		r[i] = wait_end(ts + 990 * MS, data, running);
+		ts += MS / 25, data += MS / 25, running += MS / 25;
+	}
+	CHECK_EQ_INT(steps_summarize(r, 4, 7, &s), 0);
+	CHECK_EQ_INT(s.source, PP_STEP_FROM_DATA_WAIT);
+	CHECK_EQ_INT(s.count, 0);
+	CHECK_EQ_INT(steps_summarize(r, 2, 7, &s), 0);
+	CHECK_EQ_INT(s.count, 0);
+
+	/* The window opened just before a burst's end (gap 0.1 ms): that end starts no step,
+	 * and the bursts after it are counted as before. */
+	data = MS / 10, running = 0, ts = 100 * MS;
+	r[0] = wait_end(ts, data, running);
+	ts += 30 * MS, running += 10 * MS, data += 20 * MS;
+	r[1] = wait_end(ts, data, running);
+	ts += MS / 10, data += MS / 10;
+	r[2] = wait_end(ts, data, running);
+	ts += 30 * MS, running += 10 * MS, data += 20 * MS;
+	r[3] = wait_end(ts, data, running);
+	CHECK_EQ_INT(steps_summarize(r, 4, 7, &s), 0);
+	CHECK_EQ_INT(s.count, 1);
+	CHECK_MSG(near(s.p50_s, 0.0301, 1e-9), "%f", s.p50_s);
+}
+
 int main(void)
 {
 	RUN_TEST(test_gpu_calls_per_step);
@@ -369,5 +404,6 @@ int main(void)
 	RUN_TEST(test_slow_steps_together);
 	RUN_TEST(test_first_step_after_attach);
 	RUN_TEST(test_steps_from_bursts_of_data_waits);
+	RUN_TEST(test_one_burst_is_no_step);
 	return unit_summary();
 }
