@@ -261,6 +261,13 @@ static inline __u64 pp_missed_switch_in_ns(__u64 since_ns, __u64 now_ns, __u64 e
 	return ran >= now_ns - since_ns ? since_ns : now_ns - ran;
 }
 
+/* Whether the thread's record holds a wait still open (asleep, as far as the events show) with
+ * a CPU clock to place its end by: seen going to sleep, or first seen asleep and since woken. */
+static inline int pp_asleep_with_clock(__u32 phase, __u64 exec_at_out_ns)
+{
+	return phase == PP_PHASE_OFFCPU || (phase == PP_PHASE_UNKNOWN && exec_at_out_ns);
+}
+
 /*
  * Whether a thread found on a CPU got it without a switch-in traced, and its CPU clock can place
  * that switch-in (pp_missed_switch_in_ns). A thread seen leaving a CPU, runnable or asleep,
@@ -271,6 +278,8 @@ static inline __u64 pp_missed_switch_in_ns(__u64 since_ns, __u64 now_ns, __u64 e
  */
 static inline int pp_switch_in_unseen(__u32 phase, __u64 exec_at_out_ns)
 {
+	/* pp_asleep_with_clock() or runnable, spelled out: the verifier walks ~600 instructions
+	 * more over the scheduler and probe programs when clang compiles it as that call. */
 	return phase == PP_PHASE_RUNNABLE || phase == PP_PHASE_OFFCPU ||
 	       (phase == PP_PHASE_UNKNOWN && exec_at_out_ns);
 }

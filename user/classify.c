@@ -116,8 +116,7 @@ bool thread_woken_unswitched(const struct pp_thread *t, __u64 last, __u32 *cause
 {
 	__u64 since = t->phase_start_ns;
 
-	if (t->gpu_depth || !(t->phase == PP_PHASE_OFFCPU ||
-			      (t->phase == PP_PHASE_UNKNOWN && t->exec_at_out_ns)) ||
+	if (t->gpu_depth || !pp_asleep_with_clock(t->phase, t->exec_at_out_ns) ||
 	    t->woken_ns < t->oncpu_since_ns || t->woken_ns <= since || last <= since)
 		return false;
 	*woke = t->woken_ns < last ? t->woken_ns : last;

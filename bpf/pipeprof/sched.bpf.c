@@ -264,8 +264,7 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 
 		ran = exec_now > waker->exec_at_out_ns ? exec_now - waker->exec_at_out_ns : 0;
 	}
-	if (waker->phase == PP_PHASE_OFFCPU ||
-	    (waker->phase == PP_PHASE_UNKNOWN && waker->exec_at_out_ns)) {
+	if (pp_asleep_with_clock(waker->phase, waker->exec_at_out_ns)) {
 		/* Nothing of it seen since it slept, yet it runs: its untraced switch-in ended the
 		 * wait its record still holds open, and that is the wait it relays (else the relay
 		 * failed and a third of a reader thread's batches read THREAD_WAIT, one switch-in

@@ -533,6 +533,11 @@ TEST(test_switch_in_unseen)
 	CHECK(!pp_switch_in_unseen(PP_PHASE_UNKNOWN, 0));
 	CHECK(!pp_switch_in_unseen(PP_PHASE_ONCPU, 7734000695ULL));
 	CHECK(!pp_switch_in_unseen(PP_PHASE_EXITED, 7734000695ULL));
+	/* Of those, the ones whose record holds a wait still open: not a preempted one. */
+	CHECK(!pp_asleep_with_clock(PP_PHASE_RUNNABLE, 7734000695ULL));
+	CHECK(pp_asleep_with_clock(PP_PHASE_OFFCPU, 7734000695ULL));
+	CHECK(pp_asleep_with_clock(PP_PHASE_UNKNOWN, 7734000695ULL));
+	CHECK(!pp_asleep_with_clock(PP_PHASE_UNKNOWN, 0));
 }
 
 /* What ended the trainer's waits: per waker, interrupts per context, most time first. */
