@@ -108,6 +108,25 @@ def wait_exit(status, seconds=5):
     return None
 
 
+def not_shown(what, text, top_pid, status):
+    """The failure message of a screen that did not show WHAT in time: the screen, and where
+    pipeprof top was (its state, kernel stack and CPU time, or its exit status), so that a slow
+    start says what it waited on."""
+    lines = ["%s within %g s of the start; the screen:\n%s" % (what, SHOWN_WITHIN_S, text)]
+    try:
+        with open("/proc/%d/stat" % top_pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        lines.append("pipeprof top: state %s, %.2f s CPU (user %.2f, system %.2f), wchan %s" % (
+            fields[0], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"),
+            int(fields[11]) / os.sysconf("SC_CLK_TCK"), int(fields[12]) / os.sysconf("SC_CLK_TCK"),
+            open("/proc/%d/wchan" % top_pid).read() or "-"))
+        lines.append("kernel stack:\n" + open("/proc/%d/stack" % top_pid).read())
+    except (OSError, IndexError, ValueError) as e:
+        lines.append("pipeprof top (PID %d) cannot be read: %s; exit status: %s" % (
+            top_pid, e, wait_exit(status, 0.5)))
+    return "\n".join(lines)
+
+
 def live_prog_ids():
     out = subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True,
                          check=True).stdout
@@ -137,7 +156,7 @@ def test_top_shows_the_job_refreshes_and_quits(procs, pipeprof_bin, tmux, tmp_pa
 
     m, text = wait_screen(tmux, r"(?s)PID %d \(python3\).*DATA-LOADING BOUND" % pid,
                           started + SHOWN_WITHIN_S)
-    assert m, "no verdict within %.0f s of the start; the screen:\n%s" % (SHOWN_WITHIN_S, text)
+    assert m, not_shown("no verdict", text, top_pid, status)
     for role in ("TRAINER", "WORKER", "HELPER"):
         assert re.search(r"^%s +\d+ +\|" % role, text, re.M), text
     assert re.search(r"steps: [\d.]+/s", text), text
@@ -158,7 +177,7 @@ def test_top_sigterm_exits_0_and_detaches(procs, pipeprof_bin, tmux, tmp_path):
     _, pid, _ = start_workload(procs, "data_bound.py", [], str(tmp_path / "truth.json"))
     top_pid, status, started = start_top(tmux, tmp_path, pid)
     m, text = wait_screen(tmux, r"DATA-LOADING BOUND", started + SHOWN_WITHIN_S)
-    assert m, text
+    assert m, not_shown("no verdict", text, top_pid, status)
     held = held_programs(top_pid)
     os.kill(top_pid, signal.SIGTERM)
     assert wait_exit(status) == "EXIT=0", screen(tmux)
@@ -259,8 +278,8 @@ def test_top_without_pid_watches_every_job(procs, pipeprof_bin, tmux, tmp_path):
     ours0 += cpu_ticks([top_pid])
 
     jobs, text = verdicts_shown(tmux, want, started + SHOWN_WITHIN_S)
-    assert all(jobs.get(pid) for pid in want), (
-        "not both jobs with a verdict within %.0f s; the screen:\n%s" % (SHOWN_WITHIN_S, text))
+    assert all(jobs.get(pid) for pid in want), not_shown("not both jobs with a verdict", text,
+                                                         top_pid, status)
     print("both verdicts shown %.1f s after the start" % (time.monotonic() - started))
     held = held_programs(top_pid)
 
@@ -341,7 +360,8 @@ def test_top_without_pid_picks_up_new_jobs_and_keeps_exited_ones(procs, pipeprof
     w1, pid1, _ = start_workload(procs, "data_bound.py", [], str(tmp_path / "first.json"))
     top_pid, status, started = start_top_args(tmux, tmp_path, "")
     jobs, text = verdicts_shown(tmux, [pid1], started + SHOWN_WITHIN_S)
-    assert jobs.get(pid1) == "DATA-LOADING BOUND", text
+    assert jobs.get(pid1) == "DATA-LOADING BOUND", not_shown("no DATA-LOADING BOUND for PID %d"
+                                                             % pid1, text, top_pid, status)
     first_held = job_programs(top_pid, pid1)
     assert first_held, "no program of pipeprof top for PID %d" % pid1
 
