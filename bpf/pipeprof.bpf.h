@@ -639,6 +639,19 @@ static __always_inline struct pp_thread *thread_of(struct task_struct *task)
 	return t ? t : thread_first_seen(task, tid, tgid);
 }
 
+/* Whether task, getting a CPU after an interrupt woke it, was waiting on an object with a
+ * timeout: its syscall's number is still in its saved registers (x86-64's orig_ax). */
+static __always_inline __u32 in_retryable_wait(struct task_struct *task)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	return regs && pp_retryable_wait_syscall(regs->orig_ax);
+#else
+	return 0;
+#endif
+}
+
 /* On-CPU time counts towards a relay's budget from its switch-in or the end of its wait,
  * whichever is later (a GPU sync returns while the thread is on-CPU). */
 static __always_inline __u64 relay_run_from(struct pp_thread *t)
@@ -721,6 +734,10 @@ static __always_inline __u32 open_wait_cause(struct pp_thread *t, const bool end
 	return PP_OTHER;
 }
 
+/* sched.bpf.c: a timed-out wait retried at once takes the cause of its retry. */
+int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 since, __u64 runq_from,
+			 __u64 now);
+
 /* Close the off-CPU (or unknown) stretch that ends now with the thread getting a CPU. */
 static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __u64 now,
 					      const bool rec)
@@ -752,6 +769,8 @@ static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __
 	} else {
 		add_state_ep(t, tid, cause, since, now, false, rec);
 	}
+	if (!rec)
+		retry_after_timeouts(t, cause, since, runq_from, now);
 	if (hist_kinds) {
 		bool woken = t->woken_ns > since && runq_from <= now;
 

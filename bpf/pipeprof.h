@@ -76,6 +76,41 @@ static inline __u32 pp_chain_cause(__u32 last_wait, __u32 depth, __u64 ran_ns, _
 	return last_wait;
 }
 
+/*
+ * Timed-out waits. torch's DataLoader waits for a batch in Queue.get(timeout=5 s) and, on the
+ * timeout, checks its workers and waits again: a batch slower than 5 s is a chain of waits the
+ * timer ends and one the worker ends. A timer names none of them, so each waited with a
+ * timeout on an object (poll, select, epoll, futex) and ended by an interrupt, then retried
+ * after a brief run (PP_CHAIN_MAX_RUN_NS), takes the cause of the retry that a waker ends.
+ * A deliberate sleep (nanosleep) is no retry and stays OTHER. x86-64 syscall numbers: another
+ * architecture holds nothing back, and its timed-out waits stay OTHER as before.
+ */
+static inline int pp_retryable_wait_syscall(long nr)
+{
+#if defined(__x86_64__) || defined(__TARGET_ARCH_x86)
+	switch (nr) {
+	case 7:		/* poll */
+	case 23:	/* select */
+	case 202:	/* futex */
+	case 232:	/* epoll_wait */
+	case 270:	/* pselect6 */
+	case 271:	/* ppoll */
+	case 281:	/* epoll_pwait */
+	case 441:	/* epoll_pwait2 */
+	case 449:	/* futex_waitv */
+		return 1;
+	}
+#endif
+	return 0;
+}
+
+/* Whether a retry ended with cause names the timed-out waits before it. */
+static inline int pp_retry_names(__u32 cause)
+{
+	return cause == PP_DATA_WAIT || cause == PP_COMM_WAIT || cause == PP_IO_WAIT ||
+	       cause == PP_THREAD_WAIT || cause == PP_GPU_WAIT;
+}
+
 /* Per (wakee, waker): the wakee's off-CPU time that this waker's wakeups ended. */
 struct pp_waker_key {
 	__u32 wakee;		/* tid */
@@ -191,7 +226,12 @@ struct pp_thread {
 	__u64 launch_gaps;
 	__u64 launch_sync_mark;	/* gpu_calls at the previous launch */
 	__u32 launch_epoch;	/* launch_epoch at the previous launch: no gap spans a pause */
-	__u32 launch_pad;
+	/* The wait being closed was in a syscall that waits on an object with a timeout
+	 * (pp_retryable_wait_syscall), read at its switch-in when an interrupt woke it. */
+	__u32 wait_retryable;
+	/* OTHER, inside the window, of the timed-out waits the thread retried at once since its
+	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */
+	__u64 timed_out_ns;
 	/* Its waits' waker of late, summed here and added to the wakers map only when another
 	 * waker (or its exit) follows: a thread woken over and over by the same one then pays
 	 * no hash lookup and no atomics at each switch-in. Userspace adds it to the map's. */

@@ -70,6 +70,28 @@ def test_step_longer_than_window(procs, tmp_path):
         slow, SLACK_S)
 
 
+# 8 items of 700 ms of worker CPU: 5.6 s between batches, past the 5 s timeout of the
+# DataLoader's Queue.get (torch's MP_STATUS_CHECK_INTERVAL), after which the trainer checks its
+# workers and polls again: each batch is a wait the timer ends, then one the worker ends.
+TIMEOUT_ARGS = ["--item-ms", "700"]
+# A window as long as a batch's wait: its naming grace (the window's length) then always
+# reaches the retry's end, so every attach can name every wait.
+TIMEOUT_WINDOW_S = 6
+
+
+def test_batch_slower_than_the_loaders_timeout(procs, tmp_path):
+    """Waits the DataLoader's own 5 s timeout ends, each retried at once, are DATA_WAIT: the
+    build before read them as OTHER, ~90% of the trainer's time, and said NO DOMINANT STALL for a
+    job starved of data (and all of it, in windows inside one such wait)."""
+    truth_path = str(tmp_path / "timeout.truth.json")
+    w, pid, tid = start_workload(procs, "data_bound.py", TIMEOUT_ARGS, truth_path,
+                                 duration=workload_duration(ATTACHES, 2 * TIMEOUT_WINDOW_S))
+    runs = attach_repeatedly(w, pid, ATTACHES, TIMEOUT_WINDOW_S)
+    truth = finish_workload(w, truth_path)
+    check_attaches("loader_timeout", runs, truth, tid, "DATA-LOADING BOUND", [],
+                   extra={"window_s": TIMEOUT_WINDOW_S})
+
+
 BLOCKED = "import os, sys; r, w = os.pipe(); print('READY', flush=True); os.read(r, 1)"
 
 

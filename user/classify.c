@@ -132,6 +132,7 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 	__u64 last = t->exit_ns && t->exit_ns < end_ns ? t->exit_ns : end_ns;
 	__u64 since = t->phase_start_ns, sum = 0, woke;
 	enum pp_state open_state;
+	bool retrying;
 	__u32 named;
 
 	memset(out, 0, sizeof(*out));
@@ -145,7 +146,15 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 	memcpy(out->ns, t->ns, sizeof(out->ns));
 
 	open_state = thread_open_state(t, proc_state);
+	/* In the retry of waits that timed out (retry_after_timeouts()): its waker names them. */
+	retrying = t->timed_out_ns && t->phase == PP_PHASE_OFFCPU &&
+		   t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS && out->ns[PP_OTHER] >= t->timed_out_ns;
 	if (thread_woken_unswitched(t, last, &named, &woke)) {
+		if (retrying && pp_retry_names(named)) {
+			out->ns[PP_OTHER] -= t->timed_out_ns;
+			out->ns[named] += t->timed_out_ns;
+		}
+		retrying = false;
 		out->ns[named] += woke - since;
 		since = woke;
 		open_state = PP_RUNNING;
@@ -155,6 +164,9 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 		if (open_state == PP_OTHER && t->phase != PP_PHASE_ONCPU && t->phase != PP_PHASE_RUNNABLE)
 			out->open_wait_ns = last - since;
 	}
+	/* Not woken yet: they are as unnamed as an open wait, and as long. */
+	if (retrying)
+		out->open_wait_ns += t->timed_out_ns;
 
 	for (int s = 0; s < PP_NR_STATES; s++)
 		sum += out->ns[s];

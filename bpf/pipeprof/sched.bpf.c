@@ -72,6 +72,38 @@ __noinline int record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 o
 	return 0;
 }
 
+/*
+ * A timed-out wait retried at once is held back, OTHER in the meantime, and given the cause of
+ * the retry a waker ends (pp_retryable_wait_syscall says why); one followed by anything else
+ * stays OTHER. The part of the wait that reads as cause ends at its wakeup's enqueueing
+ * (runq_from, as account_switch_in() splits it) or now. `record` holds
+ * nothing: its trace has sent each wait as OTHER already. Global, as record_waker(): its
+ * branches would otherwise multiply the paths of every program that closes a wait (+1,100
+ * verified instructions each).
+ */
+__noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 since, __u64 runq_from,
+				    __u64 now)
+{
+	__u64 held, end;
+
+	if (!t)
+		return 0;
+	end = t->woken_ns > since && runq_from <= now ? runq_from : now;
+	held = t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS ? t->timed_out_ns : 0;
+	t->timed_out_ns = 0;
+	if (!t->gpu_depth && cause == PP_OTHER && t->wait_retryable &&
+	    t->wake_ctx != PP_WAKE_TASK && t->woken_ns > since) {
+		if (window_end_ns && end > window_end_ns)
+			end = window_end_ns;
+		t->timed_out_ns = held + (end > since ? end - since : 0);
+	} else if (!t->gpu_depth && held && pp_retry_names(cause) && t->ns[PP_OTHER] >= held) {
+		t->ns[PP_OTHER] -= held;
+		t->ns[STATE_IDX(cause)] += held;
+	}
+	t->wait_retryable = 0;
+	return 0;
+}
+
 /* Two builds of one program: rec is a constant, and userspace loads the one it needs, so the
  * report's program has no instruction of `record` (not even a test of record_on). */
 static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
@@ -147,6 +179,9 @@ static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
 		if (drop_switch_in_every &&
 		    __sync_fetch_and_add(&switch_ins_counted, 1) % drop_switch_in_every == 0)
 			return 0;
+		if (!rec && t->wake_ctx != PP_WAKE_TASK &&
+		    (t->phase == PP_PHASE_OFFCPU || t->phase == PP_PHASE_UNKNOWN))
+			t->wait_retryable = in_retryable_wait(next);
 		if (rec)
 			switch_in_rec(t, next->pid, now);
 		else

@@ -168,6 +168,60 @@ TEST(test_close_woken_without_switch_in)
 	CHECK_EQ_U64(r.open_wait_ns, 600 * MS);
 }
 
+/* The DataLoader's Queue.get(timeout=5 s) for a batch slower than that: the trainer's wait
+ * timed out at 600 ms (500 ms of the window held back as OTHER), it polled again at 600.1 ms,
+ * and the worker's batch woke it at 1,050 ms, after the window, before its switch-in. */
+TEST(test_close_retry_of_timed_out_wait)
+{
+	struct pp_thread t = { .phase = PP_PHASE_OFFCPU, .first_ns = 100 * MS,
+			       .phase_start_ns = 600 * MS + 100000, .oncpu_since_ns = 600 * MS,
+			       .exec_at_out_ns = 7 * MS, .woken_ns = 1050 * MS,
+			       .wake_cause = PP_DATA_WAIT, .ran_since_wait_ns = 100000,
+			       .timed_out_ns = 500 * MS };
+	struct thread_result r;
+
+	t.ns[PP_OTHER] = 500 * MS;
+	t.ns[PP_RUNNING] = 100000;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 0);
+	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 950 * MS - 100000);
+	CHECK_EQ_U64(r.ns[PP_RUNNING], 50 * MS + 100000);
+	CHECK_EQ_U64(r.open_wait_ns, 0);
+	/* Not woken by the read: the timed-out part is as unnamed as the retry's own. */
+	t.woken_ns = 0;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 1000 * MS - 100000);
+	CHECK_EQ_U64(r.open_wait_ns, 1000 * MS - 100000);
+	/* Woken by a timer again: OTHER, named, not open. */
+	t.woken_ns = 1050 * MS;
+	t.wake_cause = PP_OTHER;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 950 * MS - 100000);
+	CHECK_EQ_U64(r.ns[PP_RUNNING], 50 * MS + 100000);
+	CHECK_EQ_U64(r.open_wait_ns, 0);
+	/* It ran more than briefly before waiting again: no retry, the timeout stays OTHER. */
+	t.wake_cause = PP_DATA_WAIT;
+	t.ran_since_wait_ns = PP_CHAIN_MAX_RUN_NS + 1;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 500 * MS);
+	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 450 * MS - 100000);
+}
+
+/* Which waits a timeout may hold back (x86-64 numbers): waits on an object, not sleeps. */
+TEST(test_retryable_wait_syscalls)
+{
+	static const long retryable[] = { 7, 23, 202, 232, 270, 271, 281, 441, 449 };
+	static const long not_retryable[] = { 0, 35, 230, 34, 61, -1, 1000 };
+
+	for (size_t i = 0; i < sizeof(retryable) / sizeof(retryable[0]); i++)
+		CHECK(pp_retryable_wait_syscall(retryable[i]));
+	for (size_t i = 0; i < sizeof(not_retryable) / sizeof(not_retryable[0]); i++)
+		CHECK(!pp_retryable_wait_syscall(not_retryable[i]));
+	CHECK(pp_retry_names(PP_DATA_WAIT) && pp_retry_names(PP_THREAD_WAIT) &&
+	      pp_retry_names(PP_COMM_WAIT) && pp_retry_names(PP_IO_WAIT) && pp_retry_names(PP_GPU_WAIT));
+	CHECK(!pp_retry_names(PP_OTHER) && !pp_retry_names(PP_RUNQ) && !pp_retry_names(PP_RUNNING));
+}
+
 TEST(test_close_exited_thread_wall_is_its_life)
 {
 	struct pp_thread t = { .phase = PP_PHASE_EXITED, .first_ns = 200 * MS, .exit_ns = 700 * MS,
@@ -936,6 +990,8 @@ int main(void)
 	RUN_TEST(test_chain_rule);
 	RUN_TEST(test_missed_switch_in);
 	RUN_TEST(test_close_woken_without_switch_in);
+	RUN_TEST(test_close_retry_of_timed_out_wait);
+	RUN_TEST(test_retryable_wait_syscalls);
 	RUN_TEST(test_switch_in_unseen);
 	RUN_TEST(test_waited_on);
 	RUN_TEST(test_outside_waker);
