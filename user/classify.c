@@ -153,8 +153,12 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 		if (retrying && pp_retry_names(named)) {
 			out->ns[PP_OTHER] -= t->timed_out_ns;
 			out->ns[named] += t->timed_out_ns;
+			retrying = false;
+		} else if (retrying && named == PP_OTHER && t->wake_ctx != PP_WAKE_TASK) {
+			out->open_wait_ns += woke - since;	/* timed out again: unnamed */
+		} else {
+			retrying = false;	/* named: not what the thread waited for */
 		}
-		retrying = false;
 		out->ns[named] += woke - since;
 		since = woke;
 		open_state = PP_RUNNING;
@@ -162,7 +166,7 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 	if (open_state < PP_NR_STATES && last > since) {
 		out->ns[open_state] += last - since;
 		if (open_state == PP_OTHER && t->phase != PP_PHASE_ONCPU && t->phase != PP_PHASE_RUNNABLE)
-			out->open_wait_ns = last - since;
+			out->open_wait_ns += last - since;
 	}
 	/* Not woken yet: they are as unnamed as an open wait, and as long. */
 	if (retrying)

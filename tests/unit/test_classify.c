@@ -192,12 +192,23 @@ TEST(test_close_retry_of_timed_out_wait)
 	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
 	CHECK_EQ_U64(r.ns[PP_OTHER], 1000 * MS - 100000);
 	CHECK_EQ_U64(r.open_wait_ns, 1000 * MS - 100000);
-	/* Woken by a timer again: OTHER, named, not open. */
+	/* Timed out again, its switch-in not seen yet: still unnamed, all of it open. */
 	t.woken_ns = 1050 * MS;
 	t.wake_cause = PP_OTHER;
+	t.wake_ctx = PP_WAKE_HARDIRQ;
 	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
 	CHECK_EQ_U64(r.ns[PP_OTHER], 950 * MS - 100000);
 	CHECK_EQ_U64(r.ns[PP_RUNNING], 50 * MS + 100000);
+	CHECK_EQ_U64(r.open_wait_ns, 950 * MS - 100000);
+	/* Ended by a task the model does not name (OTHER): named, not open. */
+	t.wake_ctx = PP_WAKE_TASK;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 950 * MS - 100000);
+	CHECK_EQ_U64(r.open_wait_ns, 0);
+	/* A timer ending a wait that held nothing back (a plain sleep): named OTHER, not open. */
+	t.wake_ctx = PP_WAKE_HARDIRQ;
+	t.timed_out_ns = 0;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
 	CHECK_EQ_U64(r.open_wait_ns, 0);
 	/* It ran more than briefly before waiting again: no retry, the timeout stays OTHER. */
 	t.wake_cause = PP_DATA_WAIT;
