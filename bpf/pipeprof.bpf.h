@@ -639,17 +639,21 @@ static __always_inline struct pp_thread *thread_of(struct task_struct *task)
 	return t ? t : thread_first_seen(task, tid, tgid);
 }
 
-/* Whether task, getting a CPU after an interrupt woke it, was waiting on an object with a
- * timeout: its syscall's number is still in its saved registers (x86-64's orig_ax). */
-static __always_inline __u32 in_retryable_wait(struct task_struct *task)
+/* The syscall plus one of task's wait, getting a CPU, when it waits on an object with a
+ * timeout (pp_retryable_wait_syscall), else 0: its number and arguments are still in its saved
+ * registers (x86-64's orig_ax, di, si). bpf_task_pt_regs() came in 5.15 (dd6e10fbd9fb). */
+static __always_inline __u32 retryable_wait_syscall(struct task_struct *task)
 {
 #if defined(__TARGET_ARCH_x86)
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct pt_regs *regs;
 
-	return regs && pp_retryable_wait_syscall(regs->orig_ax);
-#else
-	return 0;
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (regs && pp_retryable_wait_syscall(regs->orig_ax, regs->di, regs->si))
+		return (__u32)regs->orig_ax + 1;
 #endif
+	return 0;
 }
 
 /* On-CPU time counts towards a relay's budget from its switch-in or the end of its wait,
@@ -663,6 +667,8 @@ static __always_inline __u64 relay_run_from(struct pp_thread *t)
  * receive copied what a peer sent): from here it may relay that cause (stall model's chains). */
 static __always_inline void wait_ended_on_cpu(struct pp_thread *t, __u32 cause, __u64 now)
 {
+	/* Then it did something else: no timed-out wait before it is retried. */
+	t->timed_out_ns = 0;
 	t->last_wait = cause;
 	t->last_wait_depth = 0;
 	t->last_wait_end_ns = now;

@@ -82,19 +82,22 @@ static inline __u32 pp_chain_cause(__u32 last_wait, __u32 depth, __u64 ran_ns, _
  * timer ends and one the worker ends. A timer names none of them, so each waited with a
  * timeout on an object (poll, select, epoll, futex) and ended by an interrupt, then retried
  * after a brief run (PP_CHAIN_MAX_RUN_NS), takes the cause of the retry that a waker ends.
- * A deliberate sleep (nanosleep) is no retry and stays OTHER. x86-64 syscall numbers: another
+ * A deliberate sleep (nanosleep, or select and poll on no descriptor) is no retry and stays
+ * OTHER. arg0 and arg1: the call's first two arguments. x86-64 syscall numbers: another
  * architecture holds nothing back, and its timed-out waits stay OTHER as before.
  */
-static inline int pp_retryable_wait_syscall(long nr)
+static inline int pp_retryable_wait_syscall(long nr, unsigned long arg0, unsigned long arg1)
 {
 #if defined(__x86_64__) || defined(__TARGET_ARCH_x86)
 	switch (nr) {
-	case 7:		/* poll */
-	case 23:	/* select */
+	case 7:		/* poll, ppoll: on no descriptor, a sleep (Python 3.10's time.sleep) */
+	case 271:
+		return arg1 != 0;
+	case 23:	/* select, pselect6: likewise */
+	case 270:
+		return arg0 != 0;
 	case 202:	/* futex */
 	case 232:	/* epoll_wait */
-	case 270:	/* pselect6 */
-	case 271:	/* ppoll */
 	case 281:	/* epoll_pwait */
 	case 441:	/* epoll_pwait2 */
 	case 449:	/* futex_waitv */
@@ -226,12 +229,15 @@ struct pp_thread {
 	__u64 launch_gaps;
 	__u64 launch_sync_mark;	/* gpu_calls at the previous launch */
 	__u32 launch_epoch;	/* launch_epoch at the previous launch: no gap spans a pause */
-	/* The wait being closed was in a syscall that waits on an object with a timeout
-	 * (pp_retryable_wait_syscall), read at its switch-in when an interrupt woke it. */
-	__u32 wait_retryable;
+	/* Low 16 bits: the syscall of the wait being closed, plus one, when it waits on an
+	 * object with a timeout (pp_retryable_wait_syscall), 0 otherwise or unread; read at its
+	 * switch-in when an interrupt woke it or it may be a retry. High 16: the same of the
+	 * timed-out waits held (timed_out_ns): a retry makes the same call. */
+	__u32 wait_syscall;
 	/* OTHER, inside the window, of the timed-out waits the thread retried at once since its
 	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */
 	__u64 timed_out_ns;
+	__u64 timed_out_from_ns;	/* start of the latest of those waits */
 	/* Its waits' waker of late, summed here and added to the wakers map only when another
 	 * waker (or its exit) follows: a thread woken over and over by the same one then pays
 	 * no hash lookup and no atomics at each switch-in. Userspace adds it to the map's. */

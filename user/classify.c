@@ -149,7 +149,12 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 	/* In the retry of waits that timed out (retry_after_timeouts()): its waker names them. */
 	retrying = t->timed_out_ns && t->phase == PP_PHASE_OFFCPU &&
 		   t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS && out->ns[PP_OTHER] >= t->timed_out_ns;
-	if (thread_woken_unswitched(t, last, &named, &woke)) {
+	if (retrying && since >= last && t->woken_ns > since && pp_retry_names(t->wake_cause)) {
+		/* A retry begun after the close, woken since, its switch-in not seen. */
+		out->ns[PP_OTHER] -= t->timed_out_ns;
+		out->ns[t->wake_cause] += t->timed_out_ns;
+		retrying = false;
+	} else if (thread_woken_unswitched(t, last, &named, &woke)) {
 		if (retrying && pp_retry_names(named)) {
 			out->ns[PP_OTHER] -= t->timed_out_ns;
 			out->ns[named] += t->timed_out_ns;

@@ -48,12 +48,13 @@ static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
 		if ((th.phase == PP_PHASE_OFFCPU || th.phase == PP_PHASE_UNKNOWN) &&
 		    th.phase_start_ns < end_ns)
 			return true;
-		/* A wait that timed out in the window, retried or about to be (on a CPU for
-		 * microseconds in between, or timed out again): the retry's waker names all. */
-		if (th.timed_out_ns && th.ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS &&
-		    (th.phase == PP_PHASE_OFFCPU ?
-		     th.woken_ns < th.phase_start_ns || th.wake_ctx != PP_WAKE_TASK :
-		     th.phase == PP_PHASE_RUNNABLE ||
+		/* A wait open at the close that timed out, retried or about to be (on a CPU for
+		 * microseconds in between, or woken and not yet on one): the retry's waker names
+		 * it, at the retry's switch-in. Not once a wait begun after the close timed out
+		 * too: a thread that loops on timeouts would hold every report to the limit. */
+		if (th.timed_out_ns && th.timed_out_from_ns < end_ns &&
+		    th.ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS &&
+		    (th.phase == PP_PHASE_OFFCPU || th.phase == PP_PHASE_RUNNABLE ||
 		     (th.phase == PP_PHASE_ONCPU &&
 		      monotonic_ns() - th.oncpu_since_ns <= PP_CHAIN_MAX_RUN_NS)))
 			return true;

@@ -85,22 +85,28 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 				    __u64 now)
 {
 	__u64 held, end;
+	__u32 call;
 
 	if (!t)
 		return 0;
 	end = t->woken_ns > since && runq_from <= now ? runq_from : now;
-	held = t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS ? t->timed_out_ns : 0;
+	/* A retry: the same call, after a brief run. */
+	call = t->wait_syscall & 0xffff;
+	held = t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS && call && call == t->wait_syscall >> 16 ?
+	       t->timed_out_ns : 0;
 	t->timed_out_ns = 0;
-	if (!t->gpu_depth && cause == PP_OTHER && t->wait_retryable &&
+	t->wait_syscall = 0;
+	if (!t->gpu_depth && cause == PP_OTHER && call &&
 	    t->wake_ctx != PP_WAKE_TASK && t->woken_ns > since) {
 		if (window_end_ns && end > window_end_ns)
 			end = window_end_ns;
 		t->timed_out_ns = held + (end > since ? end - since : 0);
+		t->timed_out_from_ns = since;
+		t->wait_syscall = call << 16;
 	} else if (!t->gpu_depth && held && pp_retry_names(cause) && t->ns[PP_OTHER] >= held) {
 		t->ns[PP_OTHER] -= held;
 		t->ns[STATE_IDX(cause)] += held;
 	}
-	t->wait_retryable = 0;
 	return 0;
 }
 
@@ -179,9 +185,10 @@ static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
 		if (drop_switch_in_every &&
 		    __sync_fetch_and_add(&switch_ins_counted, 1) % drop_switch_in_every == 0)
 			return 0;
-		if (!rec && t->wake_ctx != PP_WAKE_TASK &&
+		if (!rec && (t->wake_ctx != PP_WAKE_TASK || t->timed_out_ns) &&
 		    (t->phase == PP_PHASE_OFFCPU || t->phase == PP_PHASE_UNKNOWN))
-			t->wait_retryable = in_retryable_wait(next);
+			t->wait_syscall = (t->wait_syscall & 0xffff0000) |
+					  retryable_wait_syscall(next);
 		if (rec)
 			switch_in_rec(t, next->pid, now);
 		else

@@ -187,6 +187,22 @@ TEST(test_close_retry_of_timed_out_wait)
 	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 950 * MS - 100000);
 	CHECK_EQ_U64(r.ns[PP_RUNNING], 50 * MS + 100000);
 	CHECK_EQ_U64(r.open_wait_ns, 0);
+	/* The retry began after the close (at 1,200 ms) and its worker woke it at 1,300 ms, its
+	 * switch-in not seen: the held part is named all the same. */
+	t.phase_start_ns = 1200 * MS;
+	t.woken_ns = 1300 * MS;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 500 * MS);
+	CHECK_EQ_U64(r.open_wait_ns, 0);
+	/* Not woken yet: held, unnamed, open (what the record leaves of the window, 499.9 ms,
+	 * is OTHER too). */
+	t.woken_ns = 1000 * MS;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 0);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 1000 * MS - 100000);
+	CHECK_EQ_U64(r.open_wait_ns, 500 * MS);
+	t.phase_start_ns = 600 * MS + 100000;
+	t.woken_ns = 1050 * MS;
 	/* Not woken by the read: the timed-out part is as unnamed as the retry's own. */
 	t.woken_ns = 0;
 	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
@@ -221,13 +237,24 @@ TEST(test_close_retry_of_timed_out_wait)
 /* Which waits a timeout may hold back (x86-64 numbers): waits on an object, not sleeps. */
 TEST(test_retryable_wait_syscalls)
 {
+#if defined(__x86_64__)
 	static const long retryable[] = { 7, 23, 202, 232, 270, 271, 281, 441, 449 };
 	static const long not_retryable[] = { 0, 35, 230, 34, 61, -1, 1000 };
 
+	/* A descriptor to wait on (poll's count is its second argument, select's its first). */
 	for (size_t i = 0; i < sizeof(retryable) / sizeof(retryable[0]); i++)
-		CHECK(pp_retryable_wait_syscall(retryable[i]));
+		CHECK(pp_retryable_wait_syscall(retryable[i], 1, 1));
 	for (size_t i = 0; i < sizeof(not_retryable) / sizeof(not_retryable[0]); i++)
-		CHECK(!pp_retryable_wait_syscall(not_retryable[i]));
+		CHECK(!pp_retryable_wait_syscall(not_retryable[i], 1, 1));
+	/* Python 3.10's time.sleep is select() on no descriptor; poll() on none sleeps too. */
+	CHECK(!pp_retryable_wait_syscall(23, 0, 0));
+	CHECK(!pp_retryable_wait_syscall(270, 0, 0));
+	CHECK(!pp_retryable_wait_syscall(7, 0x7ffd0000, 0));
+	CHECK(!pp_retryable_wait_syscall(271, 0x7ffd0000, 0));
+	CHECK(pp_retryable_wait_syscall(202, 0x7ffd0000, 0));
+#else
+	CHECK(!pp_retryable_wait_syscall(7, 1, 1));	/* held back nowhere else yet */
+#endif
 	CHECK(pp_retry_names(PP_DATA_WAIT) && pp_retry_names(PP_THREAD_WAIT) &&
 	      pp_retry_names(PP_COMM_WAIT) && pp_retry_names(PP_IO_WAIT) && pp_retry_names(PP_GPU_WAIT));
 	CHECK(!pp_retry_names(PP_OTHER) && !pp_retry_names(PP_RUNQ) && !pp_retry_names(PP_RUNNING));
