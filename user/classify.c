@@ -125,6 +125,13 @@ bool thread_woken_unswitched(const struct pp_thread *t, __u64 last, __u32 *cause
 	return true;
 }
 
+/* The held OTHER of the waits a retry's waker named (retry_after_timeouts()) becomes cause. */
+static void name_timed_out(struct thread_result *out, const struct pp_thread *t, __u32 cause)
+{
+	out->ns[PP_OTHER] -= t->timed_out_ns;
+	out->ns[cause] += t->timed_out_ns;
+}
+
 void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns, char proc_state,
 		  struct thread_result *out)
 {
@@ -151,13 +158,11 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 		   t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS && out->ns[PP_OTHER] >= t->timed_out_ns;
 	if (retrying && since >= last && t->woken_ns > since && pp_retry_names(t->wake_cause)) {
 		/* A retry begun after the close, woken since, its switch-in not seen. */
-		out->ns[PP_OTHER] -= t->timed_out_ns;
-		out->ns[t->wake_cause] += t->timed_out_ns;
+		name_timed_out(out, t, t->wake_cause);
 		retrying = false;
 	} else if (thread_woken_unswitched(t, last, &named, &woke)) {
 		if (retrying && pp_retry_names(named)) {
-			out->ns[PP_OTHER] -= t->timed_out_ns;
-			out->ns[named] += t->timed_out_ns;
+			name_timed_out(out, t, named);
 			retrying = false;
 		} else if (retrying && named == PP_OTHER && t->wake_ctx != PP_WAKE_TASK) {
 			out->open_wait_ns += woke - since;	/* timed out again: unnamed */

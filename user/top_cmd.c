@@ -376,7 +376,8 @@ static int host_scan(struct top_host *h, const struct top_opts *o, bool on_scree
 	/* Attaching takes ~70 ms a job, more on a busy host: a terminal left blank that long
 	 * looks hung. */
 	if (!h->nr_jobs && n && isatty(STDOUT_FILENO))
-		fprintf(stderr, "pipeprof top: attaching to %d training job%s...\n", n, n == 1 ? "" : "s");
+		fprintf(stderr, "pipeprof top: attaching to %d training job%s...\n",
+			n < TOP_MAX_JOBS ? n : TOP_MAX_JOBS, n == 1 ? "" : "s");
 	h->not_traced = 0;
 	for (int i = 0; i < n; i++) {
 		struct top_job *j;
