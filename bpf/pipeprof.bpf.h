@@ -639,10 +639,10 @@ static __always_inline struct pp_thread *thread_of(struct task_struct *task)
 	return t ? t : thread_first_seen(task, tid, tgid);
 }
 
-/* The syscall plus one of task's wait, getting a CPU, when it waits on an object with a
- * timeout (pp_retryable_wait_syscall), else 0: its number and arguments are still in its saved
- * registers (x86-64's orig_ax, di, si). bpf_task_pt_regs() came in 5.15 (dd6e10fbd9fb). */
-static __always_inline __u32 retryable_wait_syscall(struct task_struct *task)
+/* The call of task's wait, getting a CPU, when it waits on an object with a timeout
+ * (pp_retry_call), else 0: its number and arguments are still in its saved registers
+ * (x86-64's orig_ax, di, si, dx, r10). bpf_task_pt_regs() came in 5.15 (dd6e10fbd9fb). */
+static __always_inline __u32 retryable_wait_call(struct task_struct *task)
 {
 #if defined(__TARGET_ARCH_x86)
 	struct pt_regs *regs;
@@ -650,8 +650,8 @@ static __always_inline __u32 retryable_wait_syscall(struct task_struct *task)
 	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	if (regs && pp_retryable_wait_syscall(regs->orig_ax, regs->di, regs->si))
-		return (__u32)regs->orig_ax + 1;
+	if (regs)
+		return pp_retry_call(regs->orig_ax, regs->di, regs->si, regs->dx, regs->r10);
 #endif
 	return 0;
 }

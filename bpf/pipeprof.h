@@ -83,28 +83,63 @@ static inline __u32 pp_chain_cause(__u32 last_wait, __u32 depth, __u64 ran_ns, _
  * timeout on an object (poll, select, epoll, futex) and ended by an interrupt, then retried
  * after a brief run (PP_CHAIN_MAX_RUN_NS), takes the cause of the retry that a waker ends.
  * A deliberate sleep (nanosleep, or select and poll on no descriptor) is no retry and stays
- * OTHER. arg0 and arg1: the call's first two arguments. x86-64 syscall numbers: another
- * architecture holds nothing back, and its timed-out waits stay OTHER as before.
+ * OTHER.
+ *
+ * A retry is the same call: the same syscall, and where the timeout is a plain number of
+ * milliseconds (poll, epoll_wait, epoll_pwait), the same timeout. An event loop's timer is not
+ * a retry: asyncio's `await asyncio.sleep(0.1)` is epoll_wait(fd, .., 100), and the read it
+ * awaits next is epoll_wait(fd, .., -1); taken for a retry, the sleep read as the data's
+ * wait. A timeout passed by pointer (futex, ppoll, select) holds an absolute deadline or a
+ * remaining time, different at each call, and its address differs between call sites that are
+ * one wait: Queue.get(timeout=5) in a thread times out on its lock's futex, takes the GIL back
+ * on another futex (with a timespec elsewhere on the stack), and waits on the lock again. The
+ * object waited on is left out too: multiprocessing builds a new poll set at each call, and a
+ * Condition a new lock for each waiter.
+ *
+ * pp_retry_call(): the call's signature, the syscall and its timeout folded into 32 bits (a
+ * collision, 2^-32, would take one call for another), or 0 where it is no retryable wait.
+ * Arguments as the x86-64 syscall ABI passes them (di, si, dx, r10); another architecture holds
+ * nothing back, and its timed-out waits stay OTHER as before.
  */
-static inline int pp_retryable_wait_syscall(long nr, unsigned long arg0, unsigned long arg1)
+static inline __u32 pp_retry_call(long nr, unsigned long di, unsigned long si, unsigned long dx,
+				  unsigned long r10)
 {
 #if defined(__x86_64__) || defined(__TARGET_ARCH_x86)
+	__u32 timeout_ms = 0;
+	__u64 sig;
+
 	switch (nr) {
-	case 7:		/* poll, ppoll: on no descriptor, a sleep (Python 3.10's time.sleep) */
-	case 271:
-		return arg1 != 0;
-	case 23:	/* select, pselect6: likewise */
+	case 7:		/* poll(fds, nfds, int ms): on no descriptor, a sleep */
+		if (!si)
+			return 0;
+		timeout_ms = (__u32)dx;
+		break;
+	case 271:	/* ppoll: likewise */
+		if (!si)
+			return 0;
+		break;
+	case 23:	/* select, pselect6: on no descriptor, Python 3.10's time.sleep */
 	case 270:
-		return arg0 != 0;
+		if (!di)
+			return 0;
+		break;
+	case 232:	/* epoll_wait, epoll_pwait(epfd, events, max, int ms) */
+	case 281:
+		timeout_ms = (__u32)r10;
+		break;
 	case 202:	/* futex */
-	case 232:	/* epoll_wait */
-	case 281:	/* epoll_pwait */
 	case 441:	/* epoll_pwait2 */
 	case 449:	/* futex_waitv */
-		return 1;
+		break;
+	default:
+		return 0;
 	}
-#endif
+	sig = ((__u64)(nr + 1) << 32) ^ timeout_ms;
+	sig = (__u32)sig ^ (__u32)(sig >> 32);
+	return sig ? (__u32)sig : 1;
+#else
 	return 0;
+#endif
 }
 
 /* Whether a retry ended with cause names the timed-out waits before it. */
@@ -200,6 +235,7 @@ struct pp_thread {
 	__u32 offcpu_iowait;	/* task->in_iowait at the last switch-out */
 	__u32 last_wait;	/* enum pp_state of the last completed off-CPU wait */
 	__u32 last_wait_depth;	/* relay hops behind last_wait (0: the cause itself) */
+	__u32 held_call;	/* wait_call of the timed-out waits held: a retry makes that call */
 	__u64 last_wait_end_ns;	/* when that wait (or a GPU sync call) ended */
 	__u64 ran_since_wait_ns; /* on-CPU time since then, up to the last switch-out */
 	__u32 waker_tid;	/* who ended the wait at woken_ns: 0 for an interrupt */
@@ -229,11 +265,10 @@ struct pp_thread {
 	__u64 launch_gaps;
 	__u64 launch_sync_mark;	/* gpu_calls at the previous launch */
 	__u32 launch_epoch;	/* launch_epoch at the previous launch: no gap spans a pause */
-	/* Low 16 bits: the syscall of the wait being closed, plus one, when it waits on an
-	 * object with a timeout (pp_retryable_wait_syscall), 0 otherwise or unread; read at its
-	 * switch-in when an interrupt woke it or it may be a retry. High 16: the same of the
-	 * timed-out waits held (timed_out_ns): a retry makes the same call. */
-	__u32 wait_syscall;
+	/* The call of the wait being closed when it waits on an object with a timeout
+	 * (pp_retry_call), 0 otherwise or unread; read at its switch-in when an interrupt woke
+	 * it or it may be a retry. */
+	__u32 wait_call;
 	/* OTHER, inside the window, of the timed-out waits the thread retried at once since its
 	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */
 	__u64 timed_out_ns;

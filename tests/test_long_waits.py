@@ -92,6 +92,25 @@ def test_batch_slower_than_the_loaders_timeout(procs, tmp_path):
                    extra={"window_s": TIMEOUT_WINDOW_S})
 
 
+# A pause on an asyncio event loop, then a batch from a worker: 100 ms each per step.
+EVENT_LOOP_WINDOW_S = 2
+
+
+def test_event_loop_pause_is_no_retry(procs, tmp_path):
+    """asyncio's `await asyncio.sleep(0.1)` is epoll_wait(fd, .., 100), ended by the timer; the
+    batch awaited next is epoll_wait(fd, .., -1), ended by the worker. The pause is no timed-out
+    wait retried (its timeout is not the next call's): it stays OTHER, half the trainer's time.
+    Taken for a retry, as the build that compared syscalls alone took it, it read as the batch's
+    wait: DATA_WAIT 95-98% and "at most 20-61x faster" for a loop that data could speed up 2x."""
+    truth_path = str(tmp_path / "event_loop.truth.json")
+    w, pid, tid = start_workload(procs, "async_loader.py", [], truth_path,
+                                 duration=workload_duration(ATTACHES, EVENT_LOOP_WINDOW_S))
+    runs = attach_repeatedly(w, pid, ATTACHES, EVENT_LOOP_WINDOW_S)
+    truth = finish_workload(w, truth_path)
+    check_attaches("event_loop_pause", runs, truth, tid, "DATA-LOADING BOUND", [],
+                   extra={"window_s": EVENT_LOOP_WINDOW_S})
+
+
 BLOCKED = "import os, sys; r, w = os.pipe(); print('READY', flush=True); os.read(r, 1)"
 
 

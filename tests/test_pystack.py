@@ -264,11 +264,16 @@ def test_wait_and_waker_sites(procs, script, state, site, waker_role, waker_site
         assert rep is not None, why
         st = wait_state(rep, state)
         top, waker = st["sites"][0], st["wakers"][0]
-        lines.append("attach %d: %s %.2f s in %d waits; %.0f%% at %s (in %s); ended %.0f%% by "
-                     "%s %s in %s" % (i + 1, state, st["seconds"], st["count"],
-                                      100 * top["share"], top["site"], top["innermost"],
-                                      100 * waker["share"], waker["role"], waker["tid"],
-                                      waker["site"]))
+        # What a shortfall of the stacks' time needs to be told apart: records lost, and how
+        # the trainer's state time ended up (a first wait begun before the attach has no stack).
+        lines.append("attach %d: %s %.2f s in %d waits (%d records lost; trainer's %s %.2f s, "
+                     "window %.2f s); %.0f%% at %s (in %s); ended %.0f%% by %s %s in %s" % (
+                         i + 1, state, st["seconds"], st["count"],
+                         rep["where"]["waits"].get("lost", -1), state,
+                         rep["trainer"]["states"][state]["seconds"],
+                         rep.get("window", {}).get("seconds", -1),
+                         100 * top["share"], top["site"], top["innermost"],
+                         100 * waker["share"], waker["role"], waker["tid"], waker["site"]))
         if not (top["site"] and re.search(site, top["site"]) and top["share"] >= 0.8):
             problems.append("attach %d: top %s site %s (%.0f%%)" % (
                 i + 1, state, top["site"], 100 * top["share"]))

@@ -74,7 +74,7 @@ __noinline int record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 o
 
 /*
  * A timed-out wait retried at once is held back, OTHER in the meantime, and given the cause of
- * the retry a waker ends (pp_retryable_wait_syscall says why); one followed by anything else
+ * the retry a waker ends (pp_retry_call says why); one followed by anything else
  * stays OTHER. The part of the wait that reads as cause ends at its wakeup's enqueueing
  * (runq_from, as account_switch_in() splits it) or now. `record` holds
  * nothing: its trace has sent each wait as OTHER already. Global, as record_waker(): its
@@ -91,18 +91,18 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 		return 0;
 	end = t->woken_ns > since && runq_from <= now ? runq_from : now;
 	/* A retry: the same call, after a brief run. */
-	call = t->wait_syscall & 0xffff;
-	held = t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS && call && call == t->wait_syscall >> 16 ?
+	call = t->wait_call;
+	held = t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS && call && call == t->held_call ?
 	       t->timed_out_ns : 0;
 	t->timed_out_ns = 0;
-	t->wait_syscall = 0;
+	t->wait_call = t->held_call = 0;
 	if (!t->gpu_depth && cause == PP_OTHER && call &&
 	    t->wake_ctx != PP_WAKE_TASK && t->woken_ns > since) {
 		if (window_end_ns && end > window_end_ns)
 			end = window_end_ns;
 		t->timed_out_ns = held + (end > since ? end - since : 0);
 		t->timed_out_from_ns = since;
-		t->wait_syscall = call << 16;
+		t->held_call = call;
 	} else if (!t->gpu_depth && held && pp_retry_names(cause) && t->ns[PP_OTHER] >= held) {
 		t->ns[PP_OTHER] -= held;
 		t->ns[STATE_IDX(cause)] += held;
@@ -187,8 +187,7 @@ static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
 			return 0;
 		if (!rec && (t->wake_ctx != PP_WAKE_TASK || t->timed_out_ns) &&
 		    (t->phase == PP_PHASE_OFFCPU || t->phase == PP_PHASE_UNKNOWN))
-			t->wait_syscall = (t->wait_syscall & 0xffff0000) |
-					  retryable_wait_syscall(next);
+			t->wait_call = retryable_wait_call(next);
 		if (rec)
 			switch_in_rec(t, next->pid, now);
 		else

@@ -234,26 +234,42 @@ TEST(test_close_retry_of_timed_out_wait)
 	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 450 * MS - 100000);
 }
 
-/* Which waits a timeout may hold back (x86-64 numbers): waits on an object, not sleeps. */
+/* Which waits a timeout may hold back (x86-64 numbers), and what makes a retry the same call. */
 TEST(test_retryable_wait_syscalls)
 {
 #if defined(__x86_64__)
 	static const long retryable[] = { 7, 23, 202, 232, 270, 271, 281, 441, 449 };
 	static const long not_retryable[] = { 0, 35, 230, 34, 61, -1, 1000 };
+	const unsigned long ts = 0x7ffd1000, other_ts = 0x7ffd2000;
 
 	/* A descriptor to wait on (poll's count is its second argument, select's its first). */
 	for (size_t i = 0; i < sizeof(retryable) / sizeof(retryable[0]); i++)
-		CHECK(pp_retryable_wait_syscall(retryable[i], 1, 1));
+		CHECK(pp_retry_call(retryable[i], 1, 1, ts, ts));
 	for (size_t i = 0; i < sizeof(not_retryable) / sizeof(not_retryable[0]); i++)
-		CHECK(!pp_retryable_wait_syscall(not_retryable[i], 1, 1));
+		CHECK(!pp_retry_call(not_retryable[i], 1, 1, ts, ts));
 	/* Python 3.10's time.sleep is select() on no descriptor; poll() on none sleeps too. */
-	CHECK(!pp_retryable_wait_syscall(23, 0, 0));
-	CHECK(!pp_retryable_wait_syscall(270, 0, 0));
-	CHECK(!pp_retryable_wait_syscall(7, 0x7ffd0000, 0));
-	CHECK(!pp_retryable_wait_syscall(271, 0x7ffd0000, 0));
-	CHECK(pp_retryable_wait_syscall(202, 0x7ffd0000, 0));
+	CHECK(!pp_retry_call(23, 0, 0, 0, 0));
+	CHECK(!pp_retry_call(270, 0, 0, 0, 0));
+	CHECK(!pp_retry_call(7, 0x7ffd0000, 0, 5000, 0));
+	CHECK(!pp_retry_call(271, 0x7ffd0000, 0, ts, 0));
+	CHECK(pp_retry_call(202, 0x7ffd0000, 0x80, 0, ts));
+	/* The DataLoader's Queue.get(timeout=5) again, on a new poll set: the same call. */
+	CHECK_EQ_U64(pp_retry_call(7, 0x1000, 1, 5000, 0), pp_retry_call(7, 0x2000, 1, 5000, 7));
+	/* asyncio's sleep, then the read it awaits: epoll_wait(fd, .., 100) then (fd, .., -1). */
+	CHECK(pp_retry_call(232, 3, 0x1000, 2, 100) != pp_retry_call(232, 3, 0x1000, 2, -1));
+	CHECK(pp_retry_call(281, 3, 0x1000, 2, 100) != pp_retry_call(281, 3, 0x1000, 2, 0));
+	CHECK(pp_retry_call(7, 0x1000, 1, 100, 0) != pp_retry_call(7, 0x1000, 1, -1, 0));
+	/* An int's upper half is not the caller's. */
+	CHECK_EQ_U64(pp_retry_call(232, 3, 0x1000, 2, 0xdead0000ffffffffUL),
+		     pp_retry_call(232, 3, 0x1000, 2, 0xffffffffUL));
+	/* A timeout by pointer: the queue's lock and the GIL's, two futexes, one wait. */
+	CHECK_EQ_U64(pp_retry_call(202, 0x5000, 0x89, 0, ts), pp_retry_call(202, 0x6000, 0x89, 0, other_ts));
+	/* Another syscall with the same timeout is another call. */
+	CHECK(pp_retry_call(7, 0x1000, 1, 100, 0) != pp_retry_call(232, 3, 0x1000, 2, 100));
+	CHECK(pp_retry_call(23, 4, 0, 0, 0) != pp_retry_call(270, 4, 0, 0, 0));
+	CHECK(pp_retry_call(202, 1, 0, 0, 0) != pp_retry_call(441, 1, 0, 0, 0));
 #else
-	CHECK(!pp_retryable_wait_syscall(7, 1, 1));	/* held back nowhere else yet */
+	CHECK(!pp_retry_call(7, 1, 1, 5000, 0));	/* held back nowhere else yet */
 #endif
 	CHECK(pp_retry_names(PP_DATA_WAIT) && pp_retry_names(PP_THREAD_WAIT) &&
 	      pp_retry_names(PP_COMM_WAIT) && pp_retry_names(PP_IO_WAIT) && pp_retry_names(PP_GPU_WAIT));
