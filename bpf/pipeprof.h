@@ -55,6 +55,7 @@ enum pp_wake_ctx {
  */
 #define PP_CHAIN_MAX_DEPTH	4
 #define PP_CHAIN_MAX_RUN_NS	(5ULL * 1000000)	/* on-CPU since the relay's own wait */
+#define PP_LOCK_HANDOFF_MAX_NS	(5ULL * 1000000)	/* a lock taken back before a retry (pp_retry_call) */
 #define PP_CHAIN_MAX_AGE_NS	(100ULL * 1000000)	/* wall time since it */
 #define PP_NO_CAUSE		0xffffffffu
 
@@ -85,61 +86,105 @@ static inline __u32 pp_chain_cause(__u32 last_wait, __u32 depth, __u64 ran_ns, _
  * A deliberate sleep (nanosleep, or select and poll on no descriptor) is no retry and stays
  * OTHER.
  *
- * A retry is the same call: the same syscall, and where the timeout is a plain number of
- * milliseconds (poll, epoll_wait, epoll_pwait), the same timeout. An event loop's timer is not
- * a retry: asyncio's `await asyncio.sleep(0.1)` is epoll_wait(fd, .., 100), and the read it
- * awaits next is epoll_wait(fd, .., -1); taken for a retry, the sleep read as the data's
- * wait. A timeout passed by pointer (futex, ppoll, select) holds an absolute deadline or a
- * remaining time, different at each call, and its address differs between call sites that are
- * one wait: Queue.get(timeout=5) in a thread times out on its lock's futex, takes the GIL back
- * on another futex (with a timespec elsewhere on the stack), and waits on the lock again. The
- * object waited on is left out too: multiprocessing builds a new poll set at each call, and a
- * Condition a new lock for each waiter.
+ * A retry is the same call: the same syscall with the same timeout argument, its value where it
+ * is a number of milliseconds (poll, epoll_wait), its address where it is a pointer (futex,
+ * ppoll, select: the deadline in it changes, its place on the stack is the call site's), and
+ * for futex the same operation. A pause is not a retry: asyncio's `await asyncio.sleep(0.1)` is
+ * epoll_wait(fd, .., 100) and the read it awaits next epoll_wait(fd, .., -1); `stop.wait(0.1)`
+ * then `q.get()` is a futex with a deadline, then one with none. Compared by syscall alone, each
+ * pause read as the wait after it. The object waited on is left out: multiprocessing builds a
+ * new poll set at each call, and a Condition a new lock for each waiter.
  *
- * pp_retry_call(): the call's signature, the syscall and its timeout folded into 32 bits (a
- * collision, 2^-32, would take one call for another), or 0 where it is no retryable wait.
- * Arguments as the x86-64 syscall ABI passes them (di, si, dx, r10); another architecture holds
- * nothing back, and its timed-out waits stay OTHER as before.
+ * Between a timed-out wait and its retry the thread may wait on something else on the way, as
+ * Python takes the GIL back from the thread that holds it: 5 ms waits on its condition that
+ * time out, then one that thread ends, then its mutex, unlocked at once. A wait of another call
+ * that times out too is added to the held ones, and one a task ends within
+ * PP_LOCK_HANDOFF_MAX_NS leaves them held; anything else ends them (OTHER). Ending them at
+ * the GIL read 5 s of a thread's Queue.get(timeout=5) as OTHER in some batches (THREAD_WAIT
+ * 21-93% where it was 100%).
+ *
+ * pp_retry_call(): the call's signature, hashed into 32 bits (a collision, about 2^-32, would
+ * take one call for another), or 0 where it is no retryable wait. Arguments as the x86-64
+ * syscall ABI passes them (di, si, dx, r10, r8); another architecture holds nothing back, and
+ * its timed-out waits stay OTHER as before.
  */
 static inline __u32 pp_retry_call(long nr, unsigned long di, unsigned long si, unsigned long dx,
-				  unsigned long r10)
+				  unsigned long r10, unsigned long r8)
 {
 #if defined(__x86_64__) || defined(__TARGET_ARCH_x86)
-	__u32 timeout_ms = 0;
-	__u64 sig;
+	__u64 timeout, op = 0, h;
 
 	switch (nr) {
 	case 7:		/* poll(fds, nfds, int ms): on no descriptor, a sleep */
 		if (!si)
 			return 0;
-		timeout_ms = (__u32)dx;
+		timeout = (__u32)dx;
 		break;
-	case 271:	/* ppoll: likewise */
+	case 271:	/* ppoll(fds, nfds, timespec *, ..): likewise */
 		if (!si)
 			return 0;
+		timeout = dx;
 		break;
-	case 23:	/* select, pselect6: on no descriptor, Python 3.10's time.sleep */
+	case 23:	/* select, pselect6(nfds, .., timeval *): on no descriptor, Python 3.10's
+			 * time.sleep */
 	case 270:
 		if (!di)
 			return 0;
+		timeout = r8;
 		break;
 	case 232:	/* epoll_wait, epoll_pwait(epfd, events, max, int ms) */
 	case 281:
-		timeout_ms = (__u32)r10;
+		timeout = (__u32)r10;
 		break;
-	case 202:	/* futex */
-	case 441:	/* epoll_pwait2 */
-	case 449:	/* futex_waitv */
+	case 202:	/* futex(uaddr, op, val, timespec *) */
+		timeout = r10;
+		op = (__u32)si;
+		break;
+	case 441:	/* epoll_pwait2(epfd, events, max, timespec *) */
+	case 449:	/* futex_waitv(waiters, nr, flags, timespec *) */
+		timeout = r10;
 		break;
 	default:
 		return 0;
 	}
-	sig = ((__u64)(nr + 1) << 32) ^ timeout_ms;
-	sig = (__u32)sig ^ (__u32)(sig >> 32);
-	return sig ? (__u32)sig : 1;
+	h = ((__u64)(nr + 1) * 0x9E3779B97F4A7C15ULL) ^ (timeout * 0xC2B2AE3D27D4EB4FULL) ^
+	    ((op + 1) * 0x165667B19E3779F9ULL);
+	h ^= h >> 32;
+	return (__u32)h ? (__u32)h : 1;
 #else
 	return 0;
 #endif
+}
+
+/* What the end of a wait does to the timed-out waits a thread holds (retry_after_timeouts()). */
+enum pp_retry_action {
+	PP_RETRY_DROP,	/* they stay OTHER; this wait, if it timed out, is held instead */
+	PP_RETRY_NAME,	/* the retry, ended by a waker: their cause is its (pp_retry_names) */
+	PP_RETRY_ADD,	/* the retry, or a wait on the way to it, timed out too: held with them */
+	PP_RETRY_KEEP,	/* a lock taken back on the way: they stay held */
+};
+
+/* holding: waits are held and the thread ran at most PP_CHAIN_MAX_RUN_NS since; call: this
+ * wait's pp_retry_call(); held_call: that of the longest wait held, the one the others were on
+ * the way to (the GIL's 5 ms waits time out before a 5 s Queue.get's, or after it); timed_out:
+ * an interrupt ended it, named nothing; handoff: a task ended it within
+ * PP_LOCK_HANDOFF_MAX_NS. */
+static inline int pp_retry_action(int holding, __u32 call, __u32 held_call, int timed_out,
+				  int handoff)
+{
+	if (!holding)
+		return PP_RETRY_DROP;
+	if (timed_out)
+		return PP_RETRY_ADD;
+	if (call && call == held_call)
+		return PP_RETRY_NAME;
+	return handoff ? PP_RETRY_KEEP : PP_RETRY_DROP;
+}
+
+/* The wait's length in microseconds, as held_call_us keeps it. */
+static inline __u32 pp_held_us(__u64 ns)
+{
+	return ns / 1000 > 0xffffffffULL ? 0xffffffff : (__u32)(ns / 1000);
 }
 
 /* Whether a retry ended with cause names the timed-out waits before it. */
@@ -229,13 +274,15 @@ struct pp_thread {
 	__u32 gpu_api;		/* api id (attach cookie) of the outermost call in progress */
 	__u32 call_state;	/* enum pp_state its time reads: GPU_WAIT, or COMM_WAIT for NCCL */
 	__u32 nccl_op;		/* enum pp_nccl_op of the outermost NCCL call in progress */
+	__u32 held_call_us;	/* how long the held wait of held_call waited, in microseconds */
 	__u64 nccl_bytes;	/* ... and its bytes, PP_NCCL_UNSIZED when unknown */
 	__u64 nccl_comm_out;	/* communicator being created: where NCCL stores its handle */
 	__u64 nccl_comm_ranks;	/* ... and how many ranks it has */
 	__u32 offcpu_iowait;	/* task->in_iowait at the last switch-out */
 	__u32 last_wait;	/* enum pp_state of the last completed off-CPU wait */
 	__u32 last_wait_depth;	/* relay hops behind last_wait (0: the cause itself) */
-	__u32 held_call;	/* wait_call of the timed-out waits held: a retry makes that call */
+	__u32 held_call;	/* wait_call of the longest timed-out wait held: its retry names
+				 * them (the GIL's 5 ms waits are on the way to it) */
 	__u64 last_wait_end_ns;	/* when that wait (or a GPU sync call) ended */
 	__u64 ran_since_wait_ns; /* on-CPU time since then, up to the last switch-out */
 	__u32 waker_tid;	/* who ended the wait at woken_ns: 0 for an interrupt */
@@ -272,7 +319,7 @@ struct pp_thread {
 	/* OTHER, inside the window, of the timed-out waits the thread retried at once since its
 	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */
 	__u64 timed_out_ns;
-	__u64 timed_out_from_ns;	/* start of the latest of those waits */
+	__u64 timed_out_from_ns;	/* start of the first of those waits */
 	/* Its waits' waker of late, summed here and added to the wakers map only when another
 	 * waker (or its exit) follows: a thread woken over and over by the same one then pays
 	 * no hash lookup and no atomics at each switch-in. Userspace adds it to the map's. */

@@ -111,6 +111,34 @@ def test_event_loop_pause_is_no_retry(procs, tmp_path):
                    extra={"window_s": EVENT_LOOP_WINDOW_S})
 
 
+# A Python thread's batches: 2.5 s of its CPU with the GIL held, the trainer in q.get(timeout=1)
+# retried at once (one wakeup in 2.5 s: no feeder, a thread waited on); or batches of 200 ms
+# from a producer busy all the time, the trainer pausing 100 ms in stop.wait(0.1) before each
+# q.get() (a thread loader).
+THREAD_RETRY_ARGS = ["--mode", "retry", "--item-ms", "2500", "--timeout", "1"]
+THREAD_PAUSE_ARGS = ["--mode", "pause", "--item-ms", "200", "--pause-ms", "100"]
+THREAD_WINDOW_S = 3
+
+
+@pytest.mark.parametrize("name, args, verdict", [
+    ("thread_retry", THREAD_RETRY_ARGS, "WAITING ON A THREAD"),
+    ("thread_pause", THREAD_PAUSE_ARGS, "DATA-LOADING BOUND (thread loader)")])
+def test_thread_waits_with_timeouts(procs, tmp_path, name, args, verdict):
+    """Futex waits with deadlines. retry: each batch is two q.get(timeout=1) that time out and
+    the one the producer ends, and between them the trainer takes the GIL back (a 5 ms timed
+    wait, then the mutex the producer unlocks): all THREAD_WAIT. Ending the held waits at that
+    mutex read 5 s of such a batch as OTHER (THREAD_WAIT 21-93% where it was 100%). pause: the
+    stop.wait(0.1) before each q.get() is a pause, not a timed-out wait retried (a deadline on
+    one lock, then no timeout on another): OTHER, half the time; comparing syscalls alone read
+    it as THREAD_WAIT, all of it."""
+    truth_path = str(tmp_path / (name + ".truth.json"))
+    w, pid, tid = start_workload(procs, "thread_timeouts.py", args, truth_path,
+                                 duration=workload_duration(ATTACHES, 2 * THREAD_WINDOW_S))
+    runs = attach_repeatedly(w, pid, ATTACHES, THREAD_WINDOW_S)
+    truth = finish_workload(w, truth_path)
+    check_attaches(name, runs, truth, tid, verdict, [], extra={"window_s": THREAD_WINDOW_S})
+
+
 BLOCKED = "import os, sys; r, w = os.pipe(); print('READY', flush=True); os.read(r, 1)"
 
 

@@ -50,8 +50,8 @@ static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
 			return true;
 		/* A wait open at the close that timed out, retried or about to be (on a CPU for
 		 * microseconds in between, or woken and not yet on one): the retry's waker names
-		 * it, at the retry's switch-in. Not once a wait begun after the close timed out
-		 * too: a thread that loops on timeouts would hold every report to the limit. */
+		 * it, at the retry's switch-in. Through further timeouts of the retry, or of the
+		 * GIL taken back on the way (its 5 ms waits): only a waker ends the wait. */
 		if (th.timed_out_ns && th.timed_out_from_ns < end_ns &&
 		    th.ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS &&
 		    (th.phase == PP_PHASE_OFFCPU || th.phase == PP_PHASE_RUNNABLE ||

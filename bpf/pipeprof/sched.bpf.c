@@ -74,9 +74,9 @@ __noinline int record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 o
 
 /*
  * A timed-out wait retried at once is held back, OTHER in the meantime, and given the cause of
- * the retry a waker ends (pp_retry_call says why); one followed by anything else
- * stays OTHER. The part of the wait that reads as cause ends at its wakeup's enqueueing
- * (runq_from, as account_switch_in() splits it) or now. `record` holds
+ * the retry a waker ends (pp_retry_call says why, and what may come between); one followed by
+ * anything else stays OTHER. The part of the wait that reads as cause ends at its wakeup's
+ * enqueueing (runq_from, as account_switch_in() splits it) or now. `record` holds
  * nothing: its trace has sent each wait as OTHER already. Global, as record_waker(): its
  * branches would otherwise multiply the paths of every program that closes a wait (+1,100
  * verified instructions each).
@@ -84,28 +84,48 @@ __noinline int record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 o
 __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 since, __u64 runq_from,
 				    __u64 now)
 {
-	__u64 held, end;
+	__u64 end, waited;
+	bool timed_out, handoff;
 	__u32 call;
+	int action;
 
 	if (!t)
 		return 0;
 	end = t->woken_ns > since && runq_from <= now ? runq_from : now;
-	/* A retry: the same call, after a brief run. */
+	/* What the window holds of it. */
+	waited = window_end_ns && end > window_end_ns ? window_end_ns : end;
+	waited = waited > since ? waited - since : 0;
 	call = t->wait_call;
-	held = t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS && call && call == t->held_call ?
-	       t->timed_out_ns : 0;
+	t->wait_call = 0;
+	timed_out = !t->gpu_depth && cause == PP_OTHER && call && t->wake_ctx != PP_WAKE_TASK &&
+		    t->woken_ns > since;
+	/* Woken as it slept, or as it went to sleep (the holder unlocks at once), soon. */
+	handoff = !timed_out && t->wake_ctx == PP_WAKE_TASK && t->woken_ns >= t->oncpu_since_ns &&
+		  end <= since + PP_LOCK_HANDOFF_MAX_NS;
+	action = pp_retry_action(t->timed_out_ns && t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS,
+				 call, t->held_call, timed_out, handoff);
+	if (action == PP_RETRY_KEEP)
+		return 0;
+	if (action == PP_RETRY_ADD) {
+		t->timed_out_ns += waited;
+		if (pp_held_us(end - since) > t->held_call_us) {
+			t->held_call = call;
+			t->held_call_us = pp_held_us(end - since);
+		}
+		return 0;
+	}
+	if (action == PP_RETRY_NAME && !t->gpu_depth && pp_retry_names(cause) &&
+	    t->ns[PP_OTHER] >= t->timed_out_ns) {
+		t->ns[PP_OTHER] -= t->timed_out_ns;
+		t->ns[STATE_IDX(cause)] += t->timed_out_ns;
+	}
 	t->timed_out_ns = 0;
-	t->wait_call = t->held_call = 0;
-	if (!t->gpu_depth && cause == PP_OTHER && call &&
-	    t->wake_ctx != PP_WAKE_TASK && t->woken_ns > since) {
-		if (window_end_ns && end > window_end_ns)
-			end = window_end_ns;
-		t->timed_out_ns = held + (end > since ? end - since : 0);
+	t->held_call = t->held_call_us = 0;
+	if (timed_out) {
+		t->timed_out_ns = waited;
 		t->timed_out_from_ns = since;
 		t->held_call = call;
-	} else if (!t->gpu_depth && held && pp_retry_names(cause) && t->ns[PP_OTHER] >= held) {
-		t->ns[PP_OTHER] -= held;
-		t->ns[STATE_IDX(cause)] += held;
+		t->held_call_us = pp_held_us(end - since);
 	}
 	return 0;
 }

@@ -234,6 +234,38 @@ TEST(test_close_retry_of_timed_out_wait)
 	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 450 * MS - 100000);
 }
 
+/* What each wait does to the held ones, on the shapes the rules were made on. */
+TEST(test_retry_actions)
+{
+	const __u32 poll5000 = 11, queue_lock = 12, gil = 13, mutex = 14, pause = 15, get = 16;
+
+	/* Nothing held: a wait drops nothing (and, timed out, is held itself). */
+	CHECK_EQ_INT(pp_retry_action(0, poll5000, 0, 1, 0), PP_RETRY_DROP);
+	/* The DataLoader: poll(5000) timed out, then again, then the worker's batch. */
+	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll5000, 1, 0), PP_RETRY_ADD);
+	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll5000, 0, 0), PP_RETRY_NAME);
+	/* A thread's q.get(timeout=1): the GIL's 5 ms wait times out (the queue's lock, longer,
+	 * stays the one held), its mutex is handed over, or the GIL soon after, and the queue's
+	 * lock again, the producer's put ending it. */
+	CHECK_EQ_INT(pp_retry_action(1, gil, queue_lock, 1, 0), PP_RETRY_ADD);
+	CHECK_EQ_INT(pp_retry_action(1, mutex, queue_lock, 0, 1), PP_RETRY_KEEP);
+	CHECK_EQ_INT(pp_retry_action(1, gil, queue_lock, 0, 1), PP_RETRY_KEEP);
+	CHECK_EQ_INT(pp_retry_action(1, queue_lock, queue_lock, 0, 0), PP_RETRY_NAME);
+	CHECK_EQ_INT(pp_retry_action(1, queue_lock, queue_lock, 0, 1), PP_RETRY_NAME);
+	/* stop.wait(0.1), the GIL on the way (its condition signalled by the thread that held
+	 * it), then q.get() for 100 ms: the pause stays OTHER. */
+	CHECK_EQ_INT(pp_retry_action(1, gil, pause, 1, 0), PP_RETRY_ADD);
+	CHECK_EQ_INT(pp_retry_action(1, gil, pause, 0, 1), PP_RETRY_KEEP);
+	CHECK_EQ_INT(pp_retry_action(1, get, pause, 0, 0), PP_RETRY_DROP);
+	/* A sleep (no retryable call) ends them; a quick handover of anything keeps them. */
+	CHECK_EQ_INT(pp_retry_action(1, 0, pause, 0, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(1, 0, pause, 0, 1), PP_RETRY_KEEP);
+	/* Ran too long since (holding 0): the retry names nothing. */
+	CHECK_EQ_INT(pp_retry_action(0, queue_lock, queue_lock, 0, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_held_us(5 * MS), 5000);
+	CHECK_EQ_INT(pp_held_us(~0ULL), 0xffffffff);
+}
+
 /* Which waits a timeout may hold back (x86-64 numbers), and what makes a retry the same call. */
 TEST(test_retryable_wait_syscalls)
 {
@@ -241,35 +273,51 @@ TEST(test_retryable_wait_syscalls)
 	static const long retryable[] = { 7, 23, 202, 232, 270, 271, 281, 441, 449 };
 	static const long not_retryable[] = { 0, 35, 230, 34, 61, -1, 1000 };
 	const unsigned long ts = 0x7ffd1000, other_ts = 0x7ffd2000;
+	const unsigned long wait_bitset = 0x89, wait_bitset_realtime = 0x189;
 
 	/* A descriptor to wait on (poll's count is its second argument, select's its first). */
 	for (size_t i = 0; i < sizeof(retryable) / sizeof(retryable[0]); i++)
-		CHECK(pp_retry_call(retryable[i], 1, 1, ts, ts));
+		CHECK(pp_retry_call(retryable[i], 1, 1, ts, ts, ts));
 	for (size_t i = 0; i < sizeof(not_retryable) / sizeof(not_retryable[0]); i++)
-		CHECK(!pp_retry_call(not_retryable[i], 1, 1, ts, ts));
+		CHECK(!pp_retry_call(not_retryable[i], 1, 1, ts, ts, ts));
 	/* Python 3.10's time.sleep is select() on no descriptor; poll() on none sleeps too. */
-	CHECK(!pp_retry_call(23, 0, 0, 0, 0));
-	CHECK(!pp_retry_call(270, 0, 0, 0, 0));
-	CHECK(!pp_retry_call(7, 0x7ffd0000, 0, 5000, 0));
-	CHECK(!pp_retry_call(271, 0x7ffd0000, 0, ts, 0));
-	CHECK(pp_retry_call(202, 0x7ffd0000, 0x80, 0, ts));
+	CHECK(!pp_retry_call(23, 0, 0, 0, 0, ts));
+	CHECK(!pp_retry_call(270, 0, 0, 0, 0, ts));
+	CHECK(!pp_retry_call(7, 0x7ffd0000, 0, 5000, 0, 0));
+	CHECK(!pp_retry_call(271, 0x7ffd0000, 0, ts, 0, 0));
+	CHECK(pp_retry_call(202, 0x7ffd0000, wait_bitset, 0, ts, 0));
 	/* The DataLoader's Queue.get(timeout=5) again, on a new poll set: the same call. */
-	CHECK_EQ_U64(pp_retry_call(7, 0x1000, 1, 5000, 0), pp_retry_call(7, 0x2000, 1, 5000, 7));
+	CHECK_EQ_U64(pp_retry_call(7, 0x1000, 1, 5000, 0, 0), pp_retry_call(7, 0x2000, 1, 5000, 7, 9));
 	/* asyncio's sleep, then the read it awaits: epoll_wait(fd, .., 100) then (fd, .., -1). */
-	CHECK(pp_retry_call(232, 3, 0x1000, 2, 100) != pp_retry_call(232, 3, 0x1000, 2, -1));
-	CHECK(pp_retry_call(281, 3, 0x1000, 2, 100) != pp_retry_call(281, 3, 0x1000, 2, 0));
-	CHECK(pp_retry_call(7, 0x1000, 1, 100, 0) != pp_retry_call(7, 0x1000, 1, -1, 0));
+	CHECK(pp_retry_call(232, 3, 0x1000, 2, 100, 0) != pp_retry_call(232, 3, 0x1000, 2, -1, 0));
+	CHECK(pp_retry_call(281, 3, 0x1000, 2, 100, 0) != pp_retry_call(281, 3, 0x1000, 2, 0, 0));
+	CHECK(pp_retry_call(7, 0x1000, 1, 100, 0, 0) != pp_retry_call(7, 0x1000, 1, -1, 0, 0));
 	/* An int's upper half is not the caller's. */
-	CHECK_EQ_U64(pp_retry_call(232, 3, 0x1000, 2, 0xdead0000ffffffffUL),
-		     pp_retry_call(232, 3, 0x1000, 2, 0xffffffffUL));
-	/* A timeout by pointer: the queue's lock and the GIL's, two futexes, one wait. */
-	CHECK_EQ_U64(pp_retry_call(202, 0x5000, 0x89, 0, ts), pp_retry_call(202, 0x6000, 0x89, 0, other_ts));
+	CHECK_EQ_U64(pp_retry_call(232, 3, 0x1000, 2, 0xdead0000ffffffffUL, 0),
+		     pp_retry_call(232, 3, 0x1000, 2, 0xffffffffUL, 0));
+	/* A deadline by pointer: its place is the call site's. The queue's lock, twice (each
+	 * Condition.wait locks a new one), is one call; the GIL's condition, with its timespec
+	 * elsewhere on the stack, another. */
+	CHECK_EQ_U64(pp_retry_call(202, 0x5000, wait_bitset, 0, ts, 0),
+		     pp_retry_call(202, 0x6000, wait_bitset, 0, ts, 0));
+	CHECK(pp_retry_call(202, 0x5000, wait_bitset, 0, ts, 0) !=
+	      pp_retry_call(202, 0x5000, wait_bitset, 0, other_ts, 0));
+	/* stop.wait(0.1), then q.get(): a deadline, then none and another clock. */
+	CHECK(pp_retry_call(202, 0x5000, wait_bitset, 0, ts, 0) !=
+	      pp_retry_call(202, 0x5000, wait_bitset_realtime, 0, 0, 0));
+	CHECK(pp_retry_call(202, 0x5000, wait_bitset, 0, ts, 0) !=
+	      pp_retry_call(202, 0x5000, wait_bitset, 0, 0, 0));
+	CHECK(pp_retry_call(271, 0x1000, 1, ts, 0, 0) != pp_retry_call(271, 0x1000, 1, 0, 0, 0));
+	CHECK(pp_retry_call(23, 4, 0, 0, 0, ts) != pp_retry_call(23, 4, 0, 0, 0, 0));
+	CHECK_EQ_U64(pp_retry_call(23, 4, 0, 0, 0, ts), pp_retry_call(23, 5, 0, 0, 0, ts));
+	CHECK(pp_retry_call(23, 4, 0, 0, 0, ts) != pp_retry_call(23, 4, 0, 0, 0, other_ts));
+	CHECK(pp_retry_call(441, 3, 0, 0, ts, 0) != pp_retry_call(441, 3, 0, 0, 0, 0));
 	/* Another syscall with the same timeout is another call. */
-	CHECK(pp_retry_call(7, 0x1000, 1, 100, 0) != pp_retry_call(232, 3, 0x1000, 2, 100));
-	CHECK(pp_retry_call(23, 4, 0, 0, 0) != pp_retry_call(270, 4, 0, 0, 0));
-	CHECK(pp_retry_call(202, 1, 0, 0, 0) != pp_retry_call(441, 1, 0, 0, 0));
+	CHECK(pp_retry_call(7, 0x1000, 1, 100, 0, 0) != pp_retry_call(232, 3, 0x1000, 2, 100, 0));
+	CHECK(pp_retry_call(23, 4, 0, 0, 0, ts) != pp_retry_call(270, 4, 0, 0, 0, ts));
+	CHECK(pp_retry_call(441, 1, 0, 0, ts, 0) != pp_retry_call(449, 1, 0, 0, ts, 0));
 #else
-	CHECK(!pp_retry_call(7, 1, 1, 5000, 0));	/* held back nowhere else yet */
+	CHECK(!pp_retry_call(7, 1, 1, 5000, 0, 0));	/* held back nowhere else yet */
 #endif
 	CHECK(pp_retry_names(PP_DATA_WAIT) && pp_retry_names(PP_THREAD_WAIT) &&
 	      pp_retry_names(PP_COMM_WAIT) && pp_retry_names(PP_IO_WAIT) && pp_retry_names(PP_GPU_WAIT));
@@ -1045,6 +1093,7 @@ int main(void)
 	RUN_TEST(test_missed_switch_in);
 	RUN_TEST(test_close_woken_without_switch_in);
 	RUN_TEST(test_close_retry_of_timed_out_wait);
+	RUN_TEST(test_retry_actions);
 	RUN_TEST(test_retryable_wait_syscalls);
 	RUN_TEST(test_switch_in_unseen);
 	RUN_TEST(test_waited_on);
