@@ -56,6 +56,7 @@ enum pp_wake_ctx {
 #define PP_CHAIN_MAX_DEPTH	4
 #define PP_CHAIN_MAX_RUN_NS	(5ULL * 1000000)	/* on-CPU since the relay's own wait */
 #define PP_LOCK_HANDOFF_MAX_NS	(5ULL * 1000000)	/* a lock taken back before a retry (pp_retry_call) */
+#define PP_ON_THE_WAY_MAX_NS	(10ULL * 1000000)	/* the GIL's 5 ms timed wait, and its wakeup */
 #define PP_CHAIN_MAX_AGE_NS	(100ULL * 1000000)	/* wall time since it */
 #define PP_NO_CAUSE		0xffffffffu
 
@@ -98,10 +99,17 @@ static inline __u32 pp_chain_cause(__u32 last_wait, __u32 depth, __u64 ran_ns, _
  * Between a timed-out wait and its retry the thread may wait on something else on the way, as
  * Python takes the GIL back from the thread that holds it: 5 ms waits on its condition that
  * time out, then one that thread ends, then its mutex, unlocked at once. A wait of another call
- * that times out too is added to the held ones, and one a task ends within
- * PP_LOCK_HANDOFF_MAX_NS leaves them held; anything else ends them (OTHER). Ending them at
- * the GIL read 5 s of a thread's Queue.get(timeout=5) as OTHER in some batches (THREAD_WAIT
- * 21-93% where it was 100%).
+ * that times out within PP_ON_THE_WAY_MAX_NS is added to the held ones, and one a task ends
+ * within PP_LOCK_HANDOFF_MAX_NS leaves them held; anything else ends them (OTHER), and a longer
+ * wait of another call that timed out is held in their place. Ending them at the GIL read 5 s
+ * of a thread's Queue.get(timeout=5) as OTHER in some batches (THREAD_WAIT 21-93% where it was
+ * 100%).
+ *
+ * Not told apart: a pause and a wait with a timeout made from one place with the same kind of
+ * deadline. CPython's `stop.wait(0.1)` and `q.get(timeout=1)` both reach the futex from one
+ * line of Condition.wait, their timespec at one place on the stack: the pause before such a
+ * q.get() reads as its wait. (The deadline in the timespec would tell them apart; it is not
+ * read.)
  *
  * pp_retry_call(): the call's signature, hashed into 32 bits (a collision, about 2^-32, would
  * take one call for another), or 0 where it is no retryable wait. Arguments as the x86-64
@@ -165,23 +173,22 @@ enum pp_retry_action {
 };
 
 /* holding: waits are held and the thread ran at most PP_CHAIN_MAX_RUN_NS since; call: this
- * wait's pp_retry_call(); held_call: that of the longest wait held, the one the others were on
- * the way to (the GIL's 5 ms waits time out before a 5 s Queue.get's, or after it); timed_out:
- * an interrupt ended it, named nothing; handoff: a task ended it within
- * PP_LOCK_HANDOFF_MAX_NS. */
+ * wait's pp_retry_call(); held_call: that of the first wait held, the one a retry makes;
+ * timed_out: an interrupt ended it, named nothing; brief: it ended within PP_ON_THE_WAY_MAX_NS;
+ * handoff: a task ended it within PP_LOCK_HANDOFF_MAX_NS. */
 static inline int pp_retry_action(int holding, __u32 call, __u32 held_call, int timed_out,
-				  int handoff)
+				  int brief, int handoff)
 {
 	if (!holding)
 		return PP_RETRY_DROP;
 	if (timed_out)
-		return PP_RETRY_ADD;
+		return call == held_call || brief ? PP_RETRY_ADD : PP_RETRY_DROP;
 	if (call && call == held_call)
 		return PP_RETRY_NAME;
 	return handoff ? PP_RETRY_KEEP : PP_RETRY_DROP;
 }
 
-/* The wait's length in microseconds, as held_call_us keeps it. */
+/* A wait's length in microseconds, as held_call_us keeps it. */
 static inline __u32 pp_held_us(__u64 ns)
 {
 	return ns / 1000 > 0xffffffffULL ? 0xffffffff : (__u32)(ns / 1000);
@@ -274,14 +281,14 @@ struct pp_thread {
 	__u32 gpu_api;		/* api id (attach cookie) of the outermost call in progress */
 	__u32 call_state;	/* enum pp_state its time reads: GPU_WAIT, or COMM_WAIT for NCCL */
 	__u32 nccl_op;		/* enum pp_nccl_op of the outermost NCCL call in progress */
-	__u32 held_call_us;	/* how long the held wait of held_call waited, in microseconds */
+	__u32 held_call_us;	/* how long the first held wait waited, in microseconds */
 	__u64 nccl_bytes;	/* ... and its bytes, PP_NCCL_UNSIZED when unknown */
 	__u64 nccl_comm_out;	/* communicator being created: where NCCL stores its handle */
 	__u64 nccl_comm_ranks;	/* ... and how many ranks it has */
 	__u32 offcpu_iowait;	/* task->in_iowait at the last switch-out */
 	__u32 last_wait;	/* enum pp_state of the last completed off-CPU wait */
 	__u32 last_wait_depth;	/* relay hops behind last_wait (0: the cause itself) */
-	__u32 held_call;	/* wait_call of the longest timed-out wait held: its retry names
+	__u32 held_call;	/* wait_call of the first timed-out wait held: its retry names
 				 * them (the GIL's 5 ms waits are on the way to it) */
 	__u64 last_wait_end_ns;	/* when that wait (or a GPU sync call) ended */
 	__u64 ran_since_wait_ns; /* on-CPU time since then, up to the last switch-out */

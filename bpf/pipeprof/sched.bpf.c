@@ -74,8 +74,8 @@ __noinline int record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 o
 
 /*
  * A timed-out wait retried at once is held back, OTHER in the meantime, and given the cause of
- * the retry a waker ends (pp_retry_call says why, and what may come between); one followed by
- * anything else stays OTHER. The part of the wait that reads as cause ends at its wakeup's
+ * the retry a waker ends (pp_retry_call says why, and what may come between: a timeout of the
+ * GIL, a lock handed over); one followed by anything else stays OTHER. The part of the wait that reads as cause ends at its wakeup's
  * enqueueing (runq_from, as account_switch_in() splits it) or now. `record` holds
  * nothing: its trace has sent each wait as OTHER already. Global, as record_waker(): its
  * branches would otherwise multiply the paths of every program that closes a wait (+1,100
@@ -103,15 +103,12 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	handoff = !timed_out && t->wake_ctx == PP_WAKE_TASK && t->woken_ns >= t->oncpu_since_ns &&
 		  end <= since + PP_LOCK_HANDOFF_MAX_NS;
 	action = pp_retry_action(t->timed_out_ns && t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS,
-				 call, t->held_call, timed_out, handoff);
+				 call, t->held_call, timed_out, end <= since + PP_ON_THE_WAY_MAX_NS,
+				 handoff);
 	if (action == PP_RETRY_KEEP)
 		return 0;
 	if (action == PP_RETRY_ADD) {
 		t->timed_out_ns += waited;
-		if (pp_held_us(end - since) > t->held_call_us) {
-			t->held_call = call;
-			t->held_call_us = pp_held_us(end - since);
-		}
 		return 0;
 	}
 	if (action == PP_RETRY_NAME && !t->gpu_depth && pp_retry_names(cause) &&

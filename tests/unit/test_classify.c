@@ -240,28 +240,32 @@ TEST(test_retry_actions)
 	const __u32 poll5000 = 11, queue_lock = 12, gil = 13, mutex = 14, pause = 15, get = 16;
 
 	/* Nothing held: a wait drops nothing (and, timed out, is held itself). */
-	CHECK_EQ_INT(pp_retry_action(0, poll5000, 0, 1, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(0, poll5000, 0, 1, 0, 0), PP_RETRY_DROP);
 	/* The DataLoader: poll(5000) timed out, then again, then the worker's batch. */
-	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll5000, 1, 0), PP_RETRY_ADD);
-	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll5000, 0, 0), PP_RETRY_NAME);
-	/* A thread's q.get(timeout=1): the GIL's 5 ms wait times out (the queue's lock, longer,
-	 * stays the one held), its mutex is handed over, or the GIL soon after, and the queue's
-	 * lock again, the producer's put ending it. */
-	CHECK_EQ_INT(pp_retry_action(1, gil, queue_lock, 1, 0), PP_RETRY_ADD);
-	CHECK_EQ_INT(pp_retry_action(1, mutex, queue_lock, 0, 1), PP_RETRY_KEEP);
-	CHECK_EQ_INT(pp_retry_action(1, gil, queue_lock, 0, 1), PP_RETRY_KEEP);
-	CHECK_EQ_INT(pp_retry_action(1, queue_lock, queue_lock, 0, 0), PP_RETRY_NAME);
-	CHECK_EQ_INT(pp_retry_action(1, queue_lock, queue_lock, 0, 1), PP_RETRY_NAME);
+	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll5000, 1, 0, 0), PP_RETRY_ADD);
+	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll5000, 0, 0, 0), PP_RETRY_NAME);
+	/* A thread's q.get(timeout=1): the GIL's 5 ms wait times out, its mutex is handed over,
+	 * or the GIL soon after, and the queue's lock again, the producer's put ending it. */
+	CHECK_EQ_INT(pp_retry_action(1, gil, queue_lock, 1, 1, 0), PP_RETRY_ADD);
+	CHECK_EQ_INT(pp_retry_action(1, mutex, queue_lock, 0, 1, 1), PP_RETRY_KEEP);
+	CHECK_EQ_INT(pp_retry_action(1, gil, queue_lock, 0, 1, 1), PP_RETRY_KEEP);
+	CHECK_EQ_INT(pp_retry_action(1, queue_lock, queue_lock, 0, 0, 0), PP_RETRY_NAME);
+	CHECK_EQ_INT(pp_retry_action(1, queue_lock, queue_lock, 0, 1, 1), PP_RETRY_NAME);
+	/* The GIL timed out after a batch, and the queue's lock later: that long wait of another
+	 * call is held in the GIL's place (the GIL's 5 ms stay OTHER), and its retry names it. */
+	CHECK_EQ_INT(pp_retry_action(1, queue_lock, gil, 1, 0, 0), PP_RETRY_DROP);
 	/* stop.wait(0.1), the GIL on the way (its condition signalled by the thread that held
 	 * it), then q.get() for 100 ms: the pause stays OTHER. */
-	CHECK_EQ_INT(pp_retry_action(1, gil, pause, 1, 0), PP_RETRY_ADD);
-	CHECK_EQ_INT(pp_retry_action(1, gil, pause, 0, 1), PP_RETRY_KEEP);
-	CHECK_EQ_INT(pp_retry_action(1, get, pause, 0, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(1, gil, pause, 1, 1, 0), PP_RETRY_ADD);
+	CHECK_EQ_INT(pp_retry_action(1, gil, pause, 0, 1, 1), PP_RETRY_KEEP);
+	CHECK_EQ_INT(pp_retry_action(1, get, pause, 0, 0, 0), PP_RETRY_DROP);
+	/* A pause, then another call's 5 s timeout: not on the way; the pause stays OTHER. */
+	CHECK_EQ_INT(pp_retry_action(1, poll5000, pause, 1, 0, 0), PP_RETRY_DROP);
 	/* A sleep (no retryable call) ends them; a quick handover of anything keeps them. */
-	CHECK_EQ_INT(pp_retry_action(1, 0, pause, 0, 0), PP_RETRY_DROP);
-	CHECK_EQ_INT(pp_retry_action(1, 0, pause, 0, 1), PP_RETRY_KEEP);
+	CHECK_EQ_INT(pp_retry_action(1, 0, pause, 0, 0, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(1, 0, pause, 0, 1, 1), PP_RETRY_KEEP);
 	/* Ran too long since (holding 0): the retry names nothing. */
-	CHECK_EQ_INT(pp_retry_action(0, queue_lock, queue_lock, 0, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(0, queue_lock, queue_lock, 0, 0, 0), PP_RETRY_DROP);
 	CHECK_EQ_INT(pp_held_us(5 * MS), 5000);
 	CHECK_EQ_INT(pp_held_us(~0ULL), 0xffffffff);
 }
