@@ -50,11 +50,11 @@ static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
 			return true;
 		/* A wait open at the close that timed out, retried or about to be (on a CPU for
 		 * microseconds in between, or woken and not yet on one): the retry's waker names
-		 * it, at the retry's switch-in. Through the GIL's timeouts on the way, and the
-		 * retry's own for twice the first wait's length: a thread that loops on timeouts
-		 * (`while t.is_alive(): t.join(1)`) holds the report no longer. */
+		 * it, at the retry's switch-in. Through the GIL's timeouts on the way and the
+		 * retry's own (a 2.5 s batch behind a 1 s timeout takes three): a thread that loops
+		 * on timeouts (`while t.is_alive(): t.join(1)`) is a wait that has not ended, and
+		 * is followed up to the limit, as any other. */
 		if (th.timed_out_ns && th.timed_out_from_ns < end_ns &&
-		    monotonic_ns() <= end_ns + 2 * (__u64)th.held_call_us * 1000 &&
 		    th.ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS &&
 		    (th.phase == PP_PHASE_OFFCPU || th.phase == PP_PHASE_RUNNABLE ||
 		     (th.phase == PP_PHASE_ONCPU &&
