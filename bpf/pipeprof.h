@@ -188,12 +188,6 @@ static inline int pp_retry_action(int holding, __u32 call, __u32 held_call, int 
 	return handoff ? PP_RETRY_KEEP : PP_RETRY_DROP;
 }
 
-/* A wait's length in microseconds, as held_call_us keeps it. */
-static inline __u32 pp_held_us(__u64 ns)
-{
-	return ns / 1000 > 0xffffffffULL ? 0xffffffff : (__u32)(ns / 1000);
-}
-
 /* Whether a retry ended with cause names the timed-out waits before it. */
 static inline int pp_retry_names(__u32 cause)
 {
@@ -281,7 +275,6 @@ struct pp_thread {
 	__u32 gpu_api;		/* api id (attach cookie) of the outermost call in progress */
 	__u32 call_state;	/* enum pp_state its time reads: GPU_WAIT, or COMM_WAIT for NCCL */
 	__u32 nccl_op;		/* enum pp_nccl_op of the outermost NCCL call in progress */
-	__u32 held_call_us;	/* how long the first held wait waited, in microseconds */
 	__u64 nccl_bytes;	/* ... and its bytes, PP_NCCL_UNSIZED when unknown */
 	__u64 nccl_comm_out;	/* communicator being created: where NCCL stores its handle */
 	__u64 nccl_comm_ranks;	/* ... and how many ranks it has */

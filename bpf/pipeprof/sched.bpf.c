@@ -117,12 +117,11 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 		t->ns[STATE_IDX(cause)] += t->timed_out_ns;
 	}
 	t->timed_out_ns = 0;
-	t->held_call = t->held_call_us = 0;
+	t->held_call = 0;
 	if (timed_out) {
 		t->timed_out_ns = waited;
 		t->timed_out_from_ns = since;
 		t->held_call = call;
-		t->held_call_us = pp_held_us(end - since);
 	}
 	return 0;
 }
