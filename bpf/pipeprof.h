@@ -55,7 +55,7 @@ enum pp_wake_ctx {
  */
 #define PP_CHAIN_MAX_DEPTH	4
 #define PP_CHAIN_MAX_RUN_NS	(5ULL * 1000000)	/* on-CPU since the relay's own wait */
-#define PP_LOCK_HANDOFF_MAX_NS	(5ULL * 1000000)	/* a lock taken back before a retry (pp_retry_call) */
+#define PP_LOCK_HANDOFF_MAX_NS	(5ULL * 1000000)	/* a lock taken back before a retry */
 #define PP_ON_THE_WAY_MAX_NS	(10ULL * 1000000)	/* the GIL's 5 ms timed wait, and its wakeup */
 #define PP_CHAIN_MAX_AGE_NS	(100ULL * 1000000)	/* wall time since it */
 #define PP_NO_CAUSE		0xffffffffu
@@ -327,6 +327,14 @@ struct pp_thread {
 	struct pp_waker_val waker_sum;	/* count 0: nothing held */
 	char comm[16];
 };
+
+/* Timed-out waits are held, and the thread has run at most PP_CHAIN_MAX_RUN_NS since its last
+ * wait ended: a retry may yet name them (retry_after_timeouts(), and userspace's reading of a
+ * record the programs may not have closed yet). */
+static inline int pp_retry_pending(const struct pp_thread *t)
+{
+	return t->timed_out_ns && t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS;
+}
 
 /* The one log2 histogram slot function, compiled into the BPF programs and into userspace
  * (and its unit tests) alike. BCC's layout: slot k holds [2^k, 2^(k+1)), slot 0 holds 0 and 1.

@@ -154,8 +154,8 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 
 	open_state = thread_open_state(t, proc_state);
 	/* In the retry of waits that timed out (retry_after_timeouts()): its waker names them. */
-	retrying = t->timed_out_ns && t->phase == PP_PHASE_OFFCPU &&
-		   t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS && out->ns[PP_OTHER] >= t->timed_out_ns;
+	retrying = pp_retry_pending(t) && t->phase == PP_PHASE_OFFCPU &&
+		   out->ns[PP_OTHER] >= t->timed_out_ns;
 	if (retrying && since >= last && t->woken_ns > since && pp_retry_names(t->wake_cause)) {
 		/* A retry begun after the close, woken since, its switch-in not seen. */
 		name_timed_out(out, t, t->wake_cause);

@@ -54,8 +54,7 @@ static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
 		 * retry's own (a 2.5 s batch behind a 1 s timeout takes three): a thread that loops
 		 * on timeouts (`while t.is_alive(): t.join(1)`) is a wait that has not ended, and
 		 * is followed up to the limit, as any other. */
-		if (th.timed_out_ns && th.timed_out_from_ns < end_ns &&
-		    th.ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS &&
+		if (pp_retry_pending(&th) && th.timed_out_from_ns < end_ns &&
 		    (th.phase == PP_PHASE_OFFCPU || th.phase == PP_PHASE_RUNNABLE ||
 		     (th.phase == PP_PHASE_ONCPU &&
 		      monotonic_ns() - th.oncpu_since_ns <= PP_CHAIN_MAX_RUN_NS)))

@@ -75,11 +75,11 @@ __noinline int record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 o
 /*
  * A timed-out wait retried at once is held back, OTHER in the meantime, and given the cause of
  * the retry a waker ends (pp_retry_call says why, and what may come between: a timeout of the
- * GIL, a lock handed over); one followed by anything else stays OTHER. The part of the wait that reads as cause ends at its wakeup's
- * enqueueing (runq_from, as account_switch_in() splits it) or now. `record` holds
- * nothing: its trace has sent each wait as OTHER already. Global, as record_waker(): its
- * branches would otherwise multiply the paths of every program that closes a wait (+1,100
- * verified instructions each).
+ * GIL, a lock handed over); one followed by anything else stays OTHER. The part of the wait
+ * that reads as cause ends at its wakeup's enqueueing (runq_from, as account_switch_in()
+ * splits it) or now. `record` holds nothing: its trace has sent each wait as OTHER already.
+ * Global, as record_waker(): its branches would otherwise multiply the paths of every program
+ * that closes a wait (+1,100 verified instructions each).
  */
 __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 since, __u64 runq_from,
 				    __u64 now)
@@ -102,9 +102,8 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	/* Woken as it slept, or as it went to sleep (the holder unlocks at once), soon. */
 	handoff = !timed_out && t->wake_ctx == PP_WAKE_TASK && t->woken_ns >= t->oncpu_since_ns &&
 		  end <= since + PP_LOCK_HANDOFF_MAX_NS;
-	action = pp_retry_action(t->timed_out_ns && t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS,
-				 call, t->held_call, timed_out, end <= since + PP_ON_THE_WAY_MAX_NS,
-				 handoff);
+	action = pp_retry_action(pp_retry_pending(t), call, t->held_call, timed_out,
+				 end <= since + PP_ON_THE_WAY_MAX_NS, handoff);
 	if (action == PP_RETRY_KEEP)
 		return 0;
 	if (action == PP_RETRY_ADD) {
