@@ -601,20 +601,32 @@ static __always_inline void pid_set_tracked(__u32 tgid, __u8 kind, bool forked)
 		dispatch_mark(tgid, kind != PP_PID_UNTRACKED, forked);
 }
 
-/* First sighting of a thread of a tracked process that predates the attach: its phase until
- * this first event is unknown. Out of line, so the zeroed record is built only here and not
- * on every switch of every task on the machine. */
-static __noinline struct pp_thread *thread_first_seen(struct task_struct *task, __u32 tid,
-						      __u32 tgid)
+/* A thread's first record: phase from start_ns, comm from comm_of. Only ever inlined into an
+ * out-of-line function (thread_first_seen(), thread_born()), so that the zeroed record is built
+ * on a frame of its own, and not on every switch of every task on the machine nor on the fork
+ * program's frame (it would push either past 512 bytes). A thread seen at its fork replaces
+ * the record of an exited thread of its tid; one first seen later (PP_PHASE_UNKNOWN) keeps a
+ * record another CPU has just made. */
+static __always_inline int thread_record_new(struct task_struct *comm_of, __u32 tid, __u32 tgid,
+					     __u32 phase, __u64 start_ns)
 {
 	struct pp_thread fresh = {};
 
+	pp_thread_init(&fresh, tgid, phase, start_ns);
+	BPF_CORE_READ_STR_INTO(&fresh.comm, comm_of, comm);
+	return bpf_map_update_elem(&threads, &tid, &fresh,
+				   phase == PP_PHASE_UNKNOWN ? BPF_NOEXIST : BPF_ANY);
+}
+
+/* First sighting of a thread of a tracked process that predates the attach: its phase until
+ * this first event is unknown. */
+static __noinline struct pp_thread *thread_first_seen(struct task_struct *task, __u32 tid,
+						      __u32 tgid)
+{
 	/* Born after the window closed: nothing of it is in the report. */
 	if (window_end_ns && bpf_ktime_get_ns() > window_end_ns)
 		return NULL;
-	pp_thread_init(&fresh, tgid, PP_PHASE_UNKNOWN, window_start_ns);
-	BPF_CORE_READ_STR_INTO(&fresh.comm, task, comm);
-	if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST) &&
+	if (thread_record_new(task, tid, tgid, PP_PHASE_UNKNOWN, window_start_ns) &&
 	    !bpf_map_lookup_elem(&threads, &tid)) {
 		count(PP_CNT_THREADS_FULL);
 		return NULL;
@@ -750,6 +762,7 @@ static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __
 					      const bool rec)
 {
 	__u64 since = t->phase_start_ns, runq_from;
+	bool handed_over = false;
 	__u32 cause;
 
 	if (t->phase == PP_PHASE_RUNNABLE) {
@@ -776,8 +789,11 @@ static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __
 	} else {
 		add_state_ep(t, tid, cause, since, now, false, rec);
 	}
+	/* A lock handed over on the way to a retry (the GIL's mutex) is part of the held wait,
+	 * not a wakeup of its own: counted, the holder of a thread's Queue.get(timeout=1) read as
+	 * a feeder ending its waits step after step in some attaches and not in others. */
 	if (!rec)
-		retry_after_timeouts(t, cause, since, runq_from, now);
+		handed_over = retry_after_timeouts(t, cause, since, runq_from, now) == PP_RETRY_KEEP;
 	if (hist_kinds) {
 		bool woken = t->woken_ns > since && runq_from <= now;
 
@@ -786,7 +802,8 @@ static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __
 	}
 	if (cause == PP_RUNQ)
 		return;
-	if (record_wakers && t->phase == PP_PHASE_OFFCPU && t->woken_ns >= t->oncpu_since_ns) {
+	if (record_wakers && !handed_over && t->phase == PP_PHASE_OFFCPU &&
+	    t->woken_ns >= t->oncpu_since_ns) {
 		/* Only the part inside the window, as for the states. */
 		__u64 woke = window_end_ns && t->woken_ns > window_end_ns ? window_end_ns : t->woken_ns;
 

@@ -226,6 +226,8 @@ struct pp_pid_block {
 };
 
 /* tracked_procs value */
+#define PP_TAKEOVER_CALLS 4	/* a power of 2 */
+
 struct pp_proc {
 	__u32 parent_tgid;	/* tracked parent, 0 for a root */
 	__u32 is_root;		/* the target itself (-p PID or the launched command) */
@@ -233,6 +235,9 @@ struct pp_proc {
 	 * process on its branch whose environment names a RANK), 0 for none. Set by userspace,
 	 * inherited at fork. */
 	__u32 rank_tgid;
+	/* Where its threads wait for the GIL: the calls (pp_retry_call) of held waits that a
+	 * takeover named (pp_takeover_call_known). */
+	__u32 takeover_calls[PP_TAKEOVER_CALLS];
 	__u32 pad;
 	__u64 fork_ns;		/* 0 when it existed at attach */
 	__u64 exit_ns;		/* 0 while alive */
@@ -275,12 +280,15 @@ struct pp_thread {
 	__u32 gpu_api;		/* api id (attach cookie) of the outermost call in progress */
 	__u32 call_state;	/* enum pp_state its time reads: GPU_WAIT, or COMM_WAIT for NCCL */
 	__u32 nccl_op;		/* enum pp_nccl_op of the outermost NCCL call in progress */
+	__u32 gc_count;		/* Python collections that began inside the window (gc_ns: their
+				 * pauses), in what would be a hole */
 	__u64 nccl_bytes;	/* ... and its bytes, PP_NCCL_UNSIZED when unknown */
 	__u64 nccl_comm_out;	/* communicator being created: where NCCL stores its handle */
 	__u64 nccl_comm_ranks;	/* ... and how many ranks it has */
 	__u32 offcpu_iowait;	/* task->in_iowait at the last switch-out */
 	__u32 last_wait;	/* enum pp_state of the last completed off-CPU wait */
-	__u32 last_wait_depth;	/* relay hops behind last_wait (0: the cause itself) */
+	__u16 last_wait_depth;	/* relay hops behind last_wait (0: the cause itself) */
+	__u16 held_one_call;	/* 1 while every held wait is of held_call */
 	__u32 held_call;	/* wait_call of the first timed-out wait held: its retry names
 				 * them (the GIL's 5 ms waits are on the way to it) */
 	__u64 last_wait_end_ns;	/* when that wait (or a GPU sync call) ended */
@@ -301,7 +309,6 @@ struct pp_thread {
 	__u64 last_step_ns;	/* start of the previous backward pass (hist step) */
 	__u64 gc_start_ns;	/* Python garbage collection in progress since, 0 when none */
 	__u64 gc_ns;		/* its pauses inside the window */
-	__u64 gc_count;		/* collections that began inside the window */
 	__u64 exec_at_out_ns;	/* the task's own CPU clock (se.sum_exec_runtime) at its last
 				 * switch-out, or at the wakeup of a thread first seen asleep
 				 * (pp_switch_in_unseen); 0 before either */
@@ -320,6 +327,9 @@ struct pp_thread {
 	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */
 	__u64 timed_out_ns;
 	__u64 timed_out_from_ns;	/* start of the first of those waits */
+	/* THREAD_WAIT of held waits the thread ended by taking over from another thread
+	 * (pp_takeover_names_held: the GIL), inside the window. */
+	__u64 takeover_ns;
 	/* Its waits' waker of late, summed here and added to the wakers map only when another
 	 * waker (or its exit) follows: a thread woken over and over by the same one then pays
 	 * no hash lookup and no atomics at each switch-in. Userspace adds it to the map's. */
@@ -334,6 +344,74 @@ struct pp_thread {
 static inline int pp_retry_pending(const struct pp_thread *t)
 {
 	return t->timed_out_ns && t->ran_since_wait_ns <= PP_CHAIN_MAX_RUN_NS;
+}
+
+/*
+ * Python's forced GIL switch. A thread that wants the GIL waits on its condition for the switch
+ * interval (5 ms) and, when the timer ends that wait, asks the holder to drop it; the holder
+ * drops it and sleeps until the thread has taken it, and the thread, on taking it, wakes the
+ * holder. No waker names the wait and no retry follows it: the thread runs. Measured on a
+ * trainer beside a Python thread that never sleeps (each holding the GIL half the time):
+ * 85% of its 5 ms waits were followed within 8-256 us of CPU by its wakeup of the holder, which
+ * had been out of any wait through them and went into one after they ended. Unnamed, the trainer's
+ * 50% of GIL waits read OTHER and THREAD_WAIT only 8-18%, a different share at each attach.
+ *
+ * So held waits that are short (PP_ON_THE_WAY_MAX_NS in all: a pause of 100 ms before a q.get()
+ * is no GIL wait, whatever the GIL adds to it) are named THREAD_WAIT by the thread this one
+ * wakes within PP_TAKEOVER_MAX_RUN_NS of CPU after them, where that thread went into a wait
+ * after they ended and into none while they lasted: it held what this one waited for, and gave
+ * it up because this one asked. held_end_ns: when they ended, at the earliest (their start and
+ * length: the lock handed over on the way to the GIL, pp_retry_action's KEEP, may end later, and
+ * the holder sleeps before that).
+ */
+#define PP_TAKEOVER_MAX_RUN_NS	(1ULL * 1000000)
+
+static inline int pp_takeover_names_held(__u64 held_ns, __u64 held_from_ns, __u64 held_end_ns,
+					 __u64 ran_ns, __u32 wakee_phase, __u64 wakee_slept_ns,
+					 __u64 wakee_last_wait_end_ns)
+{
+	if (!held_ns || held_ns > PP_ON_THE_WAY_MAX_NS || ran_ns > PP_TAKEOVER_MAX_RUN_NS ||
+	    wakee_last_wait_end_ns > held_from_ns)
+		return 0;
+	/* Woken on a CPU: it is going to sleep now, the wakeup racing its switch-out (4 in 10
+	 * of the handovers above). */
+	if (wakee_phase == PP_PHASE_ONCPU || wakee_phase == PP_PHASE_RUNNABLE)
+		return 1;
+	return wakee_phase == PP_PHASE_OFFCPU && wakee_slept_ns >= held_end_ns;
+}
+
+/*
+ * The handover is seen only where the holder goes to sleep before the waiter takes the GIL:
+ * in the rest (half the 5 ms waits of the trainer above) the waiter takes it, runs, and wakes
+ * no one, and the holder sleeps in a wait of its own. So the process keeps the calls (syscall,
+ * operation, the timespec's place on the stack) of the waits a takeover named, and short held
+ * waits of one of those calls that end with no takeover seen are named THREAD_WAIT too: the
+ * same call is the same wait for the GIL. Only held waits of one call teach theirs: a pause
+ * of 2 ms before a GIL wait is named with it, and its call is no wait for the GIL. Read and
+ * written without atomics: two threads
+ * learning at once lose one call, learnt again at its next takeover.
+ */
+static inline int pp_takeover_call_known(const __u32 *calls, __u32 call)
+{
+	if (!call)
+		return 0;
+	for (int k = 0; k < PP_TAKEOVER_CALLS; k++)
+		if (calls[k] == call)
+			return 1;
+	return 0;
+}
+
+/* Into the first free slot, else over the slot the call hashes to. */
+static inline void pp_takeover_call_learn(__u32 *calls, __u32 call)
+{
+	if (!call || pp_takeover_call_known(calls, call))
+		return;
+	for (int k = 0; k < PP_TAKEOVER_CALLS; k++)
+		if (!calls[k]) {
+			calls[k] = call;
+			return;
+		}
+	calls[call & (PP_TAKEOVER_CALLS - 1)] = call;
 }
 
 /* The one log2 histogram slot function, compiled into the BPF programs and into userspace

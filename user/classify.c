@@ -150,6 +150,7 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 	out->gpu_calls = t->gpu_calls;
 	out->gc_ns = t->gc_ns;
 	out->gc_count = t->gc_count;
+	out->takeover_ns = t->takeover_ns;
 	memcpy(out->ns, t->ns, sizeof(out->ns));
 
 	open_state = thread_open_state(t, proc_state);
@@ -287,6 +288,10 @@ static void judge_thread_wait(struct analysis *a, const struct thread_result *th
 	if (w->cause_ns[PP_THREAD_WAIT] * 2 < thread_ns)
 		return;
 	if (w->wakeups < FEEDER_MIN_WAKEUPS || (secs > 0 && w->wakeups < secs * FEEDER_MIN_WAKEUPS_PER_S))
+		return;
+	/* Most of it the GIL, taken back from its holder at each switch interval: the helper
+	 * ends those waits ~100 times a second whatever it computes, a holder, not a loader. */
+	if (threads[a->trainer_index].takeover_ns * 2 >= threads[a->trainer_index].ns[PP_THREAD_WAIT])
 		return;
 	/* Busy: on-CPU, or runnable and waiting for a CPU. A producer starved of CPU by other
 	 * jobs is still the loader the trainer waits on; on-CPU alone flipped the verdict with the

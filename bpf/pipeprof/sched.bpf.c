@@ -72,6 +72,57 @@ __noinline int record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 o
 	return 0;
 }
 
+/* The held waits were the GIL's: THREAD_WAIT (pp_takeover_names_held). */
+static __always_inline void held_taken_over(struct pp_thread *t)
+{
+	if (t->ns[PP_OTHER] >= t->timed_out_ns) {
+		t->ns[PP_OTHER] -= t->timed_out_ns;
+		t->ns[STATE_IDX(PP_THREAD_WAIT)] += t->timed_out_ns;
+		t->takeover_ns += t->timed_out_ns;
+	}
+}
+
+/* The waker's held waits were for what the thread it wakes handed over
+ * (pp_takeover_names_held), and their call is where its process waits for the GIL. The waker
+ * runs this on its own record, as its switch-ins do the rest of it. Global, as
+ * retry_after_timeouts(). */
+__noinline int takeover_names_held(struct pp_thread *waker, struct pp_thread *wakee, __u64 now)
+{
+	struct pp_proc *proc;
+	__u32 tgid;
+
+	if (!waker || !wakee || waker->phase != PP_PHASE_ONCPU || waker->gpu_depth ||
+	    !pp_takeover_names_held(waker->timed_out_ns, waker->timed_out_from_ns,
+				    waker->timed_out_from_ns + waker->timed_out_ns,
+				    waker->ran_since_wait_ns + now - relay_run_from(waker),
+				    wakee->phase, wakee->phase_start_ns, wakee->last_wait_end_ns))
+		return 0;
+	held_taken_over(waker);
+	tgid = waker->tgid;
+	proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
+	if (proc && waker->held_one_call)
+		pp_takeover_call_learn(proc->takeover_calls, waker->held_call);
+	waker->timed_out_ns = 0;
+	waker->held_call = 0;
+	return 1;
+}
+
+/* Held waits that end unnamed: a takeover unseen, where their call is one that took over. */
+__noinline int held_at_takeover_call(struct pp_thread *t)
+{
+	struct pp_proc *proc;
+	__u32 tgid;
+
+	if (!t || !t->timed_out_ns || t->timed_out_ns > PP_ON_THE_WAY_MAX_NS || t->gpu_depth)
+		return 0;
+	tgid = t->tgid;
+	proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
+	if (!proc || !pp_takeover_call_known(proc->takeover_calls, t->held_call))
+		return 0;
+	held_taken_over(t);
+	return 1;
+}
+
 /*
  * A timed-out wait retried at once is held back, OTHER in the meantime, and given the cause of
  * the retry a waker ends (pp_retry_call says why, and what may come between: a timeout of the
@@ -79,7 +130,7 @@ __noinline int record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 o
  * that reads as cause ends at its wakeup's enqueueing (runq_from, as account_switch_in()
  * splits it) or now. `record` holds nothing: its trace has sent each wait as OTHER already.
  * Global, as record_waker(): its branches would otherwise multiply the paths of every program
- * that closes a wait (+1,100 verified instructions each).
+ * that closes a wait (+1,100 verified instructions each). Returns the pp_retry_action taken.
  */
 __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 since, __u64 runq_from,
 				    __u64 now)
@@ -105,15 +156,20 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	action = pp_retry_action(pp_retry_pending(t), call, t->held_call, timed_out,
 				 end <= since + PP_ON_THE_WAY_MAX_NS, handoff);
 	if (action == PP_RETRY_KEEP)
-		return 0;
+		return action;
 	if (action == PP_RETRY_ADD) {
 		t->timed_out_ns += waited;
-		return 0;
+		if (call != t->held_call)
+			t->held_one_call = 0;
+		return action;
 	}
-	if (action == PP_RETRY_NAME && !t->gpu_depth && pp_retry_names(cause) &&
-	    t->ns[PP_OTHER] >= t->timed_out_ns) {
-		t->ns[PP_OTHER] -= t->timed_out_ns;
-		t->ns[STATE_IDX(cause)] += t->timed_out_ns;
+	if (action == PP_RETRY_NAME && !t->gpu_depth && pp_retry_names(cause)) {
+		if (t->ns[PP_OTHER] >= t->timed_out_ns) {
+			t->ns[PP_OTHER] -= t->timed_out_ns;
+			t->ns[STATE_IDX(cause)] += t->timed_out_ns;
+		}
+	} else {
+		held_at_takeover_call(t);
 	}
 	t->timed_out_ns = 0;
 	t->held_call = 0;
@@ -121,8 +177,9 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 		t->timed_out_ns = waited;
 		t->timed_out_from_ns = since;
 		t->held_call = call;
+		t->held_one_call = 1;
 	}
-	return 0;
+	return action;
 }
 
 /* Two builds of one program: rec is a constant, and userspace loads the one it needs, so the
@@ -311,7 +368,11 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 	if (waker_tgid != wakee->tgid)
 		return;	/* the job's process handing work to a worker */
 	waker = bpf_map_lookup_elem(&threads, &waker_tid);
-	if (!waker || !may_relay(waker, waker_tid, waker_tgid))
+	if (!waker)
+		return;
+	if (waker->timed_out_ns)
+		takeover_names_held(waker, wakee, now);
+	if (!may_relay(waker, waker_tid, waker_tgid))
 		return;
 	if (pp_switch_in_unseen(waker->phase, waker->exec_at_out_ns)) {
 		/* It runs, so a switch-in of it went untraced: it has run since for what its CPU
@@ -393,12 +454,16 @@ int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 	return 0;
 }
 
+static __noinline int thread_born(struct task_struct *parent, __u32 tid, __u32 tgid, __u64 now)
+{
+	return thread_record_new(parent, tid, tgid, PP_PHASE_RUNNABLE, now);
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 parent_tgid = BPF_CORE_READ(parent, tgid);
 	__u32 tid = BPF_CORE_READ(child, pid), tgid = BPF_CORE_READ(child, tgid);
-	struct pp_thread fresh = {};
 	struct pp_proc proc = {}, *old;
 	__u8 kind;
 	__u64 now;
@@ -442,9 +507,7 @@ int BPF_PROG(on_sched_process_fork, struct task_struct *parent, struct task_stru
 		return 0;
 
 	/* New tasks start runnable: wake_up_new_task() follows. */
-	pp_thread_init(&fresh, tgid, PP_PHASE_RUNNABLE, now);
-	BPF_CORE_READ_STR_INTO(&fresh.comm, parent, comm);
-	if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_ANY))
+	if (thread_born(parent, tid, tgid, now))
 		count(PP_CNT_THREADS_FULL);
 	return 0;
 }

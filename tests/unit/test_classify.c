@@ -268,6 +268,51 @@ TEST(test_retry_actions)
 	CHECK_EQ_INT(pp_retry_action(0, queue_lock, queue_lock, 0, 0, 0), PP_RETRY_DROP);
 }
 
+/* Python's forced GIL switch: held waits named by the thread the waiter wakes as it takes
+ * over, and the calls that teaches. Times in microseconds from the first held wait's start. */
+TEST(test_takeover)
+{
+	const __u64 us = 1000, from = 1000 * us, held = 5000 * us, end = from + held;
+	__u32 calls[PP_TAKEOVER_CALLS] = { 0 };
+
+	/* The holder stayed out of any wait through the 5 ms and sleeps after it, woken 30 us in;
+	 * or is woken on its CPU, going to sleep. */
+	CHECK(pp_takeover_names_held(held, from, end, 30 * us, PP_PHASE_OFFCPU, end + 20 * us,
+				     from - 10 * us));
+	CHECK(pp_takeover_names_held(held, from, end, 30 * us, PP_PHASE_ONCPU, from - 10 * us,
+				     from - 10 * us));
+	/* Nothing held; the waiter ran too long since; the held waits too long (a 100 ms pause
+	 * before the GIL's wait is no wait for the GIL). */
+	CHECK(!pp_takeover_names_held(0, from, end, 30 * us, PP_PHASE_OFFCPU, end + 20 * us, 0));
+	CHECK(!pp_takeover_names_held(held, from, end, PP_TAKEOVER_MAX_RUN_NS + 1, PP_PHASE_OFFCPU,
+				      end + 20 * us, 0));
+	CHECK(!pp_takeover_names_held(PP_ON_THE_WAY_MAX_NS + 1, from, end, 30 * us, PP_PHASE_OFFCPU,
+				      end + 20 * us, 0));
+	/* It slept before they ended (it was waiting too, not holding anything), or it waited
+	 * while they lasted; or its record is no live thread's. */
+	CHECK(!pp_takeover_names_held(held, from, end, 30 * us, PP_PHASE_OFFCPU, end - 1, 0));
+	CHECK(!pp_takeover_names_held(held, from, end, 30 * us, PP_PHASE_OFFCPU, end + 20 * us,
+				      from + 1));
+	CHECK(!pp_takeover_names_held(held, from, end, 30 * us, PP_PHASE_UNKNOWN, end + 20 * us, 0));
+	CHECK(!pp_takeover_names_held(held, from, end, 30 * us, PP_PHASE_EXITED, end + 20 * us, 0));
+
+	/* Calls learnt: none is 0, each once, then over the slot each hashes to. */
+	CHECK(!pp_takeover_call_known(calls, 0));
+	pp_takeover_call_learn(calls, 0);
+	CHECK_EQ_U64(calls[0], 0);
+	for (__u32 c = 1; c <= PP_TAKEOVER_CALLS; c++) {
+		pp_takeover_call_learn(calls, 0x100 + c);
+		pp_takeover_call_learn(calls, 0x100 + c);
+	}
+	for (__u32 c = 1; c <= PP_TAKEOVER_CALLS; c++)
+		CHECK(pp_takeover_call_known(calls, 0x100 + c));
+	CHECK(!pp_takeover_call_known(calls, 0x200));
+	pp_takeover_call_learn(calls, 0x200);
+	CHECK(pp_takeover_call_known(calls, 0x200));
+	CHECK(!pp_takeover_call_known(calls, 0x100 + 1));
+	CHECK(pp_takeover_call_known(calls, 0x100 + 2));
+}
+
 /* Which waits a timeout may hold back (x86-64 numbers), and what makes a retry the same call. */
 TEST(test_retryable_wait_syscalls)
 {
@@ -848,6 +893,17 @@ TEST(test_thread_verdicts)
 		memcpy(th[1].comm, "prefetch", 9);
 	}
 
+	/* The same busy thread, most of the THREAD_WAIT the GIL taken back from it after
+	 * timeouts (its wakeups at the handovers are many and brief): a holder, not a loader. */
+	th[0].takeover_ns = 360 * MS;
+	analyse(th, 3, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_WAITING_ON_THREAD);
+	CHECK_EQ_U64(a.waited_on[a.verdict_waited_on].tid, 101);
+	th[0].takeover_ns = 300 * MS;
+	analyse(th, 3, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING_THREAD);
+	th[0].takeover_ns = 0;
+
 	/* The same waits ended by a thread that mostly sleeps: a lock or GIL holder. */
 	w[0].waker = 102;
 	w[1].waker = 101;
@@ -1096,6 +1152,7 @@ int main(void)
 	RUN_TEST(test_close_woken_without_switch_in);
 	RUN_TEST(test_close_retry_of_timed_out_wait);
 	RUN_TEST(test_retry_actions);
+	RUN_TEST(test_takeover);
 	RUN_TEST(test_retryable_wait_syscalls);
 	RUN_TEST(test_switch_in_unseen);
 	RUN_TEST(test_waited_on);
