@@ -327,9 +327,9 @@ struct pp_thread {
 	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */
 	__u64 timed_out_ns;
 	__u64 timed_out_from_ns;	/* start of the first of those waits */
-	/* THREAD_WAIT of held waits the thread ended by taking over from another thread
-	 * (pp_takeover_names_held: the GIL), inside the window. */
-	__u64 takeover_ns;
+	/* THREAD_WAIT, inside the window, of held waits at the calls where the process waits for
+	 * the GIL (pp_takeover_call_known), however they were named. */
+	__u64 gil_ns;
 	/* Its waits' waker of late, summed here and added to the wakers map only when another
 	 * waker (or its exit) follows: a thread woken over and over by the same one then pays
 	 * no hash lookup and no atomics at each switch-in. Userspace adds it to the map's. */

@@ -150,7 +150,7 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 	out->gpu_calls = t->gpu_calls;
 	out->gc_ns = t->gc_ns;
 	out->gc_count = t->gc_count;
-	out->takeover_ns = t->takeover_ns;
+	out->gil_ns = t->gil_ns;
 	memcpy(out->ns, t->ns, sizeof(out->ns));
 
 	open_state = thread_open_state(t, proc_state);
@@ -272,26 +272,28 @@ static int top_thread_waker(const struct analysis *a)
 static void judge_thread_wait(struct analysis *a, const struct thread_result *threads,
 			      const struct analysis_input *in)
 {
+	const struct thread_result *trainer = &threads[a->trainer_index];
 	int k = top_thread_waker(a);
 	const struct waited_on *w;
-	__u64 thread_ns = 0;
 	double secs = in->window_ns / 1e9;
 
 	if (k < 0)
 		return;
 	a->verdict_waited_on = k;
 	w = &a->waited_on[k];
-	for (int i = 0; i < a->nr_waited_on; i++)
-		thread_ns += a->waited_on[i].cause_ns[PP_THREAD_WAIT];
 	if (w->thread_index < 0 || threads[w->thread_index].role != ROLE_HELPER)
 		return;
-	if (w->cause_ns[PP_THREAD_WAIT] * 2 < thread_ns)
+	/* Its wakeups ended most of the trainer's THREAD_WAIT themselves. Waits a timer ended and
+	 * that a retry or a takeover named are not counted here (they are under the timer): a
+	 * holder handing the GIL over at last ends a brief retry after each 5 ms (on a busy
+	 * machine, most of the GIL's waits), hundreds of wakeups a second of ~1 ms in all. */
+	if (w->cause_ns[PP_THREAD_WAIT] * 2 < trainer->ns[PP_THREAD_WAIT])
 		return;
 	if (w->wakeups < FEEDER_MIN_WAKEUPS || (secs > 0 && w->wakeups < secs * FEEDER_MIN_WAKEUPS_PER_S))
 		return;
 	/* Most of it the GIL, taken back from its holder at each switch interval: the helper
 	 * ends those waits ~100 times a second whatever it computes, a holder, not a loader. */
-	if (threads[a->trainer_index].takeover_ns * 2 >= threads[a->trainer_index].ns[PP_THREAD_WAIT])
+	if (trainer->gil_ns * 2 >= trainer->ns[PP_THREAD_WAIT])
 		return;
 	/* Busy: on-CPU, or runnable and waiting for a CPU. A producer starved of CPU by other
 	 * jobs is still the loader the trainer waits on; on-CPU alone flipped the verdict with the

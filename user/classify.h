@@ -41,7 +41,7 @@ struct thread_result {
 	__u64 gpu_calls;
 	__u64 open_wait_ns;		/* OTHER from a wait no wakeup named before the maps were read */
 	__u64 gc_ns, gc_count;		/* Python garbage collections: pause time, how many */
-	__u64 takeover_ns;		/* THREAD_WAIT of waits taken over after a timeout: the GIL */
+	__u64 gil_ns;		/* THREAD_WAIT waiting for the GIL (pp_thread) */
 };
 
 struct role_result {

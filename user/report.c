@@ -158,11 +158,11 @@ const char *report_waker_role(const struct report *r, const struct waited_on *w)
  * those waits are THREAD_WAIT above although an interrupt ended them here. */
 static void print_taken_over(FILE *out, const struct thread_result *tr)
 {
-	if (!tr || !tr->takeover_ns)
+	if (!tr || !tr->gil_ns)
 		return;
 	fprintf(out, "  (%.3f s of the trainer's THREAD_WAIT was waits that a timer ended and after which "
 		"it took over from a thread of the job: Python's GIL, taken back at each switch "
-		"interval)\n", tr->takeover_ns / 1e9);
+		"interval)\n", tr->gil_ns / 1e9);
 }
 
 static void print_waited_on(FILE *out, const struct report *r)
@@ -362,7 +362,7 @@ static json_object *thread_json(const struct thread_result *t)
 	json_object_object_add(o, "gpu_sync_calls", json_object_new_int64(t->gpu_calls));
 	json_object_object_add(o, "states", states_json(t->ns, t->wall_ns));
 	/* Of its THREAD_WAIT: the GIL taken over after timeouts (print_taken_over). */
-	json_object_object_add(o, "thread_wait_taken_over_s", json_object_new_double(t->takeover_ns / 1e9));
+	json_object_object_add(o, "thread_wait_gil_s", json_object_new_double(t->gil_ns / 1e9));
 	return o;
 }
 

@@ -78,7 +78,7 @@ static __always_inline void held_taken_over(struct pp_thread *t)
 	if (t->ns[PP_OTHER] >= t->timed_out_ns) {
 		t->ns[PP_OTHER] -= t->timed_out_ns;
 		t->ns[STATE_IDX(PP_THREAD_WAIT)] += t->timed_out_ns;
-		t->takeover_ns += t->timed_out_ns;
+		t->gil_ns += t->timed_out_ns;
 	}
 }
 
@@ -107,13 +107,36 @@ __noinline int takeover_names_held(struct pp_thread *waker, struct pp_thread *wa
 	return 1;
 }
 
-/* Held waits that end unnamed: a takeover unseen, where their call is one that took over. */
+/* Held waits and the retry that ended them (waited), named THREAD_WAIT by the thread that
+ * handed the GIL over at last (a holder slow to drop it, or preempted while it held it: on a
+ * busy machine most of the GIL's waits end so): the GIL's, where their call is one that took
+ * over. */
+__noinline int retried_at_gil_call(struct pp_thread *t, __u64 waited)
+{
+	struct pp_proc *proc;
+	__u32 tgid;
+
+	if (!t)
+		return 0;
+	tgid = t->tgid;
+	proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
+	if (!proc || !pp_takeover_call_known(proc->takeover_calls, t->held_call))
+		return 0;
+	t->gil_ns += t->timed_out_ns + waited;
+	return 1;
+}
+
+/* Held waits that end unnamed: a takeover unseen, where their call is one that took over.
+ * All of that call, they are the GIL's however long (a holder preempted on a busy machine
+ * leaves its waiter to time out again and again); with other waits among them, at most
+ * PP_ON_THE_WAY_MAX_NS of them, as for a takeover. */
 __noinline int held_at_takeover_call(struct pp_thread *t)
 {
 	struct pp_proc *proc;
 	__u32 tgid;
 
-	if (!t || !t->timed_out_ns || t->timed_out_ns > PP_ON_THE_WAY_MAX_NS || t->gpu_depth)
+	if (!t || !t->timed_out_ns || t->gpu_depth ||
+	    (t->timed_out_ns > PP_ON_THE_WAY_MAX_NS && !t->held_one_call))
 		return 0;
 	tgid = t->tgid;
 	proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
@@ -167,6 +190,8 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 		if (t->ns[PP_OTHER] >= t->timed_out_ns) {
 			t->ns[PP_OTHER] -= t->timed_out_ns;
 			t->ns[STATE_IDX(cause)] += t->timed_out_ns;
+			if (cause == PP_THREAD_WAIT)
+				retried_at_gil_call(t, waited);
 		}
 	} else {
 		held_at_takeover_call(t);

@@ -895,14 +895,23 @@ TEST(test_thread_verdicts)
 
 	/* The same busy thread, most of the THREAD_WAIT the GIL taken back from it after
 	 * timeouts (its wakeups at the handovers are many and brief): a holder, not a loader. */
-	th[0].takeover_ns = 360 * MS;
+	th[0].gil_ns = 360 * MS;
 	analyse(th, 3, &in, &a);
 	CHECK_EQ_INT(a.verdict, VERDICT_WAITING_ON_THREAD);
 	CHECK_EQ_U64(a.waited_on[a.verdict_waited_on].tid, 101);
-	th[0].takeover_ns = 300 * MS;
+	th[0].gil_ns = 300 * MS;
 	analyse(th, 3, &in, &a);
 	CHECK_EQ_INT(a.verdict, VERDICT_DATA_LOADING_THREAD);
-	th[0].takeover_ns = 0;
+	th[0].gil_ns = 0;
+	/* Its wakeups ended little of the THREAD_WAIT themselves (brief retries after waits a
+	 * timer ended, named by them): many wakeups are no feeder's. */
+	w[0].ns = 10 * MS;
+	w[1].ns = 5 * MS;
+	analyse(th, 3, &in, &a);
+	CHECK_EQ_INT(a.verdict, VERDICT_WAITING_ON_THREAD);
+	CHECK_EQ_U64(a.waited_on[a.verdict_waited_on].tid, 101);
+	w[0].ns = 650 * MS;
+	w[1].ns = 50 * MS;
 
 	/* The same waits ended by a thread that mostly sleeps: a lock or GIL holder. */
 	w[0].waker = 102;
