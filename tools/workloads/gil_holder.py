@@ -23,13 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import groundtruth  # noqa: E402
-
-
-def spin(seconds):
-    """seconds of this thread's CPU in Python bytecode: the GIL held throughout."""
-    t = time.thread_time()
-    while time.thread_time() - t < seconds:
-        pass
+from thread_timeouts import spin  # noqa: E402
 
 
 def main(argv=None):
