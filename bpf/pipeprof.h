@@ -351,9 +351,9 @@ static inline int pp_retry_pending(const struct pp_thread *t)
  * interval (5 ms) and, when the timer ends that wait, asks the holder to drop it; the holder
  * drops it and sleeps until the thread has taken it, and the thread, on taking it, wakes the
  * holder. No waker names the wait and no retry follows it: the thread runs. Measured on a
- * trainer beside a Python thread that never sleeps (each holding the GIL half the time):
- * 85% of its 5 ms waits were followed within 8-256 us of CPU by its wakeup of the holder, which
- * had been out of any wait through them and went into one after they ended. Unnamed, the trainer's
+ * trainer beside a Python thread that never sleeps (each holding the GIL half the time): 85%
+ * of its 5 ms waits were followed within 8-256 us of CPU by its wakeup of the holder, which had
+ * been out of any wait through them and went into one after they ended. Unnamed, the trainer's
  * 50% of GIL waits read OTHER and THREAD_WAIT only 8-18%, a different share at each attach.
  *
  * So held waits that are short (PP_ON_THE_WAY_MAX_NS in all: a pause of 100 ms before a q.get()
@@ -381,15 +381,16 @@ static inline int pp_takeover_names_held(__u64 held_ns, __u64 held_from_ns, __u6
 }
 
 /*
- * The handover is seen only where the holder goes to sleep before the waiter takes the GIL:
- * in the rest (half the 5 ms waits of the trainer above) the waiter takes it, runs, and wakes
- * no one, and the holder sleeps in a wait of its own. So the process keeps the calls (syscall,
+ * The handover is not always seen: the waiter may take the GIL before the holder sleeps (and
+ * wake no one), or the holder may have waited briefly while the waiter did (on the GIL's
+ * mutex); a takeover named 40-75% of the trainer's GIL waits above, a different share at each
+ * attach, the rest read OTHER after the waiter ran on. So the process keeps the calls (syscall,
  * operation, the timespec's place on the stack) of the waits a takeover named, and short held
  * waits of one of those calls that end with no takeover seen are named THREAD_WAIT too: the
  * same call is the same wait for the GIL. Only held waits of one call teach theirs: a pause
  * of 2 ms before a GIL wait is named with it, and its call is no wait for the GIL. Read and
- * written without atomics: two threads
- * learning at once lose one call, learnt again at its next takeover.
+ * written without atomics: two threads learning at once lose one call, learnt again at its
+ * next takeover.
  */
 static inline int pp_takeover_call_known(const __u32 *calls, __u32 call)
 {
