@@ -154,15 +154,15 @@ const char *report_waker_role(const struct report *r, const struct waited_on *w)
 	return t ? role_name(t->role) : "UNTRACKED";
 }
 
-/* A timer ended the GIL's waits, and the thread then took the GIL over from its holder:
- * those waits are THREAD_WAIT above although an interrupt ended them here. */
-static void print_taken_over(FILE *out, const struct thread_result *tr)
+/* The GIL's waits are THREAD_WAIT although a timer ended most of them: they are under the
+ * timer in the table above. */
+static void print_gil_waits(FILE *out, const struct thread_result *tr)
 {
 	if (!tr || !tr->gil_ns)
 		return;
-	fprintf(out, "  (%.3f s of the trainer's THREAD_WAIT was waits that a timer ended and after which "
-		"it took over from a thread of the job: Python's GIL, taken back at each switch "
-		"interval)\n", tr->gil_ns / 1e9);
+	fprintf(out, "  (%.3f s of the trainer's THREAD_WAIT was waiting for Python's GIL: timed waits "
+		"at the calls where it was seen taking the GIL over from another thread, most of them "
+		"ended by a timer and counted under it above)\n", tr->gil_ns / 1e9);
 }
 
 static void print_waited_on(FILE *out, const struct report *r)
@@ -199,7 +199,7 @@ static void print_waited_on(FILE *out, const struct report *r)
 			fputc('\n', out);
 		}
 	}
-	print_taken_over(out, report_trainer(r));
+	print_gil_waits(out, report_trainer(r));
 }
 
 static double predicted(const struct analysis *a, const struct recommendation *rec)
@@ -361,7 +361,7 @@ static json_object *thread_json(const struct thread_result *t)
 	json_object_object_add(o, "wall_s", json_object_new_double(t->wall_ns / 1e9));
 	json_object_object_add(o, "gpu_sync_calls", json_object_new_int64(t->gpu_calls));
 	json_object_object_add(o, "states", states_json(t->ns, t->wall_ns));
-	/* Of its THREAD_WAIT: the GIL taken over after timeouts (print_taken_over). */
+	/* Of its THREAD_WAIT: waiting for the GIL (print_gil_waits). */
 	json_object_object_add(o, "thread_wait_gil_s", json_object_new_double(t->gil_ns / 1e9));
 	return o;
 }
