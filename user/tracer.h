@@ -376,6 +376,7 @@ struct thread_snap {
 	__u32 tid;
 	__u64 ns[PP_NR_STATES];
 	__u64 gpu_calls;
+	__u64 gc_ns, gc_count, gil_ns;
 };
 
 struct thread_snaps {

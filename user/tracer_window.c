@@ -214,8 +214,15 @@ int tracer_window_threads(struct tracer *t, struct thread_snaps *snaps, __u64 no
 		thread_close(&th, t->start_ns, now_ns, 0, r);
 		r->tid = key;
 		window_delta(r->ns, s->ns, r->ns, &r->wall_ns);
+		/* The window's own, as the states: the counters are cumulative too. */
 		r->gpu_calls = th.gpu_calls - s->gpu_calls;
 		s->gpu_calls = th.gpu_calls;
+		r->gc_ns = th.gc_ns - s->gc_ns;
+		s->gc_ns = th.gc_ns;
+		r->gc_count = th.gc_count - s->gc_count;
+		s->gc_count = th.gc_count;
+		r->gil_ns = th.gil_ns - s->gil_ns;
+		s->gil_ns = th.gil_ns;
 		if (r->exited) {
 			void *grown = realloc(gone, (nr_gone + 1) * sizeof(*gone));
 
