@@ -218,17 +218,56 @@ static bool quit_typed(const struct term *t)
 	return false;
 }
 
+/*
+ * A frame for the terminal, rendered into memory and written with one write(): line by line
+ * (stdout is line-buffered on a terminal), a terminal or a screen capture (tmux capture-pane)
+ * could show the new frame's first lines over the last frame's rest, a role missing. NULL:
+ * no memory, and the frame goes to stdout as it is made.
+ */
+static FILE *frame_open(const struct term *t, char **buf, size_t *len)
+{
+	FILE *f;
+
+	if (!t->ansi)
+		return stdout;
+	f = open_memstream(buf, len);
+	return f ? f : stdout;
+}
+
+static void frame_close(FILE *f, char *buf, size_t len)
+{
+	if (f == stdout) {
+		fflush(stdout);
+		return;
+	}
+	if (fclose(f) == 0) {
+		fflush(stdout);
+		for (size_t done = 0; done < len;) {
+			ssize_t n = write(STDOUT_FILENO, buf + done, len - done);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			done += n;
+		}
+	}
+	free(buf);
+}
+
 static void draw(struct top_job *s, const struct term *t, __u64 now)
 {
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = frame_open(t, &buf, &len);
 	int width, height;
 
 	s->view.elapsed_s = (now - s->tracer.start_ns) / 1e9;
 	term_size(t, &width, &height);
-	top_view_render(stdout, &s->view, width, height, t->ansi);
-	if (!t->ansi) {
-		fputc('\n', stdout);
-		fflush(stdout);
-	}
+	top_view_render(f, &s->view, width, height, t->ansi);
+	if (!t->ansi)
+		fputc('\n', f);
+	frame_close(f, buf, len);
 }
 
 static void catch_signals(void)
@@ -412,6 +451,9 @@ static int host_scan(struct top_host *h, const struct top_opts *o, bool on_scree
 
 static void host_draw(struct top_host *h, const struct term *t, __u64 now)
 {
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out;
 	const struct top_view *views[TOP_KEPT_JOBS];
 	struct top_jobs_frame f = {
 		.elapsed_s = (now - h->start_ns) / 1e9, .not_traced = h->not_traced,
@@ -422,11 +464,11 @@ static void host_draw(struct top_host *h, const struct term *t, __u64 now)
 	for (int i = 0; i < h->nr_jobs; i++)
 		views[i] = &h->jobs[i]->view;
 	term_size(t, &width, &height);
-	top_view_render_jobs(stdout, views, h->nr_jobs, &f, width, height, t->ansi);
-	if (!t->ansi) {
-		fputc('\n', stdout);
-		fflush(stdout);
-	}
+	out = frame_open(t, &buf, &len);
+	top_view_render_jobs(out, views, h->nr_jobs, &f, width, height, t->ansi);
+	if (!t->ansi)
+		fputc('\n', out);
+	frame_close(out, buf, len);
 }
 
 /* A job that ended, or whose tracing failed, keeps its last figures and lets go of its probes. */

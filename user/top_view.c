@@ -80,6 +80,7 @@ int top_merge_seconds(const struct thread_result *const *secs, const int *nr, in
 			m->open_wait_ns = t->open_wait_ns;
 			m->gc_ns += t->gc_ns;
 			m->gc_count += t->gc_count;
+			m->gil_ns += t->gil_ns;
 		}
 	return n;
 }
