@@ -221,8 +221,8 @@ static bool quit_typed(const struct term *t)
 /*
  * A frame for the terminal, rendered into memory and written with one write(): line by line
  * (stdout is line-buffered on a terminal), a terminal or a screen capture (tmux capture-pane)
- * could show the new frame's first lines over the last frame's rest, a role missing. NULL:
- * no memory, and the frame goes to stdout as it is made.
+ * could show the new frame's first lines over the last frame's rest, a role missing. Without
+ * memory for it (and off a terminal) the frame goes to stdout as it is made.
  */
 static FILE *frame_open(const struct term *t, char **buf, size_t *len)
 {

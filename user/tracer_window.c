@@ -177,6 +177,15 @@ static void forget_snap(struct thread_snaps *snaps, __u32 tid)
 }
 
 /* Exited threads and processes leave the maps here: one caller reads a tracer's windows. */
+/* What a cumulative counter gained since *prev, which it then becomes. */
+static __u64 counter_delta(__u64 now, __u64 *prev)
+{
+	__u64 d = now - *prev;
+
+	*prev = now;
+	return d;
+}
+
 int tracer_window_threads(struct tracer *t, struct thread_snaps *snaps, __u64 now_ns,
 			  struct thread_result **out, int *nr)
 {
@@ -215,14 +224,10 @@ int tracer_window_threads(struct tracer *t, struct thread_snaps *snaps, __u64 no
 		r->tid = key;
 		window_delta(r->ns, s->ns, r->ns, &r->wall_ns);
 		/* The window's own, as the states: the counters are cumulative too. */
-		r->gpu_calls = th.gpu_calls - s->gpu_calls;
-		s->gpu_calls = th.gpu_calls;
-		r->gc_ns = th.gc_ns - s->gc_ns;
-		s->gc_ns = th.gc_ns;
-		r->gc_count = th.gc_count - s->gc_count;
-		s->gc_count = th.gc_count;
-		r->gil_ns = th.gil_ns - s->gil_ns;
-		s->gil_ns = th.gil_ns;
+		r->gpu_calls = counter_delta(th.gpu_calls, &s->gpu_calls);
+		r->gc_ns = counter_delta(th.gc_ns, &s->gc_ns);
+		r->gc_count = counter_delta(th.gc_count, &s->gc_count);
+		r->gil_ns = counter_delta(th.gil_ns, &s->gil_ns);
 		if (r->exited) {
 			void *grown = realloc(gone, (nr_gone + 1) * sizeof(*gone));
 

@@ -72,14 +72,32 @@ __noinline int record_waker(struct pp_thread *t, __u32 tid, __u32 cause, __u64 o
 	return 0;
 }
 
+/* The held waits read as cause: their OTHER moves to it. False where the states hold less
+ * OTHER than they do (the window cut them off). */
+static __always_inline bool held_named(struct pp_thread *t, __u32 cause)
+{
+	if (t->ns[PP_OTHER] < t->timed_out_ns)
+		return false;
+	t->ns[PP_OTHER] -= t->timed_out_ns;
+	t->ns[STATE_IDX(cause)] += t->timed_out_ns;
+	return true;
+}
+
 /* The held waits were the GIL's: THREAD_WAIT (pp_takeover_names_held). */
 static __always_inline void held_taken_over(struct pp_thread *t)
 {
-	if (t->ns[PP_OTHER] >= t->timed_out_ns) {
-		t->ns[PP_OTHER] -= t->timed_out_ns;
-		t->ns[STATE_IDX(PP_THREAD_WAIT)] += t->timed_out_ns;
+	if (held_named(t, PP_THREAD_WAIT))
 		t->gil_ns += t->timed_out_ns;
-	}
+}
+
+/* Whether the held waits' call is one where the thread's process waits for the GIL
+ * (pp_takeover_call_known). */
+static __always_inline bool held_at_gil_call(struct pp_thread *t)
+{
+	__u32 tgid = t->tgid;
+	struct pp_proc *proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
+
+	return proc && pp_takeover_call_known(proc->takeover_calls, t->held_call);
 }
 
 /* The waker's held waits were for what the thread it wakes handed over
@@ -107,40 +125,14 @@ __noinline int takeover_names_held(struct pp_thread *waker, struct pp_thread *wa
 	return 1;
 }
 
-/* Held waits and the retry that ended them (waited), named THREAD_WAIT by the thread that
- * handed the GIL over at last (a holder slow to drop it, or preempted while it held it: on a
- * busy machine most of the GIL's waits end so): the GIL's, where their call is one that took
- * over. */
-__noinline int retried_at_gil_call(struct pp_thread *t, __u64 waited)
-{
-	struct pp_proc *proc;
-	__u32 tgid;
-
-	if (!t)
-		return 0;
-	tgid = t->tgid;
-	proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
-	if (!proc || !pp_takeover_call_known(proc->takeover_calls, t->held_call))
-		return 0;
-	t->gil_ns += t->timed_out_ns + waited;
-	return 1;
-}
-
 /* Held waits that end unnamed: a takeover unseen, where their call is one that took over.
  * All of that call, they are the GIL's however long (a holder preempted on a busy machine
  * leaves its waiter to time out again and again); with other waits among them, at most
  * PP_ON_THE_WAY_MAX_NS of them, as for a takeover. */
 __noinline int held_at_takeover_call(struct pp_thread *t)
 {
-	struct pp_proc *proc;
-	__u32 tgid;
-
 	if (!t || !t->timed_out_ns || t->gpu_depth ||
-	    (t->timed_out_ns > PP_ON_THE_WAY_MAX_NS && !t->held_one_call))
-		return 0;
-	tgid = t->tgid;
-	proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
-	if (!proc || !pp_takeover_call_known(proc->takeover_calls, t->held_call))
+	    (t->timed_out_ns > PP_ON_THE_WAY_MAX_NS && !t->held_one_call) || !held_at_gil_call(t))
 		return 0;
 	held_taken_over(t);
 	return 1;
@@ -187,13 +179,11 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 		return action;
 	}
 	if (action == PP_RETRY_NAME && !t->gpu_depth && pp_retry_names(cause)) {
-		if (t->ns[PP_OTHER] >= t->timed_out_ns) {
-			t->ns[PP_OTHER] -= t->timed_out_ns;
-			t->ns[STATE_IDX(cause)] += t->timed_out_ns;
-			if (cause == PP_THREAD_WAIT)
-				retried_at_gil_call(t, waited);
-		}
-	} else {
+		/* A holder slow to hand the GIL over (preempted on a busy machine) ends the retry
+		 * itself: at a GIL call, the held waits and that retry are the GIL's. */
+		if (held_named(t, cause) && cause == PP_THREAD_WAIT && held_at_gil_call(t))
+			t->gil_ns += t->timed_out_ns + waited;
+	} else if (t->timed_out_ns) {
 		held_at_takeover_call(t);
 	}
 	t->timed_out_ns = 0;
