@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """The attach cache: a warm attach probes exactly what a cold one does, loads none of the
 interrupt-nesting programs once the preempt count proved right in this boot, relocates its
-programs against the cached kernel types exactly as against the kernel's whole BTF, and an
-entry someone else could have written, one altered, or one that points outside a library's
-code, is not used."""
+programs against the cached kernel types exactly as against the kernel's whole BTF, attaches
+each tracepoint program where its section says without reading that BTF, and an entry someone
+else could have written, one altered, or one that points outside a library's code, is not
+used."""
+import glob
 import json
 import os
 import re
@@ -273,3 +275,90 @@ def test_cached_core_types_of_other_builds_kept_this_boot(pipeprof_bin, procs, t
     # and this build's entry is what the next attach uses
     err, _ = loaded_code(pid, cache, dump=False)
     assert "CO-RE against the cached kernel types" in err, err[-3000:]
+
+
+TP_BTF_PROG = re.compile(r'SEC\("tp_btf/(\w+)"\)\s*\n\s*int\s+BPF_PROG\((\w+)')
+
+
+def tp_btf_programs():
+    """{program: tracepoint} of every tp_btf program in the BPF sources."""
+    progs = {}
+    for path in glob.glob(os.path.join(ROOT, "bpf", "**", "*.bpf.c"), recursive=True):
+        with open(path) as f:
+            for tp, name in TP_BTF_PROG.findall(f.read()):
+                progs[name] = tp
+    return progs
+
+
+def test_every_tp_btf_tracepoint_has_its_id_cached():
+    """A tracepoint missing from the cached list costs every attach a read of the kernel's
+    whole BTF, silently: the list must name every tracepoint a program attaches to."""
+    with open(os.path.join(ROOT, "user", "kfeatures_entry.c")) as f:
+        body = re.search(r"kfeatures_tracepoints\[KF_TRACEPOINTS\] = \{(.*?)\};", f.read(),
+                         re.S).group(1)
+    listed = re.findall(r'"(\w+)"', body)
+    used = set(tp_btf_programs().values())
+    assert len(used) >= 10, used
+    assert used <= set(listed), sorted(used - set(listed))
+    assert len(listed) == len(set(listed)), listed
+
+
+def attached(pid, cache):
+    """`pipeprof -p -v` over cache: its stderr, and {program: tracepoint} of the raw
+    tracepoint links it holds, read while it traces."""
+    env = dict(os.environ, PIPEPROF_CACHE_DIR=str(cache))
+    p = subprocess.Popen([PIPEPROF, "-p", str(pid), "-d", "60", "-v"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    err, links = [], {}
+    try:
+        for line in p.stderr:
+            err.append(line)
+            if line.startswith("pipeprof: tracing"):
+                break
+        assert err and err[-1].startswith("pipeprof: tracing"), "".join(err)[-3000:]
+        held = bpf_objects(p.pid)
+        progs = {prog["id"]: prog.get("name") for prog in json.loads(subprocess.run(
+            ["bpftool", "prog", "show", "-j"], capture_output=True, text=True, timeout=30,
+            check=True).stdout) if prog["id"] in held["prog"]}
+        for link in json.loads(subprocess.run(["bpftool", "link", "show", "-j"],
+                                              capture_output=True, text=True, timeout=30,
+                                              check=True).stdout):
+            if link["id"] in held["link"] and link.get("type") == "raw_tracepoint":
+                links[progs.get(link["prog_id"])] = link.get("tp_name")
+    finally:
+        p.send_signal(signal.SIGINT)
+        err.append(p.stderr.read())
+        assert p.wait(30) == 0, "".join(err)[-3000:]
+    return "".join(err), links
+
+
+def test_tp_btf_targets_from_the_cache(pipeprof_bin, procs, tmp_path):
+    """With this boot's entry, no attach reads the kernel's BTF (libbpf's -v log says when it
+    does), and every tracepoint program is attached where its section says, as when the ids
+    came from the BTF. An entry with two ids swapped moves the two programs: the cached ids
+    are what the kernel is given."""
+    _, pid, _ = start_workload(procs, "gpu.py", [], truth="/dev/null")
+    cache = tmp_path / "cache"
+    sections = tp_btf_programs()
+
+    for run in range(3):
+        err, links = attached(pid, cache)
+        read_btf = "loading kernel BTF" in err
+        assert read_btf == (run == 0), (run, err[-3000:])
+        assert {"on_sched_switch", "on_sched_waking", "on_sched_wakeup",
+                "on_sched_process_fork"} <= set(links), links
+        wrong = {prog: tp for prog, tp in links.items() if sections.get(prog) != tp}
+        assert not wrong, (wrong, sections)
+
+    kernel = [e for e in os.listdir(cache) if e.startswith("kernel-")][0]
+    text = (cache / kernel).read_text()
+    ids = re.search(r"^tp_btf_ids (.*)$", text, re.M).group(1).split()
+    ids[1], ids[2] = ids[2], ids[1]		# sched_waking's and sched_wakeup's, one argument each
+    os.unlink(cache / kernel)
+    (cache / kernel).write_text(re.sub(r"^tp_btf_ids .*$", "tp_btf_ids " + " ".join(ids), text,
+                                       flags=re.M))
+    os.chmod(cache / kernel, 0o600)
+    err, links = attached(pid, cache)
+    assert "loading kernel BTF" not in err and "kernel features cached" in err, err[-3000:]
+    assert links["on_sched_waking"] == "sched_wakeup", links
+    assert links["on_sched_wakeup"] == "sched_waking", links

@@ -15,6 +15,7 @@
 #include "discover.skel.h"
 #include "procmaps.h"
 #include "proctree.h"
+#include "tp_btf.h"
 
 /* ---- discovery ---- */
 
@@ -287,7 +288,9 @@ int start_discovery(struct daemon *d)
 {
 	int err;
 
+	tp_btf_register();	/* best effort: without it, libbpf's own lookups */
 	d->discover = discover_bpf__open_and_load();
+	tp_btf_release();
 	if (!d->discover) {
 		err = -errno;
 		fprintf(stderr, "pipeprof: cannot load the exec watcher: %s%s\n", strerror(-err),

@@ -13,6 +13,7 @@
 #include "pipeprof.h"	/* the types the skeleton's globals use */
 #include "pipeprof.skel.h"
 #include "dispatcher.h"
+#include "tp_btf.h"
 #include "tracer.h"
 
 int dispatcher_open(struct dispatcher *d)
@@ -23,6 +24,7 @@ int dispatcher_open(struct dispatcher *d)
 
 	memset(d, 0, sizeof(*d));
 	pthread_mutex_init(&d->lock, NULL);
+	tp_btf_register();	/* best effort: without it, libbpf's own lookups */
 	d->skel = dispatch_bpf__open();
 	if (!d->skel) {
 		err = -errno;
@@ -39,6 +41,7 @@ int dispatcher_open(struct dispatcher *d)
 	if (libbpf_find_vmlinux_btf_id("block_io_start", BPF_TRACE_RAW_TP) < 0)
 		bpf_program__set_autoload(d->skel->progs.dispatch_io_start, false);
 	err = dispatch_bpf__load(d->skel);
+	tp_btf_release();
 	if (err) {
 		fprintf(stderr, "pipeprof: cannot load the scheduler dispatcher: %s\n", strerror(-err));
 		return err;

@@ -69,7 +69,7 @@ static int boot_identity(char *boot_id, size_t id_size, char *release, size_t re
 	return boot_id[0] ? 0 : -EINVAL;
 }
 
-static int read_cached(struct kfeatures *kf)
+int kfeatures_read_cached(struct kfeatures *kf)
 {
 	char boot_id[64], release[sizeof(((struct utsname *)0)->release)], name[96], text[1024];
 	int dirfd, err;
@@ -106,7 +106,7 @@ static void write_cached(const struct kfeatures *kf)
 	close(dirfd);
 }
 
-static int read_btf(struct kfeatures *kf)
+int kfeatures_read_btf(struct kfeatures *kf)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
 
@@ -122,17 +122,21 @@ static int read_btf(struct kfeatures *kf)
 	kf->has_block_io_start = tracepoint_nr_args(btf, "block_io_start") >= 0;
 	kf->preempt_count_rq_delta = preempt_count_rq_delta(btf);
 	kf->uprobe_multi = uprobe_multi_supported(btf);
+	for (int i = 0; i < KF_TRACEPOINTS; i++) {
+		char name[64];
+		int id;
+
+		snprintf(name, sizeof(name), "btf_trace_%s", kfeatures_tracepoints[i]);
+		id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
+		kf->tp_btf_ids[i] = id > 0 ? id : 0;
+	}
 	btf__free(btf);
 	write_cached(kf);
 	return 0;
 }
 
-int kfeatures_probe(struct pipeprof_bpf *skel, struct kfeatures *kf, bool *uprobe_multi)
+void kfeatures_apply(struct pipeprof_bpf *skel, const struct kfeatures *kf, bool *uprobe_multi)
 {
-	int err = read_cached(kf) ? read_btf(kf) : 0;
-
-	if (err)
-		return err;
 	skel->rodata->sched_switch_has_prev_state = kf->sched_switch_has_prev_state;
 	skel->rodata->has_block_io_start = kf->has_block_io_start;
 	if (!kf->has_block_io_start)
@@ -141,7 +145,6 @@ int kfeatures_probe(struct pipeprof_bpf *skel, struct kfeatures *kf, bool *uprob
 	*uprobe_multi = kf->uprobe_multi && !getenv("PIPEPROF_NO_UPROBE_MULTI");
 	if (*uprobe_multi)
 		use_uprobe_multi(skel);
-	return 0;
 }
 
 void kfeatures_remember_preempt_count(struct kfeatures *kf)

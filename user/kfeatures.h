@@ -10,6 +10,13 @@
 struct btf;
 struct pipeprof_bpf;
 
+/* Every tracepoint a tp_btf program of pipeprof's objects attaches to. Its BTF type id (the
+ * btf_trace_NAME typedef) is cached with the rest, so that a load can name each program's
+ * target without libbpf reading the kernel's whole BTF (tp_btf.h); one missing here is looked
+ * up at load, at that cost. */
+#define KF_TRACEPOINTS 16
+extern const char *const kfeatures_tracepoints[KF_TRACEPOINTS];
+
 /* What is learnt of the kernel: from its BTF (~15 ms even with the reads pre-faulted), or from
  * the cache entry of this boot (kernel-BOOT_ID), which holds the same answers. */
 struct kfeatures {
@@ -21,13 +28,20 @@ struct kfeatures {
 	 * need not attach the interrupt programs to prove it again. */
 	bool preempt_count_proven;
 	bool from_cache;
+	/* Type id of btf_trace_<kfeatures_tracepoints[i]> in the kernel's BTF; 0 where it has
+	 * none (a tracepoint this kernel lacks). */
+	int tp_btf_ids[KF_TRACEPOINTS];
 };
 
-/* Sets the skeleton's kernel-dependent rodata and autoload flags from the cache or the BTF,
- * and says whether the uprobe programs load for multi-uprobe links (unless
- * PIPEPROF_NO_UPROBE_MULTI is set, which keeps the older one-perf-event-per-probe path testable
- * on new kernels). Fails with a message and -errno when the kernel has no BTF. */
-int kfeatures_probe(struct pipeprof_bpf *skel, struct kfeatures *kf, bool *uprobe_multi);
+/* What the kernel offers, from this boot's cache entry: -errno when there is none usable. */
+int kfeatures_read_cached(struct kfeatures *kf);
+/* The same read from the kernel's BTF, which then makes the entry. Fails with a message and
+ * -errno when the kernel has no BTF. */
+int kfeatures_read_btf(struct kfeatures *kf);
+/* Sets the skeleton's kernel-dependent rodata and autoload flags, and says whether the uprobe
+ * programs load for multi-uprobe links (unless PIPEPROF_NO_UPROBE_MULTI is set, which keeps the
+ * older one-perf-event-per-probe path testable on new kernels). */
+void kfeatures_apply(struct pipeprof_bpf *skel, const struct kfeatures *kf, bool *uprobe_multi);
 
 /* Records in this boot's cache entry that the preempt count proved right. */
 void kfeatures_remember_preempt_count(struct kfeatures *kf);
@@ -38,6 +52,8 @@ int kfeatures_format(const struct kfeatures *kf, const char *boot_id, const char
 		     char *buf, size_t size);
 int kfeatures_parse(const char *text, const char *boot_id, const char *release,
 		    struct kfeatures *kf);
+/* The cached type id of tracepoint tp's btf_trace typedef; 0 when not known. */
+int kfeatures_tp_btf_id(const struct kfeatures *kf, const char *tp);
 
 /* Offset of per-CPU variable var (plus its member, when not NULL) inside the per-CPU area, from
  * the .data..percpu DATASEC of btf; -1 when BTF does not describe it. */

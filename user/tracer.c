@@ -19,6 +19,7 @@
 #include "symcache.h"
 #include "gpu_apis.h"
 #include "kfeatures.h"
+#include "tp_btf.h"
 #include "pipeprof.h"	/* the types the skeleton's globals use */
 #include "pipeprof.skel.h"
 #include "proctree.h"
@@ -329,10 +330,11 @@ static void attach_phase(struct attach_clock *c, const char *name)
 
 /* Reading the kernel's BTF (5.5 MB) into fresh heap pages cost ~11 ms here, most of it page
  * faults, which are dear under a paravirtual MMU. Faulting a heap area in with one madvise()
- * and keeping it for the reads (libbpf's; on a boot's first run, kernel features' too) makes
- * each ~4 ms; the area goes back once the object is loaded.
+ * and keeping it for the reads (libbpf's CO-RE and the kernel features', on a boot's first
+ * run) makes each ~4 ms; the area goes back once the object is loaded.
  * In 2 MB pages where the kernel gives them (THP "madvise" or "always"), the faulting itself
- * costs ~1.6 ms rather than ~5 (2,560 small faults). */
+ * costs ~1.6 ms rather than ~5 (2,560 small faults), but 14-30 ms in the runs where the
+ * kernel compacts memory to find them: only a run that reads the BTF pays it. */
 #define BTF_HEAP_BYTES (12u << 20)
 #define HUGE_PAGE (2ul << 20)
 
@@ -405,7 +407,6 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 
 	attach_clock_start(&clock);
 	memset(t, 0, sizeof(*t));
-	heap_prefault();
 	t->root = root;
 	t->dispatch_id = o->dispatcher ? dispatcher_claim(o->dispatcher) : 0;
 	t->dispatcher = t->dispatch_id ? o->dispatcher : NULL;
@@ -447,6 +448,21 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 
 	elf = pipeprof_bpf__elf_bytes(&elf_size);
 	core_btf_find(&t->core_btf, elf, elf_size, t->verbose);
+	/* With this boot's kernel features and CO-RE types cached, nothing reads the kernel's
+	 * BTF (tp_btf.h): no heap to fault in for it. */
+	if (kfeatures_read_cached(&t->kf)) {
+		heap_prefault();
+		err = kfeatures_read_btf(&t->kf);
+		if (err) {
+			core_btf_release(&t->core_btf);
+			return err;
+		}
+	} else if (t->core_btf.fd < 0) {
+		heap_prefault();
+	}
+	attach_phase(&clock, "checks+kernel features");
+	/* Before the open: libbpf gives each program its section's handler there. */
+	tp_btf_use_ids(tp_btf_register() ? NULL : &t->kf);
 	open_opts.btf_custom_path = t->core_btf.fd >= 0 ? t->core_btf.path : NULL;
 	t->skel = pipeprof_bpf__open_opts(&open_opts);
 	if (!t->skel) {
@@ -455,10 +471,8 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		fprintf(stderr, "pipeprof: cannot open the BPF object: %s\n", strerror(-err));
 		return err;
 	}
-	attach_phase(&clock, "checks+open");
-	err = kfeatures_probe(t->skel, &t->kf, &t->uprobe_multi);
-	if (err)
-		return err;
+	attach_phase(&clock, "open");
+	kfeatures_apply(t->skel, &t->kf, &t->uprobe_multi);
 	if (t->kf.preempt_count_proven && t->kf.preempt_count_rq_delta)
 		skip_irq_nesting(t);
 	skip_unused_probes(t);
@@ -474,7 +488,6 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 			bpf_map__set_map_flags(grown[i], bpf_map__map_flags(grown[i]) |
 					       BPF_F_NO_PREALLOC);
 	}
-	attach_phase(&clock, "kernel features");
 	t->skel->rodata->trainer_tid = o->trainer_tid;
 	/* The trainer's waits with their stacks: --tid's thread, else the main thread. */
 	if (o->sample_hz)
@@ -518,6 +531,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		tracer_verifier_stats_arm(t);
 	err = pipeprof_bpf__load(t->skel);
 	core_btf_release(&t->core_btf);		/* libbpf read it during the load */
+	tp_btf_release();
 	heap_release();
 	attach_phase(&clock, "load");
 	if (!err && t->verbose)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The attach cache's entries, read back from /var/cache/pipeprof: the kernel-features entry and
- * an entry of symbol offsets, and the cached CO-RE types' frame. Whatever the text, a parse either refuses it or gives answers
- * inside what the entry may say: flags 0 or 1, a bounded preempt-count distance, and offsets in
+ * an entry of symbol offsets, and the cached CO-RE types' frame. Whatever the text, a parse
+ * either refuses it or gives answers inside what the entry may say: flags 0 or 1, a bounded
+ * preempt-count distance, tracepoint type ids in the range of a kernel's BTF, and offsets in
  * the library's code; and what it accepts formats back to the same answers.
  */
 #include <errno.h>
@@ -25,6 +26,8 @@ static void kernel_entry(const char *text)
 		return;
 	FUZZ_CHECK(kf.from_cache);
 	FUZZ_CHECK(kf.preempt_count_rq_delta <= (1 << 24) && kf.preempt_count_rq_delta >= -(1 << 24));
+	for (int i = 0; i < KF_TRACEPOINTS; i++)
+		FUZZ_CHECK(kf.tp_btf_ids[i] >= 0 && kf.tp_btf_ids[i] <= (1 << 24));
 	len = kfeatures_format(&kf, BOOT, RELEASE, out, sizeof(out));
 	FUZZ_CHECK(len > 0);
 	FUZZ_CHECK(!kfeatures_parse(out, BOOT, RELEASE, &again));
@@ -32,7 +35,8 @@ static void kernel_entry(const char *text)
 		   kf.has_block_io_start == again.has_block_io_start &&
 		   kf.preempt_count_rq_delta == again.preempt_count_rq_delta &&
 		   kf.uprobe_multi == again.uprobe_multi &&
-		   kf.preempt_count_proven == again.preempt_count_proven);
+		   kf.preempt_count_proven == again.preempt_count_proven &&
+		   !memcmp(kf.tp_btf_ids, again.tp_btf_ids, sizeof(kf.tp_btf_ids)));
 }
 
 static void symbol_entry(const char *text)

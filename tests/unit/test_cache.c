@@ -187,6 +187,63 @@ TEST(test_kfeatures_entry)
 	CHECK_EQ_INT(kfeatures_parse(edit, boot, rel, &back), -EINVAL);
 }
 
+/* With "tp_btf_ids" replaced by ids (the rest of the entry as written): its parse. */
+static int parse_with_ids(const char *text, const char *ids, const char *boot, const char *rel)
+{
+	const char *at = strstr(text, "tp_btf_ids "), *nl = strchr(at, '\n');
+	char edit[1024];
+	struct kfeatures back;
+
+	snprintf(edit, sizeof(edit), "%.*stp_btf_ids %s%s", (int)(at - text), text, ids, nl);
+	return kfeatures_parse(edit, boot, rel, &back);
+}
+
+/* The tracepoints' BTF ids name which tracepoint each tp_btf program attaches to: an entry
+ * gives exactly one plain number per tracepoint, or none is believed. */
+TEST(test_kfeatures_tp_btf_ids)
+{
+	struct kfeatures kf = { .uprobe_multi = true }, back;
+	const char *boot = "d54065d9-d8ae-4680-adb0-4dd16716ba42", *rel = "6.18.44";
+	char text[1024], ids[256] = "";
+	size_t n = 0;
+
+	for (int i = 0; i < KF_TRACEPOINTS; i++)
+		kf.tp_btf_ids[i] = i == 6 ? 0 : 10300 + 7 * i;	/* block_io_start: a kernel without */
+	CHECK(kfeatures_format(&kf, boot, rel, text, sizeof(text)) > 0);
+	CHECK_EQ_INT(kfeatures_parse(text, boot, rel, &back), 0);
+	for (int i = 0; i < KF_TRACEPOINTS; i++)
+		CHECK_EQ_INT(back.tp_btf_ids[i], kf.tp_btf_ids[i]);
+	CHECK_EQ_INT(kfeatures_tp_btf_id(&back, "sched_switch"), 10300);
+	CHECK_EQ_INT(kfeatures_tp_btf_id(&back, "tcp_rcv_space_adjust"), 10300 + 7 * 15);
+	CHECK_EQ_INT(kfeatures_tp_btf_id(&back, "block_io_start"), 0);
+	CHECK_EQ_INT(kfeatures_tp_btf_id(&back, "no_such_tracepoint"), 0);
+	/* Every tracepoint a program of the objects names is in the list (tp_btf.h): the names
+	 * are distinct, so each finds its own id. */
+	for (int i = 0; i < KF_TRACEPOINTS; i++)
+		for (int j = i + 1; j < KF_TRACEPOINTS; j++)
+			CHECK(strcmp(kfeatures_tracepoints[i], kfeatures_tracepoints[j]));
+
+	for (int i = 0; i < KF_TRACEPOINTS; i++)
+		n += snprintf(ids + n, sizeof(ids) - n, "%s%d", i ? " " : "", 100 + i);
+	CHECK_EQ_INT(parse_with_ids(text, ids, boot, rel), 0);
+	ids[strlen(ids) - 4] = '\0';				/* one id short */
+	CHECK_EQ_INT(parse_with_ids(text, ids, boot, rel), -EINVAL);
+	strcat(ids, " 115 116");				/* one too many */
+	CHECK_EQ_INT(parse_with_ids(text, ids, boot, rel), -EINVAL);
+	ids[strlen(ids) - 4] = '\0';
+	CHECK_EQ_INT(parse_with_ids(text, ids, boot, rel), 0);
+	const char *bad[] = { "0100", "-1", "16777217", "1e3", "+5", "", " 100" };
+
+	for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+		char edit[256];
+
+		snprintf(edit, sizeof(edit), "%s%s", bad[b], strchr(ids, ' '));
+		CHECK_EQ_INT(parse_with_ids(text, edit, boot, rel), -EINVAL);
+	}
+	snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), " ");	/* trailing space */
+	CHECK_EQ_INT(parse_with_ids(text, ids, boot, rel), -EINVAL);
+}
+
 int main(void)
 {
 	RUN_TEST(test_dir_rules);
@@ -194,5 +251,6 @@ int main(void)
 	RUN_TEST(test_names);
 	RUN_TEST(test_round_trip);
 	RUN_TEST(test_kfeatures_entry);
+	RUN_TEST(test_kfeatures_tp_btf_ids);
 	return unit_summary();
 }
