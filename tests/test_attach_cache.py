@@ -5,6 +5,7 @@ programs against the cached kernel types exactly as against the kernel's whole B
 each tracepoint program where its section says without reading that BTF, and an entry someone
 else could have written, one altered, or one that points outside a library's code, is not
 used."""
+import contextlib
 import glob
 import json
 import os
@@ -115,20 +116,32 @@ def test_interrupt_programs_only_until_proven(pipeprof_bin, procs, tmp_path):
 MAP_ID = re.compile(r"map\[id:\d+\]")
 
 
-def loaded_code(pid, cache, dump=True):
-    """`pipeprof -p -v` over cache: its stderr, and (dump) the translated code of each program
-    it loaded (map ids, which differ between loads, left out)."""
+@contextlib.contextmanager
+def tracing_verbose(pid, cache):
+    """`pipeprof -p -v` over cache, held while the block runs (once it says "tracing"), then
+    interrupted; yields the process and its stderr lines, the rest added at the end."""
     env = dict(os.environ, PIPEPROF_CACHE_DIR=str(cache))
-    # Long enough for the dumps (a bpftool run each); interrupted once they are done.
     p = subprocess.Popen([PIPEPROF, "-p", str(pid), "-d", "60", "-v"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
-    err, code = [], {}
+    err = []
     try:
         for line in p.stderr:
             err.append(line)
             if line.startswith("pipeprof: tracing"):
                 break
         assert err and err[-1].startswith("pipeprof: tracing"), "".join(err)[-3000:]
+        yield p, err
+    finally:
+        p.send_signal(signal.SIGINT)
+        err.append(p.stderr.read())
+        assert p.wait(30) == 0, "".join(err)[-3000:]
+
+
+def loaded_code(pid, cache, dump=True):
+    """`pipeprof -p -v` over cache: its stderr, and (dump) the translated code of each program
+    it loaded (map ids, which differ between loads, left out)."""
+    code = {}
+    with tracing_verbose(pid, cache) as (p, err):
         held = bpf_objects(p.pid)["prog"] if dump else set()
         shown = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True,
                                timeout=30, check=True).stdout
@@ -138,10 +151,6 @@ def loaded_code(pid, cache, dump=True):
                                       capture_output=True, text=True, timeout=30)
                 assert dump.returncode == 0, (prog.get("name"), prog.get("type"), dump.stderr)
                 code[prog["name"]] = MAP_ID.sub("map", dump.stdout)
-    finally:
-        p.send_signal(signal.SIGINT)
-        err.append(p.stderr.read())
-        assert p.wait(30) == 0, "".join(err)[-3000:]
     return "".join(err), code
 
 
@@ -306,16 +315,8 @@ def test_every_tp_btf_tracepoint_has_its_id_cached():
 def attached(pid, cache):
     """`pipeprof -p -v` over cache: its stderr, and {program: tracepoint} of the raw
     tracepoint links it holds, read while it traces."""
-    env = dict(os.environ, PIPEPROF_CACHE_DIR=str(cache))
-    p = subprocess.Popen([PIPEPROF, "-p", str(pid), "-d", "60", "-v"], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
-    err, links = [], {}
-    try:
-        for line in p.stderr:
-            err.append(line)
-            if line.startswith("pipeprof: tracing"):
-                break
-        assert err and err[-1].startswith("pipeprof: tracing"), "".join(err)[-3000:]
+    links = {}
+    with tracing_verbose(pid, cache) as (p, err):
         held = bpf_objects(p.pid)
         progs = {prog["id"]: prog.get("name") for prog in json.loads(subprocess.run(
             ["bpftool", "prog", "show", "-j"], capture_output=True, text=True, timeout=30,
@@ -325,10 +326,6 @@ def attached(pid, cache):
                                               check=True).stdout):
             if link["id"] in held["link"] and link.get("type") == "raw_tracepoint":
                 links[progs.get(link["prog_id"])] = link.get("tp_name")
-    finally:
-        p.send_signal(signal.SIGINT)
-        err.append(p.stderr.read())
-        assert p.wait(30) == 0, "".join(err)[-3000:]
     return "".join(err), links
 
 
