@@ -392,3 +392,44 @@ def bpf_objects(pid):
             if m:
                 held["prog"].add(int(m.group(1)))
     return held
+
+
+def _threads_blocked_at(pid):
+    """Each thread of pid: its state, where the kernel has it waiting, and its kernel stack;
+    then, where gdb is installed, its user stack."""
+    lines = []
+    for task in sorted(glob.glob("/proc/%d/task/*" % pid)):
+        read = {}
+        for name in ("stat", "wchan", "stack"):
+            try:
+                with open(os.path.join(task, name)) as f:
+                    read[name] = f.read()
+            except OSError as e:
+                read[name] = "(%s)" % e.strerror
+        state = (read["stat"].rsplit(")", 1)[-1].split() or ["?"])[0]
+        lines.append("%s state %s wchan %s\n%s" % (task, state, read["wchan"], read["stack"]))
+    try:
+        gdb = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
+                             capture_output=True, text=True, timeout=30)
+        lines += [l for l in gdb.stdout.splitlines() if l.startswith(("#", "Thread"))]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return "\n".join(lines)
+
+
+def run_or_show_hang(cmd, timeout, **kwargs):
+    """subprocess.run(cmd, capture_output=True, text=True), except that a command still running
+    after timeout seconds fails the test with where each of its threads waits (kernel stack,
+    and user stack where gdb is installed), read before it is killed: a hang is a defect to
+    find, and a bare timeout says nothing of where."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         **kwargs)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        where = _threads_blocked_at(p.pid)
+        p.kill()
+        out, err = p.communicate()
+        pytest.fail("%s still running after %d s; where its threads were:\n%s\nstderr:\n%s" % (
+            " ".join(cmd), timeout, where, err[-3000:]), pytrace=False)
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)

@@ -29,7 +29,8 @@ import urllib.parse
 
 import pytest
 
-from conftest import PYTHON, READY_TIMEOUT, ROOT, WORKLOADS, finish_workload, keep_report
+from conftest import PYTHON, READY_TIMEOUT, ROOT, WORKLOADS, finish_workload, keep_report, \
+    run_or_show_hang
 from test_cli import PIPEPROF, assert_detached, link_count
 
 FAKE_CUDA = os.path.join(ROOT, ".output", "fakecuda", "libcuda.so.1")
@@ -698,8 +699,7 @@ def test_prometheus_scrapes_data_loading_verdict(daemons, procs, job_python, tmp
 
     # The daemon's report is the same document as `pipeprof -p PID -j` (run now, on the same
     # job): the same GPU verdict and gaps, the same keys section by section.
-    r = subprocess.run([PIPEPROF, "-p", str(pid), "-d", "1", "-j"], capture_output=True,
-                       text=True, timeout=60)
+    r = run_or_show_hang([PIPEPROF, "-p", str(pid), "-d", "1", "-j"], 60)
     assert r.returncode == 0, r.stderr
     cli = keep_report(json.loads(r.stdout))
     assert report["gpu"]["traced"] == cli["gpu"]["traced"], (
