@@ -14,15 +14,20 @@
 #include "pipeprof.h"	/* the types the skeleton's globals use */
 #include "pipeprof.skel.h"
 
+int tracepoint_btf_id(const struct btf *btf, const char *tp)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	return btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
+}
+
 /* Number of parameters of a tracepoint's BTF prototype, or -1 when it does not exist. */
 static int tracepoint_nr_args(const struct btf *btf, const char *tp)
 {
-	char name[128];
 	const struct btf_type *t;
-	int id;
+	int id = tracepoint_btf_id(btf, tp);
 
-	snprintf(name, sizeof(name), "btf_trace_%s", tp);
-	id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
 	if (id < 0)
 		return -1;
 	t = btf__type_by_id(btf, id);			/* typedef */
@@ -123,11 +128,8 @@ int kfeatures_read_btf(struct kfeatures *kf)
 	kf->preempt_count_rq_delta = preempt_count_rq_delta(btf);
 	kf->uprobe_multi = uprobe_multi_supported(btf);
 	for (int i = 0; i < KF_TRACEPOINTS; i++) {
-		char name[64];
-		int id;
+		int id = tracepoint_btf_id(btf, kfeatures_tracepoints[i]);
 
-		snprintf(name, sizeof(name), "btf_trace_%s", kfeatures_tracepoints[i]);
-		id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
 		kf->tp_btf_ids[i] = id > 0 ? id : 0;
 	}
 	btf__free(btf);

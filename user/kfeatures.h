@@ -55,6 +55,10 @@ int kfeatures_parse(const char *text, const char *boot_id, const char *release,
 /* The cached type id of tracepoint tp's btf_trace typedef; 0 when not known. */
 int kfeatures_tp_btf_id(const struct kfeatures *kf, const char *tp);
 
+/* Type id of tracepoint tp's btf_trace_<tp> typedef in btf (what a tp_btf program attaches
+ * to), or a negative error when btf has none. */
+int tracepoint_btf_id(const struct btf *btf, const char *tp);
+
 /* Offset of per-CPU variable var (plus its member, when not NULL) inside the per-CPU area, from
  * the .data..percpu DATASEC of btf; -1 when BTF does not describe it. */
 long long btf_percpu_offset(const struct btf *btf, const char *var, const char *member);

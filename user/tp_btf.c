@@ -35,7 +35,6 @@ void tp_btf_release(void)
 
 static int lookup_id(const char *tp)
 {
-	char name[128];
 	int id;
 
 	if (!kernel_btf) {
@@ -43,8 +42,7 @@ static int lookup_id(const char *tp)
 		if (!kernel_btf)
 			return -errno;
 	}
-	snprintf(name, sizeof(name), "btf_trace_%s", tp);
-	id = btf__find_by_name_kind(kernel_btf, name, BTF_KIND_TYPEDEF);
+	id = tracepoint_btf_id(kernel_btf, tp);
 	return id > 0 ? id : -ESRCH;
 }
 

@@ -176,7 +176,6 @@ static void forget_snap(struct thread_snaps *snaps, __u32 tid)
 		}
 }
 
-/* Exited threads and processes leave the maps here: one caller reads a tracer's windows. */
 /* What a cumulative counter gained since *prev, which it then becomes. */
 static __u64 counter_delta(__u64 now, __u64 *prev)
 {
@@ -186,6 +185,7 @@ static __u64 counter_delta(__u64 now, __u64 *prev)
 	return d;
 }
 
+/* Exited threads and processes leave the maps here: one caller reads a tracer's windows. */
 int tracer_window_threads(struct tracer *t, struct thread_snaps *snaps, __u64 now_ns,
 			  struct thread_result **out, int *nr)
 {
