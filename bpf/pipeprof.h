@@ -212,6 +212,10 @@ struct pp_waker_val {
 
 #define PP_MAX_WAKERS	16384
 
+/* warm_grown_maps(): inserts per map per run, under keys (tids) above any pid_max (4M). */
+#define PP_WARM_INSERTS		4
+#define PP_WARM_KEY_BASE	0xfff00000u
+
 /*
  * tracked_pids: whether each pid is a process pipeprof follows (enum pp_pid_kind, below), one
  * byte per pid (a byte store needs no atomics and races with no neighbour), PP_PIDS_PER_BLOCK
@@ -679,6 +683,7 @@ struct pp_hist {
  */
 #define PP_PY_MAX_DEPTH		64	/* frames kept per sample; a power of two */
 #define PP_PY_MAX_THREADS	128	/* thread states walked to find the sampled thread's */
+#define PP_PY_SPAN_MAX		128	/* bytes of a frame read at once (pystack.bpf.c) */
 #define PP_PY_NONE		0xffff	/* a layout field this version does not have */
 /* User-mode addresses kept per sample: the leaf, then return addresses as deep as the frame
  * pointer chain goes (userspace keeps those that follow a call instruction). */
@@ -699,6 +704,24 @@ struct pp_py_layout {
 	__u16 owner_cstack;		/* owner of the C-stack shim frames to skip; PP_PY_NONE */
 	__u16 pad[2];
 };
+
+/* The bytes of a frame that hold its code, previous and owner fields, read in one go by the
+ * walker (pystack.bpf.c): sets *from to the first, returns how many (at most PP_PY_SPAN_MAX for
+ * a layout the walker can use). */
+static inline __u32 pp_py_frame_span(const struct pp_py_layout *l, __u32 *from)
+{
+	__u32 lo = l->frame_code < l->frame_previous ? l->frame_code : l->frame_previous;
+	__u32 hi = (l->frame_code > l->frame_previous ? l->frame_code : l->frame_previous) + 8;
+
+	if (l->frame_owner != PP_PY_NONE) {
+		if (l->frame_owner < lo)
+			lo = l->frame_owner;
+		if (l->frame_owner + 1u > hi)
+			hi = l->frame_owner + 1u;
+	}
+	*from = lo;
+	return hi - lo;
+}
 
 /* py_procs value: a process of the job whose interpreter can be walked. */
 struct pp_py_proc {

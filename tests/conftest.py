@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -417,19 +418,56 @@ def _threads_blocked_at(pid):
     return "\n".join(lines)
 
 
+def _threads_at_a_glance(pid):
+    """One line a thread: state, CPU ticks so far, and the innermost kernel frames."""
+    lines = []
+    for task in sorted(glob.glob("/proc/%d/task/*" % pid)):
+        try:
+            with open(os.path.join(task, "stat")) as f:
+                fields = f.read().rsplit(")", 1)[-1].split()
+            with open(os.path.join(task, "stack")) as f:
+                frames = [l.split("] ", 1)[-1].split("+", 1)[0] for l in f.read().splitlines()]
+        except OSError:
+            continue
+        lines.append("%s %s utime %s stime %s in %s" % (
+            os.path.basename(task), fields[0], fields[11], fields[12],
+            " < ".join(frames[:4]) or "user mode"))
+    return "; ".join(lines)
+
+
 def run_or_show_hang(cmd, timeout, **kwargs):
     """subprocess.run(cmd, capture_output=True, text=True), except that a command still running
-    after timeout seconds fails the test with where each of its threads waits (kernel stack,
-    and user stack where gdb is installed), read before it is killed: a hang is a defect to
-    find, and a bare timeout says nothing of where."""
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         **kwargs)
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        where = _threads_blocked_at(p.pid)
-        p.kill()
-        out, err = p.communicate()
-        pytest.fail("%s still running after %d s; where its threads were:\n%s\nstderr:\n%s" % (
-            " ".join(cmd), timeout, where, err[-3000:]), pytrace=False)
-    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+    after timeout seconds fails the test with what its threads did each second (state, CPU
+    ticks, innermost kernel frames) and where each waits at the end (kernel stack, and user
+    stack where gdb is installed), read before it is killed: a hang is a defect to find, and
+    a bare timeout says nothing of where. Output goes through files, so a command that writes
+    much while it runs never blocks on a pipe nobody reads."""
+    with tempfile.TemporaryFile("w+") as out_f, tempfile.TemporaryFile("w+") as err_f:
+        p = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, text=True, **kwargs)
+        start, history = time.monotonic(), []
+        while True:
+            try:
+                p.wait(timeout=1)
+                break
+            except subprocess.TimeoutExpired:
+                elapsed = time.monotonic() - start
+                glance = _threads_at_a_glance(p.pid)
+                if history and history[-1][1] == glance:
+                    history[-1][2] = elapsed
+                else:
+                    history.append([elapsed, glance, elapsed])
+                if elapsed < timeout:
+                    continue
+                where = _threads_blocked_at(p.pid)
+                p.kill()
+                p.wait()
+                err_f.seek(0)
+                err = err_f.read()
+                seen = "\n".join("%5.1f-%5.1f s: %s" % (a, b, g) for a, g, b in history)
+                pytest.fail("%s still running after %d s; each second:\n%s\nwhere its threads "
+                            "were at the end:\n%s\nstderr:\n%s" % (
+                                " ".join(cmd), timeout, seen, where, err[-3000:]),
+                            pytrace=False)
+        out_f.seek(0)
+        err_f.seek(0)
+        return subprocess.CompletedProcess(cmd, p.returncode, out_f.read(), err_f.read())

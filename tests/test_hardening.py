@@ -2,6 +2,7 @@
 """Odd targets, missing privileges, failed writes and libraries replaced under a running job:
 each gets one clear line and the right exit status, never a report about the wrong thing."""
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -204,3 +205,36 @@ def test_both_uprobe_paths_time_gpu_calls(pipeprof_bin, procs, fakecuda):
         assert calls >= 10, (label, report["gpu"]["apis"])
         seen[label] = r.stderr.count("(multi link)")
     assert seen["multi"] >= 8 and seen["single"] == 0, seen
+
+
+def online_cpus():
+    with open("/sys/devices/system/cpu/online") as f:
+        spans = [s.split("-") for s in f.read().strip().split(",")]
+    return sum(int(s[-1]) - int(s[0]) + 1 for s in spans)
+
+
+def test_attach_warms_every_cpu_without_pinning_itself(pipeprof_bin, procs):
+    """The thread records' per-CPU caches are warmed by a program run on each online CPU (a
+    cross-CPU call), so a switch right after the attach cannot lose a thread's event on any
+    CPU the job may run on: pipeprof never pins itself to a CPU to do it. Pinned to each CPU in
+    turn, an attach once waited 60 s behind a run queue that would not let it in, beside two
+    CPU hogs; and one started under `taskset -c 0` warmed CPU 0 alone."""
+    if not shutil.which("strace") or not shutil.which("taskset"):
+        pytest.skip("strace and taskset are needed (make deps installs them)")
+    _, pid, _ = start_workload(procs, "data_bound.py", [], truth="/dev/null")
+    cpus = online_cpus()
+    for attempt, confine in enumerate(([], ["taskset", "-c", "0"], [])):
+        calls = "/tmp/pipeprof-affinity-%d.txt" % os.getpid()
+        r = run(["strace", "-f", "-qq", "-e", "trace=sched_setaffinity", "-o", calls] + confine +
+                [PIPEPROF, "-p", str(pid), "-d", "0.5", "-v"], timeout=120)
+        with open(calls) as f:
+            pinned = [l for l in f if "sched_setaffinity" in l]
+        os.unlink(calls)
+        assert r.returncode == 0, r.stderr[-3000:]
+        # taskset's own call comes before the exec; pipeprof's would follow it.
+        assert len(pinned) == (1 if confine else 0), (attempt, pinned)
+        m = re.search(r"caches warmed on (\d+) CPUs in (\d+) runs, (\d+) CPUs still short",
+                      r.stderr)
+        assert m, r.stderr[-3000:]
+        warmed, runs, short = (int(x) for x in m.groups())
+        assert (warmed, short) == (cpus, 0) and runs >= cpus, (attempt, m.group(0), cpus)

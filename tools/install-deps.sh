@@ -20,6 +20,8 @@ packages=(
 	man-db groff-base bash-completion
 	# tests: pipeprof top driven in a terminal
 	tmux
+	# tests: the attach's system calls (strace); where a hung pipeprof waits (gdb)
+	strace gdb
 )
 
 missing=()

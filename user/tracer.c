@@ -487,6 +487,8 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		for (size_t i = 0; i < sizeof(grown) / sizeof(grown[0]); i++)
 			bpf_map__set_map_flags(grown[i], bpf_map__map_flags(grown[i]) |
 					       BPF_F_NO_PREALLOC);
+	} else {
+		bpf_program__set_autoload(t->skel->progs.warm_grown_maps, false);
 	}
 	t->skel->rodata->trainer_tid = o->trainer_tid;
 	/* The trainer's waits with their stacks: --tid's thread, else the main thread. */

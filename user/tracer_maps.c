@@ -6,7 +6,6 @@
  * and processes the figures lack. BPF plumbing, beside tracer.c.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,64 +116,57 @@ int tracer_size_maps(struct tracer *t)
 	return apply_test_sizes(t);
 }
 
-/*
- * A hash map allocated as it fills takes its elements from a per-CPU cache that the kernel
- * refills from an irq_work once it runs low, and starts each CPU with one element where they are
- * over 256 B (kernel/bpf/memalloc.c, prefill_mem_cache()), as the thread records are. A program
- * that inserts twice before interrupts are enabled again (a context switch between two of the
- * job's threads that no event had shown yet, right after the attach) then gets -ENOMEM for the
- * second, and that thread's event is lost: 1 attach in 30 of `hist` on a 3-thread job here. So
- * each CPU's cache is filled first: WARM_ELEMS inserts from a thread pinned to it (the refill runs
- * between the syscalls), then deletes, which leave the elements in that CPU's cache. Keys
- * above any pid_max (4M) collide with no thread's.
- */
-#define WARM_ELEMS 8
-#define WARM_KEY_BASE 0xfff00000u
+/* Runs warm_grown_maps() (state.bpf.c, which says why) on every online CPU until each of its
+ * maps took every insert: the first run on a CPU only starts the refill that its irq_work does
+ * once the call returns. Counts the CPUs warmed and those whose caches stayed short (the first
+ * events there right after the attach may still be lost, and counted). */
+#define WARM_TRIES 4
 
-static void warm_map_caches(struct bpf_map *map)
+static int warm_map_caches(struct tracer *t, int *warmed, int *short_cpus, int *runs)
 {
-	int fd = bpf_map__fd(map), ncpus = libbpf_num_possible_cpus();
-	size_t key_size = bpf_map__key_size(map), value_size = bpf_map__value_size(map);
-	unsigned char *key = calloc(1, key_size), *value = calloc(1, value_size);
-	cpu_set_t saved, one;
+	int prog_fd = bpf_program__fd(t->skel->progs.warm_grown_maps);
+	int ncpus = libbpf_num_possible_cpus(), err;
+	__u32 wakers = bpf_map__max_entries(t->skel->maps.wakers);
+	__u32 want = PP_WARM_INSERTS |
+		     (wakers < PP_WARM_INSERTS ? wakers : PP_WARM_INSERTS) << 8;
 
-	if (!key || !value || key_size < sizeof(__u32) || ncpus <= 0 ||
-	    sched_getaffinity(0, sizeof(saved), &saved))
-		goto cleanup;
-	memset(key, 0xff, key_size);
-	for (int cpu = 0; cpu < ncpus && cpu < CPU_SETSIZE; cpu++) {
-		if (!CPU_ISSET(cpu, &saved))
+	*warmed = *short_cpus = *runs = 0;
+	if (ncpus < 0)
+		return ncpus;
+	for (int cpu = 0; cpu < ncpus; cpu++) {
+		LIBBPF_OPTS(bpf_test_run_opts, run, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = cpu);
+		int tries = 0;
+
+		do {
+			err = bpf_prog_test_run_opts(prog_fd, &run);
+			*runs += !err;
+		} while (!err && run.retval != want && ++tries < WARM_TRIES);
+		if (err == -ENXIO)	/* offline */
 			continue;
-		CPU_ZERO(&one);
-		CPU_SET(cpu, &one);
-		if (sched_setaffinity(0, sizeof(one), &one))
-			continue;
-		for (__u32 i = 0; i < WARM_ELEMS; i++) {
-			__u32 k = WARM_KEY_BASE + i;
-
-			memcpy(key, &k, sizeof(k));
-			bpf_map_update_elem(fd, key, value, BPF_NOEXIST);
-		}
-		for (__u32 i = 0; i < WARM_ELEMS; i++) {
-			__u32 k = WARM_KEY_BASE + i;
-
-			memcpy(key, &k, sizeof(k));
-			bpf_map_delete_elem(fd, key);
-		}
+		if (err)
+			return err;
+		if (run.retval == want)
+			(*warmed)++;
+		else
+			(*short_cpus)++;
 	}
-	sched_setaffinity(0, sizeof(saved), &saved);
-cleanup:
-	free(key);
-	free(value);
+	return 0;
 }
 
 void tracer_warm_grown_maps(struct tracer *t)
 {
+	int warmed, short_cpus, runs, err;
+
 	if (!(bpf_map__map_flags(t->skel->maps.threads) & BPF_F_NO_PREALLOC))
 		return;
-	warm_map_caches(t->skel->maps.threads);
-	if (bpf_map__max_entries(t->skel->maps.wakers) > 1)
-		warm_map_caches(t->skel->maps.wakers);
+	err = warm_map_caches(t, &warmed, &short_cpus, &runs);
+	if (err)
+		fprintf(stderr, "pipeprof: cannot warm the thread records' caches: %s (a thread's "
+			"first event right after the attach may be lost, and counted)\n",
+			strerror(-err));
+	else if (t->verbose)
+		fprintf(stderr, "pipeprof: thread records' caches warmed on %d CPUs in %d runs, "
+			"%d CPUs still short\n", warmed, runs, short_cpus);
 }
 
 int tracer_mark_pid(struct tracer *t, pid_t pid, __u8 kind)

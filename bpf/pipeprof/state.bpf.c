@@ -64,4 +64,60 @@ struct pp_hist zero_hist;
 struct pp_thread_gpu zero_thread_gpu;
 struct pp_dev_mem zero_dev_mem;
 
+/*
+ * Never attached: userspace runs it on each CPU once the programs are loaded
+ * (BPF_F_TEST_RUN_ON_CPU: a cross-CPU call, so no thread of ours has to be scheduled there; a
+ * thread pinned to each CPU in turn once waited a minute behind a runnable queue that never let
+ * it in). A hash map that grows as it fills starts each CPU with one cached element for records
+ * over 256 B and refills from an irq_work once an insert finds the cache low
+ * (kernel/bpf/memalloc.c); a program that inserted twice before interrupts came back (a switch
+ * between two threads no event had shown yet, right after the attach) got -ENOMEM for the
+ * second and lost that thread's event. An insert here starts the refill; the deletes leave the
+ * elements in this CPU's cache. Returns the inserts that succeeded into each map: the thread
+ * records' in the low byte, the wakers' in the next.
+ */
+static __noinline int warm_threads(void)
+{
+	struct pp_thread fresh = {};
+	int inserted = 0;
+
+	for (__u32 i = 0; i < PP_WARM_INSERTS; i++) {
+		__u32 key = PP_WARM_KEY_BASE + i;
+
+		if (!bpf_map_update_elem(&threads, &key, &fresh, BPF_NOEXIST))
+			inserted++;
+	}
+	for (__u32 i = 0; i < PP_WARM_INSERTS; i++) {
+		__u32 key = PP_WARM_KEY_BASE + i;
+
+		bpf_map_delete_elem(&threads, &key);
+	}
+	return inserted;
+}
+
+static __noinline int warm_wakers(void)
+{
+	struct pp_waker_val zero = {};
+	int inserted = 0;
+
+	for (__u32 i = 0; i < PP_WARM_INSERTS; i++) {
+		struct pp_waker_key key = { .wakee = PP_WARM_KEY_BASE + i };
+
+		if (!bpf_map_update_elem(&wakers, &key, &zero, BPF_NOEXIST))
+			inserted++;
+	}
+	for (__u32 i = 0; i < PP_WARM_INSERTS; i++) {
+		struct pp_waker_key key = { .wakee = PP_WARM_KEY_BASE + i };
+
+		bpf_map_delete_elem(&wakers, &key);
+	}
+	return inserted;
+}
+
+SEC("raw_tp")
+int warm_grown_maps(void *ctx)
+{
+	return warm_threads() | warm_wakers() << 8;
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
