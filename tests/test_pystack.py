@@ -354,11 +354,13 @@ def folded_waits(path, role):
 
 def test_profile_offcpu_of_a_role(procs, tmp_path):
     """--offcpu --role: every wait of that role's threads with its stack. A DataLoader whose
-    trainer is the bottleneck (0.5 ms items) keeps its worker waiting for indices in
-    _worker_loop; the producer thread of a thread-fed loop waits on its full queue, and the
-    trainer's own waits (next_batch) are not the helper's."""
-    lines, us, err = offcpu_of_role(procs, tmp_path, "data_bound.py", ["--item-ms", "0.5"],
-                                    "worker")
+    trainer is the bottleneck (4 ms of items a batch, 20 ms steps) keeps its worker waiting for
+    indices in _worker_loop; the producer thread of a thread-fed loop waits on its full queue,
+    and the trainer's own waits (next_batch) are not the helper's. (With one pass a step, the
+    trainer was the bottleneck only on a quiet machine: its worker ran 90% of some windows and
+    began one wait in them, and 1 run in 8 failed.)"""
+    lines, us, err = offcpu_of_role(procs, tmp_path, "data_bound.py",
+                                    ["--item-ms", "0.5", "--step-ms", "20"], "worker")
     assert re.search(r"pipeprof: [1-9]\d* waits of WORKER written to ", err), err
     # A worker waits most of the two seconds: its main thread for indices, its feeder thread
     # for batches to send.

@@ -80,12 +80,71 @@ static __always_inline __u64 find_tstate(const struct pp_py_proc *p, __u32 tid, 
 	return w.ts;
 }
 
+/* A frame's fields read in one go: the span from the lowest of code, previous and owner to the
+ * end of the highest (16-71 bytes in CPython 3.10-3.13), one user-memory read where there were
+ * three, for each frame of each wait the trainer begins. Slot PP_SPAN_WAITS serves the
+ * scheduler's walks, PP_SPAN_SAMPLES the sampler's, which may interrupt one of them (an NMI). */
+enum { PP_SPAN_WAITS, PP_SPAN_SAMPLES, PP_SPAN_SLOTS };
+
+struct frame_span {
+	__u8 bytes[PP_PY_SPAN_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PP_SPAN_SLOTS);
+	__type(key, __u32);
+	__type(value, struct frame_span);
+} frame_spans SEC(".maps");
+
 struct frame_walk {
 	const struct pp_py_layout *l;
 	__u64 *code;		/* PP_PY_MAX_DEPTH slots */
+	struct frame_span *span;	/* NULL: no walk (userspace's layouts all fit) */
 	__u64 frame;
 	__u32 n;
+	__u32 span_from, span_len;	/* the span, from the frame's start */
+	__u32 code_at, previous_at, owner_at;	/* in the span; owner_at PP_PY_NONE: none */
 };
+
+static __always_inline void span_layout(struct frame_walk *w, const struct pp_py_layout *l,
+					__u32 slot)
+{
+	__u32 from, len = pp_py_frame_span(l, &from);
+
+	if (len > PP_PY_SPAN_MAX)
+		return;
+	w->span_from = from;
+	w->span_len = len;
+	w->code_at = l->frame_code - from;
+	w->previous_at = l->frame_previous - from;
+	w->owner_at = l->frame_owner == PP_PY_NONE ? PP_PY_NONE : l->frame_owner - from;
+	w->span = bpf_map_lookup_elem(&frame_spans, &slot);
+}
+
+/* The frame's code object (0 for a C-stack shim frame) and its caller's frame, from the span
+ * read in one go; false where the read failed or the span is not one the checks allow. */
+static __always_inline bool frame_fields_spanned(struct frame_walk *w, __u64 *code,
+						 __u64 *previous)
+{
+	const struct pp_py_layout *l = w->l;
+	__u8 *bytes = w->span->bytes;
+	__u32 len = w->span_len, code_at = w->code_at, previous_at = w->previous_at;
+	__u32 owner_at = w->owner_at;
+
+	if (!len || len > PP_PY_SPAN_MAX || code_at > PP_PY_SPAN_MAX - 8 ||
+	    previous_at > PP_PY_SPAN_MAX - 8)
+		return false;
+	if (bpf_probe_read_user(bytes, len, (void *)(w->frame + w->span_from)))
+		return false;
+	*previous = *(__u64 *)(bytes + previous_at);
+	*code = 0;
+	if (owner_at != PP_PY_NONE && owner_at < PP_PY_SPAN_MAX &&
+	    l->owner_cstack != PP_PY_NONE && bytes[owner_at] == l->owner_cstack)
+		return true;
+	*code = *(__u64 *)(bytes + code_at);
+	return true;
+}
 
 /* One frame per call, into the slot of the call's own index: the verifier knows nothing of
  * the index, so it verifies the body once rather than once per count of frames kept (a
@@ -94,32 +153,26 @@ struct frame_walk {
 static long frame_step(__u64 i, void *ctx)
 {
 	struct frame_walk *w = ctx;
-	const struct pp_py_layout *l = w->l;
-	__u8 owner = 0;
-	__u64 code = 0;
+	__u64 code, previous;
 
-	if (!w->frame)
+	if (!w->frame || !w->span || !frame_fields_spanned(w, &code, &previous))
 		return 1;
-	if (l->frame_owner != PP_PY_NONE &&
-	    bpf_probe_read_user(&owner, sizeof(owner), (void *)(w->frame + l->frame_owner)))
-		return 1;
-	if (l->owner_cstack == PP_PY_NONE || owner != l->owner_cstack)
-		code = read_ptr(w->frame + l->frame_code);
 	w->code[i & (PP_PY_MAX_DEPTH - 1)] = code;
 	w->n = i + 1;
-	w->frame = read_ptr(w->frame + l->frame_previous);
+	w->frame = previous;
 	return 0;
 }
 
 /* The code objects of thread state ts's frames into code[], innermost first; returns how
- * many, and sets *truncated when there were more. */
+ * many, and sets *truncated when there were more. span_slot: whose scratch span (PP_SPAN_*). */
 static __always_inline __u32 walk_frames(const struct pp_py_layout *l, __u64 ts, __u64 *code,
-					 __u32 *truncated)
+					 __u32 *truncated, __u32 span_slot)
 {
 	struct frame_walk w = { .l = l, .code = code, .frame = read_ptr(ts + l->tstate_frame) };
 
 	if (l->cframe_frame != PP_PY_NONE)
 		w.frame = read_ptr(w.frame + l->cframe_frame);
+	span_layout(&w, l, span_slot);
 	bpf_loop(PP_PY_MAX_DEPTH, frame_step, &w, 0);
 	*truncated = w.frame != 0;
 	return w.n > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : w.n;
@@ -136,7 +189,7 @@ static __always_inline __u32 walk_current(__u32 tid, __u32 tgid, __u64 *code, __
 	if (!p)
 		return 0;
 	ts = find_tstate(p, tid, task_user_tls(task));
-	return ts ? walk_frames(&p->layout, ts, code, truncated) : 0;
+	return ts ? walk_frames(&p->layout, ts, code, truncated, PP_SPAN_WAITS) : 0;
 }
 
 /* The wait being filled of each thread whose waits go out with their stacks (wants_wait_stack):
@@ -249,7 +302,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		ts = find_tstate(p, tid, task_user_tls(task));
 		if (ts) {
 			s->py = PP_SAMPLE_PY_OK;
-			s->depth = walk_frames(&p->layout, ts, s->code, &s->truncated);
+			s->depth = walk_frames(&p->layout, ts, s->code, &s->truncated,
+					       PP_SPAN_SAMPLES);
 		} else {
 			s->py = PP_SAMPLE_PY_NO_THREAD;
 			count(PP_CNT_PY_THREAD_UNFOUND);

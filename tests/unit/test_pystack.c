@@ -44,6 +44,15 @@ TEST(test_versions)
 		CHECK_EQ_INT(l->walk.owner_cstack != PP_PY_NONE, minor >= 12);
 		CHECK_EQ_INT(l->str_ascii_size, minor >= 12 ? 40 : 48);
 		CHECK(l->code_name && l->code_filename && l->code_firstlineno);
+		/* The walker reads a frame's fields in one span, or walks nothing. */
+		{
+			__u32 from, len = pp_py_frame_span(&l->walk, &from);
+
+			CHECK_MSG(len <= PP_PY_SPAN_MAX && from <= l->walk.frame_code &&
+				  from <= l->walk.frame_previous,
+				  "3.%d: a frame's fields span %u bytes from %u", minor, len, from);
+			CHECK_EQ_INT(len, minor == 10 ? 16 : minor == 11 ? 38 : 71);
+		}
 	}
 	CHECK(!py_layout_for(3, 9));
 	CHECK(!py_layout_for(3, 14));
