@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -111,9 +115,34 @@ static void write_cached(const struct kfeatures *kf)
 	close(dirfd);
 }
 
+struct btf *kernel_btf_load(void)
+{
+	int fd = open("/sys/kernel/btf/vmlinux", O_RDONLY | O_CLOEXEC);
+	struct btf *btf = NULL;
+	struct stat st;
+	void *data;
+	int err;
+
+	if (fd < 0 || fstat(fd, &st) || st.st_size <= 0 || st.st_size > UINT32_MAX)
+		goto read;
+	data = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (data == MAP_FAILED)
+		goto read;
+	btf = btf__new(data, st.st_size);
+	err = errno;
+	munmap(data, st.st_size);
+	close(fd);
+	errno = err;
+	return btf;
+read:
+	if (fd >= 0)
+		close(fd);
+	return btf__load_vmlinux_btf();
+}
+
 int kfeatures_read_btf(struct kfeatures *kf)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
+	struct btf *btf = kernel_btf_load();
 
 	if (!btf) {
 		int err = -errno;

@@ -38,7 +38,7 @@ static int lookup_id(const char *tp)
 	int id;
 
 	if (!kernel_btf) {
-		kernel_btf = btf__load_vmlinux_btf();
+		kernel_btf = kernel_btf_load();
 		if (!kernel_btf)
 			return -errno;
 	}

@@ -335,7 +335,9 @@ static void attach_phase(struct attach_clock *c, const char *name)
  * In 2 MB pages where the kernel gives them (THP "madvise" or "always"), the faulting itself
  * costs ~1.6 ms rather than ~5 (2,560 small faults), but 14-30 ms in the runs where the
  * kernel compacts memory to find them: only a run that reads the BTF pays it. */
-#define BTF_HEAP_BYTES (12u << 20)
+/* One parsed copy and its index: kernel_btf_load() maps the file where libbpf's read copies it
+ * once more; 12 MB, sized for that, were a third of a cold attach's peak RSS. */
+#define BTF_HEAP_BYTES (8u << 20)
 #define HUGE_PAGE (2ul << 20)
 
 static void heap_prefault(void)

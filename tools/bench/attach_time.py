@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """How long `pipeprof -p PID` takes to attach: wall time from exec to its "tracing" line, the
-CPU time it has used by then (its threads' schedstat, in ns: /proc stat counts 10 ms ticks), and
-its peak RSS over the whole run. Several rounds on one running target; prints each round and the
+CPU time it has used by then (its threads' schedstat, in ns: /proc stat counts 10 ms ticks), its
+peak RSS by then (VmHWM), and the peak RSS of the whole run, the children it waited for included
+(the kernel's rusage: bpftool, run once a boot as a cold run ends to cache the CO-RE types). Several rounds on one running target; prints each round and the
 medians. Warm: with the attach cache (/var/cache/pipeprof) as it is, which the first round fills;
 --cold gives every round an empty cache directory of its own, as on a machine's first run.
 
@@ -31,6 +32,14 @@ def cpu_seconds(pid):
     return total / 1e9
 
 
+def peak_rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def one_attach(pipeprof, pid, hist, env):
     cmd = [pipeprof, "hist", "-p", str(pid)] + hist.split() + ["1", "1"] if hist else \
           [pipeprof, "-p", str(pid), "-d", "0.3"]
@@ -39,12 +48,13 @@ def one_attach(pipeprof, pid, hist, env):
     line = p.stderr.readline()
     wall = time.monotonic() - started
     cpu = cpu_seconds(p.pid)
+    attach_rss = peak_rss_mb(p.pid)
     p.stderr.read()
     _, status, usage = os.wait4(p.pid, 0)
     p.returncode = rc = os.waitstatus_to_exitcode(status)
     if "tracing" not in line or rc:
         sys.exit("attach failed (rc %d): %s" % (rc, line))
-    return wall, cpu, usage.ru_maxrss / 1024
+    return wall, cpu, attach_rss, usage.ru_maxrss / 1024
 
 
 def main():
@@ -66,26 +76,29 @@ def main():
                 pid = int(line.split()[1].split("=")[1])
                 break
     try:
-        walls, cpus, rsss = [], [], []
+        walls, cpus, rsss, run_rsss = [], [], [], []
         for i in range(args.rounds):
             env = dict(os.environ)
             cold = tempfile.mkdtemp(prefix="pipeprof-cold-") if args.cold else None
             if cold:
                 env["PIPEPROF_CACHE_DIR"] = os.path.join(cold, "cache")
             try:
-                wall, cpu, rss = one_attach(args.pipeprof, pid, args.hist, env)
+                wall, cpu, rss, run_rss = one_attach(args.pipeprof, pid, args.hist, env)
             finally:
                 if cold:
                     shutil.rmtree(cold)
             walls.append(wall)
             cpus.append(cpu)
             rsss.append(rss)
-            print("round %d: attach %.1f ms wall, %.1f ms CPU, peak RSS %.1f MB, load %.2f" % (
-                i + 1, wall * 1e3, cpu * 1e3, rss, os.getloadavg()[0]))
+            run_rsss.append(run_rss)
+            print("round %d: attach %.1f ms wall, %.1f ms CPU, peak RSS %.1f MB (whole run %.1f), "
+                  "load %.2f" % (i + 1, wall * 1e3, cpu * 1e3, rss, run_rss, os.getloadavg()[0]))
             time.sleep(0.5)
-        print("median: attach %.1f ms wall, %.1f ms CPU, peak RSS %.1f MB (%d rounds, %s cache%s)" % (
+        print("median: attach %.1f ms wall, %.1f ms CPU, peak RSS %.1f MB (whole run %.1f) "
+              "(%d rounds, %s cache%s)" % (
             statistics.median(walls) * 1e3, statistics.median(cpus) * 1e3,
-            statistics.median(rsss), args.rounds, "cold" if args.cold else "warm",
+            statistics.median(rsss), statistics.median(run_rsss), args.rounds,
+            "cold" if args.cold else "warm",
             ", hist " + args.hist if args.hist else ""))
     finally:
         if workload:
