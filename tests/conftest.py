@@ -444,30 +444,29 @@ def run_or_show_hang(cmd, timeout, **kwargs):
     much while it runs never blocks on a pipe nobody reads."""
     with tempfile.TemporaryFile("w+") as out_f, tempfile.TemporaryFile("w+") as err_f:
         p = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, text=True, **kwargs)
-        start, history = time.monotonic(), []
-        while True:
+        start, history, elapsed = time.monotonic(), [], 0.0
+        while elapsed < timeout:
             try:
-                p.wait(timeout=1)
+                p.wait(timeout=min(1.0, timeout - elapsed))
                 break
             except subprocess.TimeoutExpired:
-                elapsed = time.monotonic() - start
-                glance = _threads_at_a_glance(p.pid)
-                if history and history[-1][1] == glance:
-                    history[-1][2] = elapsed
-                else:
-                    history.append([elapsed, glance, elapsed])
-                if elapsed < timeout:
-                    continue
-                where = _threads_blocked_at(p.pid)
-                p.kill()
-                p.wait()
-                err_f.seek(0)
-                err = err_f.read()
-                seen = "\n".join("%5.1f-%5.1f s: %s" % (a, b, g) for a, g, b in history)
-                pytest.fail("%s still running after %d s; each second:\n%s\nwhere its threads "
-                            "were at the end:\n%s\nstderr:\n%s" % (
-                                " ".join(cmd), timeout, seen, where, err[-3000:]),
-                            pytrace=False)
+                pass
+            elapsed = time.monotonic() - start
+            glance = _threads_at_a_glance(p.pid)
+            if history and history[-1][1] == glance:
+                history[-1][2] = elapsed
+            else:
+                history.append([elapsed, glance, elapsed])
+        if p.poll() is None:
+            where = _threads_blocked_at(p.pid)
+            p.kill()
+            p.wait()
+            err_f.seek(0)
+            seen = "\n".join("%5.1f-%5.1f s: %s" % (a, b, g) for a, g, b in history)
+            pytest.fail("%s still running after %d s; each second:\n%s\nwhere its threads were "
+                        "at the end:\n%s\nstderr:\n%s" % (
+                            " ".join(cmd), timeout, seen, where, err_f.read()[-3000:]),
+                        pytrace=False)
         out_f.seek(0)
         err_f.seek(0)
         return subprocess.CompletedProcess(cmd, p.returncode, out_f.read(), err_f.read())
