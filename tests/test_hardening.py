@@ -2,8 +2,8 @@
 """Odd targets, missing privileges, failed writes and libraries replaced under a running job:
 each gets one clear line and the right exit status, never a report about the wrong thing."""
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import time

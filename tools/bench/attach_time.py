@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """How long `pipeprof -p PID` takes to attach: wall time from exec to its "tracing" line, the
 CPU time it has used by then (its threads' schedstat, in ns: /proc stat counts 10 ms ticks), its
-peak RSS by then (VmHWM), and the peak RSS of the whole run, the children it waited for included
-(the kernel's rusage: bpftool, run once a boot as a cold run ends to cache the CO-RE types). Several rounds on one running target; prints each round and the
-medians. Warm: with the attach cache (/var/cache/pipeprof) as it is, which the first round fills;
---cold gives every round an empty cache directory of its own, as on a machine's first run.
+peak RSS by then (VmHWM), and the peak RSS of the whole run, the children it waited for
+included (the kernel's rusage: bpftool, run once a boot as a cold run ends to cache the CO-RE
+types). Several rounds on one running target; prints each round and the medians. Warm: with
+the attach cache (/var/cache/pipeprof) as it is, which the first round fills; --cold gives
+every round an empty cache directory of its own, as on a machine's first run.
 
     sudo tools/bench/attach_time.py --pid PID [--rounds 7] [--cold]
     sudo tools/bench/attach_time.py            # starts tools/workloads/gpu.py (torch + fake CUDA)
