@@ -306,13 +306,18 @@ static __always_inline struct irq_ctx *irq_ctx_here(void)
 	return bpf_map_lookup_elem(&irq_ctx, &zero);
 }
 
-static __always_inline void count(enum pp_counter c)
+static __always_inline void count_add(enum pp_counter c, __u64 n)
 {
 	__u32 key = c;
 	__u64 *v = bpf_map_lookup_elem(&counters, &key);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void count(enum pp_counter c)
+{
+	count_add(c, 1);
 }
 
 /* Tell userspace to look at tgid's mappings; a lost note is counted, and userspace answers a

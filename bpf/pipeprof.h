@@ -537,6 +537,8 @@ enum pp_counter {
 	PP_CNT_EPISODES,		/* `record`: state episodes sent */
 	PP_CNT_EPISODES_DROPPED,	/* ... dropped: over the rate cap or ring buffer full */
 	PP_CNT_LAUNCH_HITS,		/* launch probe hits, any process (the sampler's budget) */
+	PP_CNT_PY_FRAMES,		/* Python frames walked (samples and wait stacks) */
+	PP_CNT_PY_FRAMES_WINDOWED,	/* ... of them read from their data stack's window (3.11+) */
 	PP_NR_COUNTERS,
 };
 
@@ -684,6 +686,10 @@ struct pp_hist {
 #define PP_PY_MAX_DEPTH		64	/* frames kept per sample; a power of two */
 #define PP_PY_MAX_THREADS	128	/* thread states walked to find the sampled thread's */
 #define PP_PY_SPAN_MAX		128	/* bytes of a frame read at once (pystack.bpf.c) */
+/* Bytes of the top of a thread's data stack read at once (3.11+): the innermost frames'
+ * fields come from that one read; a power of two. */
+#define PP_PY_STACK_WINDOW	8192
+#define PP_PY_CHUNK_DATA	0x18	/* _PyStackChunk: previous, size, top, then its frames */
 #define PP_PY_NONE		0xffff	/* a layout field this version does not have */
 /* User-mode addresses kept per sample: the leaf, then return addresses as deep as the frame
  * pointer chain goes (userspace keeps those that follow a call instruction). */
@@ -702,7 +708,10 @@ struct pp_py_layout {
 	__u16 frame_previous;		/* frame: its caller's */
 	__u16 frame_owner;		/* frame: who owns it (a byte); PP_PY_NONE when absent */
 	__u16 owner_cstack;		/* owner of the C-stack shim frames to skip; PP_PY_NONE */
-	__u16 pad[2];
+	/* PyThreadState: datastack_chunk, then datastack_top (3.11+: the frames' own stack, a
+	 * chunk at a time); PP_PY_NONE where frames are heap objects (3.10). */
+	__u16 tstate_datastack;
+	__u16 pad;
 };
 
 /* The bytes of a frame that hold its code, previous and owner fields, read in one go by the

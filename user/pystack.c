@@ -19,6 +19,9 @@
  *    (f_code, previous, owner; pycore_frame.h).
  *  - 3.13: PyThreadState.current_frame -> _PyInterpreterFrame (f_executable, previous,
  *    owner); 3.12+ push shim frames owned by the C stack (FRAME_OWNED_BY_CSTACK = 3).
+ *  - 3.11+: PyThreadState.datastack_chunk and .datastack_top, next to each other: the chunk of
+ *    the thread's data stack its newest frames are in (_PyStackChunk, frames from 0x18 in
+ *    all three; pycore_frame.h) and the end of what they use.
  *  - PyCodeObject.co_qualname (co_name in 3.10), .co_filename, .co_firstlineno (cpython/code.h).
  *  - sizeof(PyASCIIObject) and sizeof(PyCompactUnicodeObject): 48/72 up to 3.11 (wstr),
  *    40/56 from 3.12 (cpython/unicodeobject.h).
@@ -27,19 +30,19 @@ static const struct py_layout layouts[] = {
 	{ 3, 10, { .runtime_interp = 0x28, .interp_threads = 0x8, .tstate_next = 0x8,
 		   .tstate_thread_id = 0xb0, .tstate_frame = 0x18, .cframe_frame = N,
 		   .frame_code = 0x20, .frame_previous = 0x18, .frame_owner = N,
-		   .owner_cstack = N }, 0x70, 0x68, 0x28, 48, 72 },
+		   .owner_cstack = N, .tstate_datastack = N }, 0x70, 0x68, 0x28, 48, 72 },
 	{ 3, 11, { .runtime_interp = 0x30, .interp_threads = 0x10, .tstate_next = 0x8,
 		   .tstate_thread_id = 0x98, .tstate_frame = 0x38, .cframe_frame = 0x8,
 		   .frame_code = 0x20, .frame_previous = 0x30, .frame_owner = 0x45,
-		   .owner_cstack = N }, 0x80, 0x70, 0x48, 48, 72 },
+		   .owner_cstack = N, .tstate_datastack = 0x128 }, 0x80, 0x70, 0x48, 48, 72 },
 	{ 3, 12, { .runtime_interp = 0x30, .interp_threads = 0x48, .tstate_next = 0x8,
 		   .tstate_thread_id = 0x88, .tstate_frame = 0x38, .cframe_frame = 0x0,
 		   .frame_code = 0x0, .frame_previous = 0x8, .frame_owner = 0x46,
-		   .owner_cstack = 3 }, 0x80, 0x70, 0x44, 40, 56 },
+		   .owner_cstack = 3, .tstate_datastack = 0xe8 }, 0x80, 0x70, 0x44, 40, 56 },
 	{ 3, 13, { .runtime_interp = 0x280, .interp_threads = 0x1cb0, .tstate_next = 0x8,
 		   .tstate_thread_id = 0x98, .tstate_frame = 0x48, .cframe_frame = N,
 		   .frame_code = 0x0, .frame_previous = 0x8, .frame_owner = 0x46,
-		   .owner_cstack = 3 }, 0x80, 0x70, 0x44, 40, 56 },
+		   .owner_cstack = 3, .tstate_datastack = 0xe8 }, 0x80, 0x70, 0x44, 40, 56 },
 };
 
 const struct py_layout *py_layout_for(int major, int minor)

@@ -580,6 +580,8 @@ static const char *const counter_names[PP_NR_COUNTERS] = {
 	[PP_CNT_EPISODES] = "episodes_recorded",
 	[PP_CNT_EPISODES_DROPPED] = "episodes_dropped",
 	[PP_CNT_LAUNCH_HITS] = "launch_probe_hits",
+	[PP_CNT_PY_FRAMES] = "python_frames_walked",
+	[PP_CNT_PY_FRAMES_WINDOWED] = "python_frames_from_window",
 };
 
 int report_print_json(FILE *out, const struct report *r)
