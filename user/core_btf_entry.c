@@ -6,17 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core_btf.h"
+#include "intern.h"
 
 uint64_t core_btf_object_hash(const void *obj, size_t size)
 {
-	const unsigned char *p = obj;
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < size; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
+	return fnv1a(FNV1A_SEED, obj, size);
 }
 
 int core_btf_entry_name(char *buf, size_t size, const char *boot_id, uint64_t object_hash)

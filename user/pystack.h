@@ -76,11 +76,11 @@ struct where_wait {
 	uint32_t tid;			/* the thread that waited */
 	int role;			/* its enum role, or -1 */
 	int depth;
-	int *py;			/* name ids, innermost first */
+	const int *py;			/* name ids, innermost first */
 	uint32_t waker_tid;		/* 0: an interrupt or an untraced task */
 	int waker_role;			/* enum role, or -1 */
 	int waker_depth;
-	int *waker_py;
+	const int *waker_py;
 };
 
 /* Where a stack stands in the job's own code: the innermost frame outside the library, else

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include "classify.h"
+#include "intern.h"
 #include "procmaps.h"
 #include "pystack.h"
 #include "memory.h"
@@ -137,6 +138,7 @@ struct report {
 	struct where_role where[NR_ROLES];	/* filled by where_finish() */
 	int nr_waits;				/* the trainer's waits with their stacks */
 	struct where_wait *waits;
+	struct intern_set wait_stacks;		/* the waits' py and waker_py: one copy each */
 	uint64_t wait_records_lost;
 	struct where_wait_state wait_states[PP_NR_STATES];	/* filled by where_finish() */
 	int nr_py_procs;

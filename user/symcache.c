@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "cache.h"
+#include "intern.h"
 #include "symcache.h"
 
 #define SYMCACHE_MAGIC "pipeprof-elf-symbols 1"
@@ -34,18 +35,9 @@ static struct memo memos[MEMO_MAX];
 static int nr_memos;
 static struct symcache_stats stats;
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ULL;
-	return h;
-}
-
 static uint64_t names_hash(const struct elf_func *funcs, int n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = FNV1A_SEED;
 
 	for (int i = 0; i < n; i++)
 		h = fnv1a(h, funcs[i].name, strlen(funcs[i].name) + 1);

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include "core_btf.h"
+#include "intern.h"
 #include "kfeatures.h"
 #include "launch_sample.h"
 #include "report.h"
@@ -163,6 +164,7 @@ struct tracer {
 	struct py_file *pyfiles;
 	int nr_pyfiles;
 	struct tracer_wait *waits;	/* the trainer's waits with their stacks */
+	struct intern_set stacks;	/* the samples' and waits' stacks, one copy of each */
 	int nr_waits, cap_waits;
 	char sample_err[160];
 	__u64 dither_state;
@@ -174,6 +176,7 @@ struct tracer {
 	struct pp_step_record *step_recs;
 	int nr_step_recs, cap_step_recs;
 	__u64 step_recs_over_cap;
+	int wait_tid_passes;		/* backward passes of step_wait_tid seen (tracer_steps.c) */
 	__u64 probe_steps_seen;		/* step records from the step probe: the bursts' clock */
 	__u64 data_steps_seen;		/* ... from the trainer's data waits */
 	/* Kernel launches probed all along, or in bursts (tracer_launches.c). */

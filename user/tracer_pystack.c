@@ -21,6 +21,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "elfsym.h"
+#include "intern.h"
 #include "pipeprof.h"
 #include "pipeprof.skel.h"
 #include "pystack.h"
@@ -47,12 +48,19 @@ struct tracer_sample {
 	uint8_t kernel, py;
 	uint16_t depth;
 	uint16_t ustack_depth;
-	uint64_t *code;
-	uint64_t *ustack;		/* the leaf, then return addresses as the walk found them */
+	/* Both in t->stacks, one copy of each distinct array. */
+	const uint64_t *code;
+	const uint64_t *ustack;		/* the leaf, then return addresses as the walk found them */
 };
 
+/* A wait of pp_wait_stack's, its stacks compacted (no shim frames) into t->stacks. */
 struct tracer_wait {
-	struct pp_wait_stack *rec;
+	uint32_t tid, tgid;
+	uint32_t waker_tid, waker_tgid;
+	uint32_t cause;
+	uint16_t depth, waker_depth;
+	uint64_t wait_ns;
+	const uint64_t *code, *waker_code;
 };
 
 /* Drops the empty slots of the walk (C-stack shim frames); returns how many are left. */
@@ -66,13 +74,30 @@ static int compact_codes(uint64_t *code, int depth)
 	return n;
 }
 
+/* The set's copy of a walk's first depth slots, shim frames dropped; *depth becomes what is
+ * left. False when out of memory. */
+static bool intern_codes(struct tracer *t, const __u64 *walked, __u32 *depth,
+			 const uint64_t **out)
+{
+	uint64_t code[PP_PY_MAX_DEPTH];
+	int n = *depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : (int)*depth;
+
+	memcpy(code, walked, n * sizeof(code[0]));
+	n = compact_codes(code, n);
+	*depth = n;
+	*out = intern(&t->stacks, code, n * sizeof(code[0]));
+	return !n || *out;
+}
+
 static int on_wait(void *ctx, void *data, size_t size)
 {
 	struct tracer *t = ctx;
-	struct pp_wait_stack *copy;
+	const struct pp_wait_stack *rec = data;
+	struct tracer_wait *w;
+	__u32 depth, waker_depth;
 	void *grown;
 
-	if (size < sizeof(*copy))
+	if (size < sizeof(*rec))
 		return 0;
 	if (t->nr_waits >= MAX_SAMPLES) {
 		t->waits_over_cap++;
@@ -89,18 +114,20 @@ static int on_wait(void *ctx, void *data, size_t size)
 		t->waits = grown;
 		t->cap_waits = cap;
 	}
-	copy = malloc(sizeof(*copy));
-	if (!copy) {
+	w = &t->waits[t->nr_waits];
+	*w = (struct tracer_wait){ .tid = rec->tid, .tgid = rec->tgid, .waker_tid = rec->waker_tid,
+				   .waker_tgid = rec->waker_tgid, .cause = rec->cause,
+				   .wait_ns = rec->wait_ns };
+	depth = rec->depth;
+	waker_depth = rec->waker_tid ? rec->waker_depth : 0;
+	if (!intern_codes(t, rec->code, &depth, &w->code) ||
+	    !intern_codes(t, rec->waker_code, &waker_depth, &w->waker_code)) {
 		t->waits_over_cap++;
 		return 0;
 	}
-	memcpy(copy, data, sizeof(*copy));
-	copy->depth = compact_codes((uint64_t *)copy->code,
-				    copy->depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : copy->depth);
-	copy->waker_depth = compact_codes((uint64_t *)copy->waker_code,
-					  copy->waker_depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH :
-					  copy->waker_depth);
-	t->waits[t->nr_waits++].rec = copy;
+	w->depth = depth;
+	w->waker_depth = waker_depth;
+	t->nr_waits++;
 	return 0;
 }
 
@@ -109,6 +136,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	struct tracer *t = ctx;
 	const struct pp_sample *s = data;
 	struct tracer_sample *out;
+	__u32 depth;
 
 	if (size < sizeof(*s))
 		return 0;
@@ -128,31 +156,23 @@ static int on_sample(void *ctx, void *data, size_t size)
 		t->cap_samples = cap;
 	}
 	out = &t->samples[t->nr_samples];
-	if (s->truncated)
-		t->samples_truncated++;
 	*out = (struct tracer_sample){ .tid = s->tid, .tgid = s->tgid,
 				       .kernel = !!s->kernel, .py = (uint8_t)s->py,
-				       .depth = s->depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : s->depth,
 				       .ustack_depth = s->ustack_depth > PP_USTACK_MAX_DEPTH ?
 						       PP_USTACK_MAX_DEPTH : s->ustack_depth };
-	if (out->depth) {
-		out->code = malloc(out->depth * sizeof(*out->code));
-		if (!out->code) {
-			t->samples_over_cap++;
-			return 0;
-		}
-		memcpy(out->code, s->code, out->depth * sizeof(*out->code));
-		out->depth = compact_codes(out->code, out->depth);
+	depth = s->depth;
+	if (!intern_codes(t, s->code, &depth, &out->code)) {
+		t->samples_over_cap++;
+		return 0;
 	}
-	if (out->ustack_depth) {
-		out->ustack = malloc(out->ustack_depth * sizeof(*out->ustack));
-		if (!out->ustack) {
-			free(out->code);
-			t->samples_over_cap++;
-			return 0;
-		}
-		memcpy(out->ustack, s->ustack, out->ustack_depth * sizeof(*out->ustack));
+	out->depth = depth;
+	out->ustack = intern(&t->stacks, s->ustack, out->ustack_depth * sizeof(*out->ustack));
+	if (out->ustack_depth && !out->ustack) {
+		t->samples_over_cap++;
+		return 0;
 	}
+	if (s->truncated)
+		t->samples_truncated++;
 	t->nr_samples++;
 	return 0;
 }
@@ -569,6 +589,16 @@ static int resolve_callers(struct symbolizer *z, struct addr_cache *rets,
 	return 0;
 }
 
+/* The report's one copy of a resolved stack (ids, from resolve_stack(), freed here); NULL
+ * for an empty one or when out of memory. */
+static const int *resolved_once(struct report *r, int *ids, int depth)
+{
+	const int *kept = ids ? intern(&r->wait_stacks, ids, depth * sizeof(*ids)) : NULL;
+
+	free(ids);
+	return kept;
+}
+
 static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *codes,
 			 struct where_names *names)
 {
@@ -576,24 +606,24 @@ static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *
 	if (!r->waits)
 		return -ENOMEM;
 	for (int i = 0; i < t->nr_waits; i++) {
-		const struct pp_wait_stack *rec = t->waits[i].rec;
+		const struct tracer_wait *rec = &t->waits[i];
 		struct where_wait *w = &r->waits[r->nr_waits++];
-		int depth = rec->depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : (int)rec->depth;
-		int wdepth = rec->waker_depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : (int)rec->waker_depth;
+		int depth = rec->depth, wdepth = rec->waker_depth;
 
 		*w = (struct where_wait){ .cause = rec->cause < PP_NR_STATES ? (int)rec->cause : PP_OTHER,
 					  .ns = rec->wait_ns, .tid = rec->tid, .role = -1,
 					  .waker_tid = rec->waker_tid, .waker_role = -1 };
-		w->py = resolve_stack(codes, pyproc_of(t, rec->tgid), rec->tgid,
-				      (const uint64_t *)rec->code, depth, names);
-		if (!w->py)
+		w->py = resolved_once(r, resolve_stack(codes, pyproc_of(t, rec->tgid), rec->tgid,
+						       rec->code, depth, names), depth);
+		if (depth && !w->py)
 			return -ENOMEM;
 		w->depth = depth;
 		if (!rec->waker_tid)
 			continue;
-		w->waker_py = resolve_stack(codes, pyproc_of(t, rec->waker_tgid), rec->waker_tgid,
-					    (const uint64_t *)rec->waker_code, wdepth, names);
-		if (!w->waker_py)
+		w->waker_py = resolved_once(r, resolve_stack(codes, pyproc_of(t, rec->waker_tgid),
+							     rec->waker_tgid, rec->waker_code,
+							     wdepth, names), wdepth);
+		if (wdepth && !w->waker_py)
 			return -ENOMEM;
 		w->waker_depth = wdepth;
 	}
@@ -664,15 +694,13 @@ static void name_new(struct tracer *t)
 			symbolizer_snapshot(&n->z, ts->tgid);
 	}
 	for (; n->waits < t->nr_waits; n->waits++) {
-		const struct pp_wait_stack *rec = t->waits[n->waits].rec;
-		int depth = rec->depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : (int)rec->depth;
-		int wdepth = rec->waker_depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : (int)rec->waker_depth;
+		const struct tracer_wait *rec = &t->waits[n->waits];
 
-		free(resolve_stack(&n->codes, pyproc_of(t, rec->tgid), rec->tgid,
-				   (const uint64_t *)rec->code, depth, &n->names));
+		free(resolve_stack(&n->codes, pyproc_of(t, rec->tgid), rec->tgid, rec->code,
+				   rec->depth, &n->names));
 		if (rec->waker_tid)
 			free(resolve_stack(&n->codes, pyproc_of(t, rec->waker_tgid), rec->waker_tgid,
-					   (const uint64_t *)rec->waker_code, wdepth, &n->names));
+					   rec->waker_code, rec->waker_depth, &n->names));
 	}
 }
 
@@ -744,12 +772,7 @@ void tracer_sampler_close(struct tracer *t)
 	t->sample_ncpus = t->nr_sample_cpus = 0;
 	ring_buffer__free(t->samples_rb);
 	t->samples_rb = NULL;
-	for (int i = 0; i < t->nr_samples; i++) {
-		free(t->samples[i].code);
-		free(t->samples[i].ustack);
-	}
-	for (int i = 0; i < t->nr_waits; i++)
-		free(t->waits[i].rec);
+	intern_free(&t->stacks);
 	free(t->waits);
 	t->waits = NULL;
 	t->nr_waits = t->cap_waits = 0;

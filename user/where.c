@@ -394,10 +394,7 @@ void where_free(struct report *r)
 	free(r->where_samples);
 	r->where_samples = NULL;
 	r->nr_where_samples = 0;
-	for (int i = 0; i < r->nr_waits; i++) {
-		free(r->waits[i].py);
-		free(r->waits[i].waker_py);
-	}
+	intern_free(&r->wait_stacks);
 	free(r->waits);
 	r->waits = NULL;
 	r->nr_waits = 0;

@@ -11,6 +11,10 @@ every round an empty cache directory of its own, as on a machine's first run.
     sudo tools/bench/attach_time.py --pid PID [--rounds 7] [--cold]
     sudo tools/bench/attach_time.py            # starts tools/workloads/gpu.py (torch + fake CUDA)
     sudo tools/bench/attach_time.py --hist step   # `pipeprof hist step`: reads libtorch_cpu too
+    sudo tools/bench/attach_time.py --pid PID --rounds 1 --trace 60   # a minute's peak RSS
+
+--trace sets the report's window (0.3 s by default): with a long one, the whole run's peak RSS
+is what holding a minute of samples, waits and steps costs.
 """
 import argparse
 import os
@@ -41,9 +45,9 @@ def peak_rss_mb(pid):
     return 0.0
 
 
-def one_attach(pipeprof, pid, hist, env):
+def one_attach(pipeprof, pid, hist, env, trace_s):
     cmd = [pipeprof, "hist", "-p", str(pid)] + hist.split() + ["1", "1"] if hist else \
-          [pipeprof, "-p", str(pid), "-d", "0.3"]
+          [pipeprof, "-p", str(pid), "-d", "%g" % trace_s]
     started = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     line = p.stderr.readline()
@@ -65,6 +69,8 @@ def main():
     ap.add_argument("--cold", action="store_true", help="an empty attach cache every round")
     ap.add_argument("--hist", default="", help="time `pipeprof hist KINDS` instead of the report")
     ap.add_argument("--pipeprof", default=PIPEPROF, help="the binary (another build, to compare)")
+    ap.add_argument("--trace", type=float, default=0.3,
+                    help="seconds the report traces after the attach (default 0.3)")
     args = ap.parse_args()
     workload = None
     pid = args.pid
@@ -84,7 +90,7 @@ def main():
             if cold:
                 env["PIPEPROF_CACHE_DIR"] = os.path.join(cold, "cache")
             try:
-                wall, cpu, rss, run_rss = one_attach(args.pipeprof, pid, args.hist, env)
+                wall, cpu, rss, run_rss = one_attach(args.pipeprof, pid, args.hist, env, args.trace)
             finally:
                 if cold:
                     shutil.rmtree(cold)
