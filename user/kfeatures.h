@@ -36,9 +36,10 @@ struct kfeatures {
 /* What the kernel offers, from this boot's cache entry: -errno when there is none usable. */
 int kfeatures_read_cached(struct kfeatures *kf);
 /* The kernel's BTF, parsed from a read-only mapping of /sys/kernel/btf/vmlinux where the
- * kernel allows one (6.18 here does), so that libbpf's parsed copy is the only one in pipeprof's memory:
- * libbpf's own read (btf__load_vmlinux_btf(), the fallback) holds the file's 5.5 MB twice while
- * it copies them, the peak of a boot's first attach. NULL with errno set on failure. */
+ * kernel allows one (6.18 here does), so that libbpf's parsed copy is the only one in
+ * pipeprof's memory: libbpf's own read (btf__load_vmlinux_btf(), the fallback) holds the
+ * file's 5.5 MB twice while it copies them, the peak of a boot's first attach. NULL with errno
+ * set on failure. */
 struct btf *kernel_btf_load(void);
 
 /* The same read from the kernel's BTF, which then makes the entry. Fails with a message and

@@ -527,15 +527,13 @@ static struct addr_slot *cache_slot(struct addr_cache *c, pid_t pid, uint64_t ad
 	return &c->slots[h];
 }
 
-/* Name ids of code[0..depth) of process pid, innermost first (-1: not a code object). */
-static int *resolve_stack(struct addr_cache *codes, const struct tracer_pyproc *p, pid_t pid,
-			  const uint64_t *code, int depth, struct where_names *names)
+/* Name ids of code[0..depth) of process pid into ids[], innermost first (-1: not a code
+ * object). */
+static void resolve_stack(struct addr_cache *codes, const struct tracer_pyproc *p, pid_t pid,
+			  const uint64_t *code, int depth, struct where_names *names, int *ids)
 {
 	char name[PATH_MAX + NAME_MAX_BYTES * 4], file[PATH_MAX];
-	int *ids = malloc((depth ? depth : 1) * sizeof(*ids));
 
-	if (!ids)
-		return NULL;
 	for (int d = 0; d < depth; d++) {
 		struct addr_slot *slot = p && p->layout ? cache_slot(codes, pid, code[d], &(bool){ 0 }) : NULL;
 		bool fresh = slot && slot->id == -1 && !slot->tried;
@@ -550,7 +548,6 @@ static int *resolve_stack(struct addr_cache *codes, const struct tracer_pyproc *
 		}
 		ids[d] = slot->id;
 	}
-	return ids;
 }
 
 /* The native callers of a sample's leaf, innermost first, as far as the frame pointer walk
@@ -589,16 +586,6 @@ static int resolve_callers(struct symbolizer *z, struct addr_cache *rets,
 	return 0;
 }
 
-/* The report's one copy of a resolved stack (ids, from resolve_stack(), freed here); NULL
- * for an empty one or when out of memory. */
-static const int *resolved_once(struct report *r, int *ids, int depth)
-{
-	const int *kept = ids ? intern(&r->wait_stacks, ids, depth * sizeof(*ids)) : NULL;
-
-	free(ids);
-	return kept;
-}
-
 static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *codes,
 			 struct where_names *names)
 {
@@ -608,21 +595,22 @@ static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *
 	for (int i = 0; i < t->nr_waits; i++) {
 		const struct tracer_wait *rec = &t->waits[i];
 		struct where_wait *w = &r->waits[r->nr_waits++];
-		int depth = rec->depth, wdepth = rec->waker_depth;
+		int depth = rec->depth, wdepth = rec->waker_depth, ids[PP_PY_MAX_DEPTH];
 
 		*w = (struct where_wait){ .cause = rec->cause < PP_NR_STATES ? (int)rec->cause : PP_OTHER,
 					  .ns = rec->wait_ns, .tid = rec->tid, .role = -1,
 					  .waker_tid = rec->waker_tid, .waker_role = -1 };
-		w->py = resolved_once(r, resolve_stack(codes, pyproc_of(t, rec->tgid), rec->tgid,
-						       rec->code, depth, names), depth);
+		/* The report holds one copy of each resolved stack. */
+		resolve_stack(codes, pyproc_of(t, rec->tgid), rec->tgid, rec->code, depth, names, ids);
+		w->py = intern(&r->wait_stacks, ids, depth * sizeof(ids[0]));
 		if (depth && !w->py)
 			return -ENOMEM;
 		w->depth = depth;
 		if (!rec->waker_tid)
 			continue;
-		w->waker_py = resolved_once(r, resolve_stack(codes, pyproc_of(t, rec->waker_tgid),
-							     rec->waker_tgid, rec->waker_code,
-							     wdepth, names), wdepth);
+		resolve_stack(codes, pyproc_of(t, rec->waker_tgid), rec->waker_tgid, rec->waker_code,
+			      wdepth, names, ids);
+		w->waker_py = intern(&r->wait_stacks, ids, wdepth * sizeof(ids[0]));
 		if (wdepth && !w->waker_py)
 			return -ENOMEM;
 		w->waker_depth = wdepth;
@@ -647,7 +635,7 @@ static int name_sample(struct tracer *t, struct tracer_naming *n, const struct t
 	char name[PATH_MAX + NAME_MAX_BYTES * 4];
 	struct addr_slot *slot;
 	bool fresh;
-	int err;
+	int err, *ids;
 
 	*w = (struct where_sample){ .tid = s->tid, .tgid = s->tgid, .role = -1,
 				    .kernel = s->kernel, .native = -1,
@@ -669,15 +657,20 @@ static int name_sample(struct tracer *t, struct tracer_naming *n, const struct t
 	}
 	if (w->py_depth <= 0)
 		return 0;
-	w->py = resolve_stack(&n->codes, pyproc_of(t, s->tgid), s->tgid, s->code, w->py_depth,
-			      &n->names);
-	return w->py ? 0 : -ENOMEM;
+	ids = malloc(w->py_depth * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	resolve_stack(&n->codes, pyproc_of(t, s->tgid), s->tgid, s->code, w->py_depth, &n->names,
+		      ids);
+	w->py = ids;
+	return 0;
 }
 
 /* At each tick: names what the samples and waits that came since hold. */
 static void name_new(struct tracer *t)
 {
 	struct tracer_naming *n = t->naming;
+	int ids[PP_PY_MAX_DEPTH];
 
 	if (!n && !(n = t->naming = calloc(1, sizeof(*n))))
 		return;
@@ -688,19 +681,19 @@ static void name_new(struct tracer *t)
 		const struct tracer_sample *ts = &t->samples[n->samples];
 
 		if (ts->py == PP_SAMPLE_PY_OK && ts->depth > 0)
-			free(resolve_stack(&n->codes, pyproc_of(t, ts->tgid), ts->tgid, ts->code,
-					   ts->depth, &n->names));
+			resolve_stack(&n->codes, pyproc_of(t, ts->tgid), ts->tgid, ts->code,
+				      ts->depth, &n->names, ids);
 		if (ts->ustack_depth)
 			symbolizer_snapshot(&n->z, ts->tgid);
 	}
 	for (; n->waits < t->nr_waits; n->waits++) {
 		const struct tracer_wait *rec = &t->waits[n->waits];
 
-		free(resolve_stack(&n->codes, pyproc_of(t, rec->tgid), rec->tgid, rec->code,
-				   rec->depth, &n->names));
+		resolve_stack(&n->codes, pyproc_of(t, rec->tgid), rec->tgid, rec->code, rec->depth,
+			      &n->names, ids);
 		if (rec->waker_tid)
-			free(resolve_stack(&n->codes, pyproc_of(t, rec->waker_tgid), rec->waker_tgid,
-					   rec->waker_code, rec->waker_depth, &n->names));
+			resolve_stack(&n->codes, pyproc_of(t, rec->waker_tgid), rec->waker_tgid,
+				      rec->waker_code, rec->waker_depth, &n->names, ids);
 	}
 }
 
