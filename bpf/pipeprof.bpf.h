@@ -63,6 +63,7 @@ extern const volatile __u64 hist_time_div;
 extern const volatile __u32 wait_stack_tid;
 extern const volatile __u32 wait_stack_scope;
 extern const volatile bool step_records_on;
+extern const volatile bool step_probe_on;
 extern const volatile __u32 step_wait_tid;
 /* pystack.bpf.c: the trainer's wait stacks, and who ended each wait. */
 int py_wait_begins(__u32 tid, __u32 tgid);

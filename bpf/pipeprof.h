@@ -676,6 +676,8 @@ struct pp_hist {
 #define PP_COOKIE_DRIVER	(1u << 16)
 /* An NCCL call, on the GPU syncs' programs (gpu.bpf.c): its API and op as PP_COOKIE's. */
 #define PP_COOKIE_NCCL		(1u << 17)
+/* The training step's probe (autograd's backward pass), on the same programs. */
+#define PP_COOKIE_STEP		(1u << 18)
 
 /*
  * CPU samples (pystack.bpf.c): a perf event per CPU at a low frequency; a sample of a thread of

@@ -24,7 +24,7 @@ REAL_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 OUR_PROGS = {"on_sched_switch", "on_sched_waking", "on_sched_wakeup", "dispatch_",
              "softirq_vector", "on_gpu_enter", "on_gpu_return",
              "on_sched_process", "on_block_rq_iss", "on_launch", "on_copy", "on_copy_return",
-             "on_step", "on_step_return", "on_exec"}
+             "on_exec"}
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -210,10 +210,7 @@ static void skip_unused_probes(struct tracer *t)
 	if (!(t->hist_kinds & 1u << PP_HK_COPY_BYTES))
 		bpf_program__set_autoload(skel->progs.on_copy_return, false);
 	tracer_steps_skip_probes(t);
-	if (!(t->hist_kinds & 1u << PP_HK_STEP) && !t->steps) {
-		bpf_program__set_autoload(skel->progs.on_step, false);
-		bpf_program__set_autoload(skel->progs.on_step_return, false);
-	}
+	skel->rodata->step_probe_on = (t->hist_kinds & 1u << PP_HK_STEP) || t->steps;
 	if (!t->python_gc) {
 		bpf_program__set_autoload(skel->progs.on_gc_start, false);
 		bpf_program__set_autoload(skel->progs.on_gc_done, false);

@@ -76,9 +76,9 @@ static void probe_programs(struct tracer *t, int api, struct bpf_program **enter
 	*enter = *ret = NULL;
 	*cookie = api;
 	if (api == STEP_PROBE_ID) {
-		*enter = skel->progs.on_step;
-		*ret = skel->progs.on_step_return;
-		*cookie = 0;
+		*enter = skel->progs.on_gpu_enter;
+		*ret = skel->progs.on_gpu_return;
+		*cookie = PP_COOKIE_STEP;
 		return;
 	}
 	switch (gpu_apis[api].class) {

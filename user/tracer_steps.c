@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The report's step boundaries: on_step (gpu.bpf.c) sends a record per outermost backward
- * pass, with the thread's state time so far, through the step_records ring buffer; they are
- * taken at every tick and handed to the report (steps.c makes steps of them).
+ * The report's step boundaries: the step probe (gpu.bpf.c's step_enter()) sends a record per
+ * outermost backward pass, with the thread's state time so far, through the step_records ring
+ * buffer; they are taken at every tick and handed to the report (steps.c makes steps of them).
  */
 #include <errno.h>
 #include <stdio.h>

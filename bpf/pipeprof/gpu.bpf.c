@@ -54,11 +54,106 @@ __noinline int blocking_call_enter(struct pt_regs *ctx, __u32 api, __u32 state)
 	return outer;
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);	/* sized by userspace */
+} step_records SEC(".maps");
+
+/* A step boundary of tid at now, with its state time and GPU counts so far. Global: the
+ * scheduler's programs send the data-wait boundaries (sched.bpf.c). */
+__noinline int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 source)
+{
+	struct pp_step_record *r;
+	struct pp_thread_gpu *g;
+	struct pp_dev_mem *m;
+
+	if (!t)
+		return 0;
+	r = bpf_ringbuf_reserve(&step_records, sizeof(*r), 0);
+	if (!r) {
+		count(PP_CNT_STEP_RECORDS_LOST);
+		return 0;
+	}
+	r->source = source;
+	r->tid = tid;
+	r->tgid = t->tgid;
+	r->ts = now;
+	r->phase = t->phase;
+	r->gpu_depth = t->gpu_depth;
+	r->call_state = t->call_state;
+	r->launch_epoch = launch_epoch;
+	r->pad = 0;
+	r->phase_start_ns = t->phase_start_ns;
+	__builtin_memcpy(r->ns, t->ns, sizeof(r->ns));
+	r->launches = t->launches;
+	r->launch_gap_ns = t->launch_gap_ns;
+	r->launch_gaps = t->launch_gaps;
+	g = bpf_map_lookup_elem(&thread_gpu, &tid);
+	if (g) {
+		__builtin_memcpy(&r->copies, &g->copies, sizeof(r->copies));
+		__builtin_memcpy(r->sync_calls, g->sync_calls, sizeof(r->sync_calls));
+		__builtin_memcpy(&r->nccl, &g->nccl, sizeof(r->nccl));
+		__builtin_memcpy(&r->dev, &g->dev, sizeof(r->dev));
+	} else {
+		__builtin_memset(&r->copies, 0, sizeof(r->copies));
+		__builtin_memset(r->sync_calls, 0, sizeof(r->sync_calls));
+		__builtin_memset(&r->nccl, 0, sizeof(r->nccl));
+		__builtin_memset(&r->dev, 0, sizeof(r->dev));
+	}
+	m = bpf_map_lookup_elem(&dev_mem, &t->tgid);
+	r->dev_outstanding = m ? m->outstanding : 0;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	return 1;
+}
+
+
 /*
- * The blocking calls' uprobes: GPU syncs (GPU_WAIT) and NCCL's calls (COMM_WAIT, nccl.bpf.c),
- * in one program pair, as the verifier's pass over blocking_call_enter() is most of what a
- * program costs at attach (~3 ms each). The attach cookie is the API's id in userspace's table,
- * and for NCCL PP_COOKIE_NCCL and the op (PP_COOKIE).
+ * Training steps (hist step, the report's steps): one autograd backward pass per step; the
+ * time between the starts of consecutive outermost passes of a thread is its step time. On the
+ * blocking calls' programs (cookie PP_COOKIE_STEP): a program pair of their own had the
+ * verifier walk switch_in(), record_step() and what they call once more, ~2,000 instructions
+ * of every attach. step_probe_on (rodata) prunes it where no step probe is attached.
+ */
+static __always_inline void step_enter(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns(), last;
+	struct pp_thread *t = caller_thread(now);
+
+	if (!t)
+		return;
+	if (t->step_depth && !nested_call(t->step_enter_sp, PT_REGS_SP(ctx))) {
+		count(PP_CNT_UNRETURNED_CALLS);
+		t->step_depth = 0;
+	}
+	if (t->step_depth++)
+		return;
+	t->step_enter_sp = PT_REGS_SP(ctx);
+	last = t->last_step_ns;
+	t->last_step_ns = now;
+	if (last)
+		hist_time(PP_HK_STEP, 0, tid, t->tgid, now - last);
+	if (step_records_on) {
+		seen_on_cpu(t, tid, now);
+		record_step(t, tid, now, PP_STEP_FROM_PROBE);
+	}
+}
+
+static __always_inline void step_return(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct pp_thread *t = bpf_map_lookup_elem(&threads, &tid);
+
+	if (t && t->step_depth)
+		t->step_depth--;
+}
+
+/*
+ * The blocking calls' uprobes: GPU syncs (GPU_WAIT), NCCL's calls (COMM_WAIT, nccl.bpf.c) and
+ * the training step's backward pass, in one program pair, as the verifier's pass over what they
+ * share is most of what a program costs at attach (~3 ms each). The attach cookie is the API's
+ * id in userspace's table, for NCCL PP_COOKIE_NCCL and the op (PP_COOKIE), for the step
+ * PP_COOKIE_STEP.
  */
 SEC("uprobe")
 int BPF_KPROBE(on_gpu_enter)
@@ -70,6 +165,10 @@ int BPF_KPROBE(on_gpu_enter)
 		count(PP_CNT_SELFTEST_HITS);
 		return 0;
 	}
+	if (step_probe_on && (cookie & PP_COOKIE_STEP)) {
+		step_enter(ctx);
+		return 0;
+	}
 	if (blocking_call_enter(ctx, PP_COOKIE_API(cookie), nccl ? PP_COMM_WAIT : PP_GPU_WAIT) &&
 	    nccl)
 		nccl_call_entered(ctx, (__u32)bpf_get_current_pid_tgid(), PP_COOKIE_DIR(cookie));
@@ -79,14 +178,18 @@ int BPF_KPROBE(on_gpu_enter)
 SEC("uretprobe")
 int BPF_KRETPROBE(on_gpu_return)
 {
-	__u32 api = bpf_get_attach_cookie(ctx);
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), api = cookie;
 	struct pp_gpu_api_stats *stats;
 	struct pp_thread *t;
 	__u64 took;
 
-	if (api == PP_SELFTEST_API) {
+	if (cookie == PP_SELFTEST_API) {
 		count(PP_CNT_SELFTEST_HITS);
+		return 0;
+	}
+	if (step_probe_on && (cookie & PP_COOKIE_STEP)) {
+		step_return();
 		return 0;
 	}
 	t = blocking_call_return(tid, &took);
@@ -207,96 +310,3 @@ int BPF_KRETPROBE(on_copy_return)
 		    t->copy_bytes, took);
 	return 0;
 }
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096);	/* sized by userspace */
-} step_records SEC(".maps");
-
-/* A step boundary of tid at now, with its state time and GPU counts so far. Global: the
- * scheduler's programs send the data-wait boundaries (sched.bpf.c). */
-__noinline int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 source)
-{
-	struct pp_step_record *r;
-	struct pp_thread_gpu *g;
-	struct pp_dev_mem *m;
-
-	if (!t)
-		return 0;
-	r = bpf_ringbuf_reserve(&step_records, sizeof(*r), 0);
-	if (!r) {
-		count(PP_CNT_STEP_RECORDS_LOST);
-		return 0;
-	}
-	r->source = source;
-	r->tid = tid;
-	r->tgid = t->tgid;
-	r->ts = now;
-	r->phase = t->phase;
-	r->gpu_depth = t->gpu_depth;
-	r->call_state = t->call_state;
-	r->launch_epoch = launch_epoch;
-	r->pad = 0;
-	r->phase_start_ns = t->phase_start_ns;
-	__builtin_memcpy(r->ns, t->ns, sizeof(r->ns));
-	r->launches = t->launches;
-	r->launch_gap_ns = t->launch_gap_ns;
-	r->launch_gaps = t->launch_gaps;
-	g = bpf_map_lookup_elem(&thread_gpu, &tid);
-	if (g) {
-		__builtin_memcpy(&r->copies, &g->copies, sizeof(r->copies));
-		__builtin_memcpy(r->sync_calls, g->sync_calls, sizeof(r->sync_calls));
-		__builtin_memcpy(&r->nccl, &g->nccl, sizeof(r->nccl));
-		__builtin_memcpy(&r->dev, &g->dev, sizeof(r->dev));
-	} else {
-		__builtin_memset(&r->copies, 0, sizeof(r->copies));
-		__builtin_memset(r->sync_calls, 0, sizeof(r->sync_calls));
-		__builtin_memset(&r->nccl, 0, sizeof(r->nccl));
-		__builtin_memset(&r->dev, 0, sizeof(r->dev));
-	}
-	m = bpf_map_lookup_elem(&dev_mem, &t->tgid);
-	r->dev_outstanding = m ? m->outstanding : 0;
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-	return 1;
-}
-
-/* Training steps (hist step, the report's steps): one autograd backward pass per step; the
- * time between the starts of consecutive outermost passes of a thread is its step time. */
-SEC("uprobe")
-int BPF_KPROBE(on_step)
-{
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 now = bpf_ktime_get_ns(), last;
-	struct pp_thread *t = caller_thread(now);
-
-	if (!t)
-		return 0;
-	if (t->step_depth && !nested_call(t->step_enter_sp, PT_REGS_SP(ctx))) {
-		count(PP_CNT_UNRETURNED_CALLS);
-		t->step_depth = 0;
-	}
-	if (t->step_depth++)
-		return 0;
-	t->step_enter_sp = PT_REGS_SP(ctx);
-	last = t->last_step_ns;
-	t->last_step_ns = now;
-	if (last)
-		hist_time(PP_HK_STEP, 0, tid, t->tgid, now - last);
-	if (step_records_on) {
-		seen_on_cpu(t, tid, now);
-		record_step(t, tid, now, PP_STEP_FROM_PROBE);
-	}
-	return 0;
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(on_step_return)
-{
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct pp_thread *t = bpf_map_lookup_elem(&threads, &tid);
-
-	if (t && t->step_depth)
-		t->step_depth--;
-	return 0;
-}
-

@@ -20,6 +20,8 @@ const volatile __u32 wait_stack_tid = 0;
 const volatile __u32 wait_stack_scope = PP_WAIT_STACKS_TID;
 /* The report's steps: a record per outermost backward pass. */
 const volatile bool step_records_on = false;
+/* The step probe is attached (hist step, the report's steps): on the blocking calls' programs. */
+const volatile bool step_probe_on = false;
 /* Whose waits for a batch mark step boundaries too, for jobs with no backward pass; 0: none. */
 const volatile __u32 step_wait_tid = 0;
 /* Record who ended each wait (the wakers map), for the report's "waited on". */
