@@ -266,19 +266,31 @@ static __u32 ringbuf_size(size_t bytes)
 	return size;
 }
 
+/* The largest power of two of pages that bytes fills, at least one page. */
+static __u32 ringbuf_size_within(size_t bytes)
+{
+	__u32 size = ringbuf_size(bytes);
+
+	return size > bytes && size > (__u32)sysconf(_SC_PAGESIZE) ? size / 2 : size;
+}
+
 void tracer_size_sample_buffers(struct tracer *t)
 {
 	int ncpus = libbpf_num_possible_cpus();
-	/* Read every 100 ms tick: room for a second's samples of every CPU, and for a second of
-	 * a trainer that waits a thousand times a second. Every page of a ring buffer is
-	 * allocated and mapped at load, so without samples they are a page each. */
+	/* Read every 100 ms tick: room for a second's samples of every CPU, and for about a
+	 * second of a trainer that waits a thousand times a second (978 records in 1 MB; four
+	 * thousand for a role's threads). The waits' ring is rounded down: a ring's data pages
+	 * are mapped twice into pipeprof, and once the records have gone round it, each counts
+	 * twice in its resident memory (1,000 records rounded up to 2 MB were 4 MB of it). Every
+	 * page of a ring buffer is allocated and mapped at load, so without samples they are a
+	 * page each. */
 	size_t samples = t->sample_hz ? (size_t)(ncpus > 0 ? ncpus : 1) * t->sample_hz *
 			 sizeof(struct pp_sample) : 0;
 	size_t waits = !t->sample_hz ? 0 : (t->wait_stack_scope == PP_WAIT_STACKS_TID ? 1000 : 4000) *
 		       sizeof(struct pp_wait_stack);
 
 	bpf_map__set_max_entries(t->skel->maps.samples, ringbuf_size(samples));
-	bpf_map__set_max_entries(t->skel->maps.wait_records, ringbuf_size(waits));
+	bpf_map__set_max_entries(t->skel->maps.wait_records, ringbuf_size_within(waits));
 	/* A wait being filled per thread: the trainer's, or every thread of a role's. */
 	bpf_map__set_max_entries(t->skel->maps.wait_stack,
 				 t->wait_stack_scope == PP_WAIT_STACKS_TID ? 1 : MAX_WAIT_STACK_THREADS);
