@@ -764,9 +764,14 @@ struct pp_wait_stack {
 	__u32 waker_tid, waker_tgid;
 	__u32 waker_depth;
 	__u32 unused;
-	__u64 code[PP_PY_MAX_DEPTH];
-	__u64 waker_code[PP_PY_MAX_DEPTH];
+	/* The thread's frames, then from frames[depth] its waker's. What goes out is the header
+	 * and the frames used (PP_WAIT_RECORD_BYTES): ~200 bytes for a wait ~13 frames deep,
+	 * rather than all 1,072. */
+	__u64 frames[2 * PP_PY_MAX_DEPTH];
 };
+#define PP_WAIT_RECORD_HEADER	__builtin_offsetof(struct pp_wait_stack, frames)
+#define PP_WAIT_RECORD_BYTES(depth, waker_depth) \
+	(PP_WAIT_RECORD_HEADER + ((depth) + (waker_depth)) * sizeof(__u64))
 
 struct pp_sample {
 	__u32 tid, tgid;

@@ -273,6 +273,34 @@ def test_deep_stack_walked_in_order(procs, tmp_path, minor):
     assert 58 <= len(names) <= 64 and names == chain[-len(names):], (names, chain)
 
 
+@pytest.mark.parametrize("depth", [70, 5])
+def test_waker_stack_after_the_waiters(procs, depth):
+    """A wait's record holds the waiter's frames and then its waker's, from where the waiter's
+    end: a trainer 64 frames deep (the most kept) or 7, woken by a writer 30 calls deep. The
+    waker's innermost frame must be the one that writes, in every attach; a waker stack read
+    from the wrong slot names one of its callers, or nothing."""
+    job = procs([PYTHON, os.path.join(WORKLOADS, "deep_chain.py"), "--duration", "60",
+                 "--depth", str(depth), "--feed-depth", "30"], name="deep_chain")
+    m = job.wait_line(r"^READY pid=(\d+)", 120)
+    assert m, job.output()
+    waiter = r"^main\.<locals>\.wait_here \(deep_chain\.py:\d+\)$"
+    writer = r"^main\.<locals>\.write_one \(deep_chain\.py:\d+\)$"
+    problems, lines = [], []
+    for i in range(2):
+        rep, why = attempt_pipeprof(int(m.group(1)), 2)
+        assert rep is not None, why
+        st = wait_state(rep, "THREAD_WAIT")
+        top, waker = st["sites"][0], st["wakers"][0]
+        lines.append("attach %d: %d waits (%s lost); %.0f%% at %s; %.0f%% woken at %s" % (
+            i + 1, st["count"], rep["where"]["waits"].get("lost"), 100 * top["share"],
+            top["site"], 100 * waker["share"], waker["site"]))
+        if not re.match(waiter, top["site"] or "") or top["share"] < 0.9:
+            problems.append("attach %d: waits at %s" % (i + 1, top["site"]))
+        if not re.match(writer, waker["site"] or "") or waker["share"] < 0.9:
+            problems.append("attach %d: woken at %s" % (i + 1, waker["site"]))
+    assert not problems, "\n".join(problems + lines)
+
+
 def test_unwalkable_cpython_is_named(procs):
     python = pyenv_python(9) or pyenv_python(8) or pyenv_python(7)
     if not python:

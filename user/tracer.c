@@ -542,7 +542,13 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	if (!err)
 		tracer_warm_grown_maps(t);
 	if (err) {
-		if (errno_is_privilege(err))
+		/* The verifier refuses a program with EACCES too, as a security module does. */
+		if (err == -EACCES)
+			fprintf(stderr, "pipeprof: the kernel refused the BPF programs: its verifier "
+				"rejected one, or a security module denied the load (-v with "
+				"PIPEPROF_VERIFIER_LOG=1 shows the verifier's log): %s\n",
+				strerror(-err));
+		else if (errno_is_privilege(err))
 			fprintf(stderr, "pipeprof: permission denied loading BPF programs although "
 				"CAP_BPF and CAP_PERFMON are held (a security module or "
 				"kernel.unprivileged_bpf_disabled?): %s\n", strerror(-err));

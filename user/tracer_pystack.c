@@ -97,7 +97,13 @@ static int on_wait(void *ctx, void *data, size_t size)
 	__u32 depth, waker_depth;
 	void *grown;
 
-	if (size < sizeof(*rec))
+	/* The header and the frames used (pystack.bpf.c's py_wait_ends()). */
+	if (size < PP_WAIT_RECORD_HEADER)
+		return 0;
+	depth = rec->depth;
+	waker_depth = rec->waker_tid ? rec->waker_depth : 0;
+	if (depth > PP_PY_MAX_DEPTH || waker_depth > PP_PY_MAX_DEPTH ||
+	    size < PP_WAIT_RECORD_BYTES(depth, waker_depth))
 		return 0;
 	if (t->nr_waits >= MAX_SAMPLES) {
 		t->waits_over_cap++;
@@ -118,10 +124,8 @@ static int on_wait(void *ctx, void *data, size_t size)
 	*w = (struct tracer_wait){ .tid = rec->tid, .tgid = rec->tgid, .waker_tid = rec->waker_tid,
 				   .waker_tgid = rec->waker_tgid, .cause = rec->cause,
 				   .wait_ns = rec->wait_ns };
-	depth = rec->depth;
-	waker_depth = rec->waker_tid ? rec->waker_depth : 0;
-	if (!intern_codes(t, rec->code, &depth, &w->code) ||
-	    !intern_codes(t, rec->waker_code, &waker_depth, &w->waker_code)) {
+	if (!intern_codes(t, rec->frames, &depth, &w->code) ||
+	    !intern_codes(t, rec->frames + rec->depth, &waker_depth, &w->waker_code)) {
 		t->waits_over_cap++;
 		return 0;
 	}
@@ -278,8 +282,10 @@ void tracer_size_sample_buffers(struct tracer *t)
 {
 	int ncpus = libbpf_num_possible_cpus();
 	/* Read every 100 ms tick: room for a second's samples of every CPU, and for about a
-	 * second of a trainer that waits a thousand times a second (978 records in 1 MB; four
-	 * thousand for a role's threads). The waits' ring is rounded down: a ring's data pages
+	 * thousand waits with full stacks, 64 frames and 64 of the waker's (~970 records in 1 MB;
+	 * four thousand for a role's threads), or ~4,000 of a trainer ~13 frames deep woken by a
+	 * thread ~10 deep (~240 bytes a record, PP_WAIT_RECORD_BYTES and the ring's header). The
+	 * waits' ring is rounded down: a ring's data pages
 	 * are mapped twice into pipeprof, and once the records have gone round it, each counts
 	 * twice in its resident memory (1,000 records rounded up to 2 MB were 4 MB of it). Every
 	 * page of a ring buffer is allocated and mapped at load, so without samples they are a

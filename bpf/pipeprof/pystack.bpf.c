@@ -283,7 +283,7 @@ __noinline int py_wait_begins(__u32 tid, __u32 tgid)
 	w->tid = tid;
 	w->tgid = tgid;
 	w->waker_tid = w->waker_tgid = w->waker_depth = 0;
-	w->depth = walk_current(tid, tgid, w->code, &w->truncated);
+	w->depth = walk_current(tid, tgid, w->frames, &w->truncated);
 	w->begun = 1;
 	return 0;
 }
@@ -292,34 +292,40 @@ __noinline int py_wait_begins(__u32 tid, __u32 tgid)
 __noinline int py_wait_woken(__u32 wakee_tid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tid = task->pid, tgid = task->tgid, truncated;
+	__u32 tid = task->pid, tgid = task->tgid, truncated, depth;
 	struct pp_wait_stack *w = bpf_map_lookup_elem(&wait_stack, &wakee_tid);
 
 	if (!w || !w->begun || w->tid != wakee_tid || !pid_tracked(tgid))
 		return 0;
+	depth = w->depth;
+	if (depth > PP_PY_MAX_DEPTH)
+		return 0;
 	w->waker_tid = tid;
 	w->waker_tgid = tgid;
-	w->waker_depth = walk_current(tid, tgid, w->waker_code, &truncated);
+	w->waker_depth = walk_current(tid, tgid, w->frames + depth, &truncated);
 	return 0;
 }
 
 /* Called as the thread gets a CPU back: the wait, its cause and both stacks go out. */
 __noinline int py_wait_ends(__u32 tid, __u32 cause, __u64 wait_ns)
 {
-	struct pp_wait_stack *w = bpf_map_lookup_elem(&wait_stack, &tid), *out;
+	struct pp_wait_stack *w = bpf_map_lookup_elem(&wait_stack, &tid);
+	__u64 bytes;
 
 	if (!w || !w->begun || w->tid != tid)
 		return 0;
 	w->begun = 0;
 	w->cause = cause;
 	w->wait_ns = wait_ns;
-	out = bpf_ringbuf_reserve(&wait_records, sizeof(*out), 0);
-	if (!out) {
+	bytes = PP_WAIT_RECORD_BYTES((__u64)w->depth, w->waker_tid ? (__u64)w->waker_depth : 0);
+	/* The bound on the sum itself: on each term, clang checks one copy and adds another. */
+	barrier_var(bytes);
+	if (bytes > sizeof(*w))
+		return 0;
+	if (bpf_ringbuf_output(&wait_records, w, bytes, BPF_RB_NO_WAKEUP)) {
 		count(PP_CNT_WAIT_STACKS_LOST);
 		return 0;
 	}
-	bpf_probe_read_kernel(out, sizeof(*out), w);
-	bpf_ringbuf_submit(out, BPF_RB_NO_WAKEUP);
 	count(PP_CNT_WAIT_STACKS);
 	return 0;
 }

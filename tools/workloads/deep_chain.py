@@ -9,6 +9,8 @@ through map() (a call back into Python from C: 3.12+ push a C-stack shim frame t
 With 70 calls the stack holds more than the walker keeps (64 frames) and, on 3.11+, more than
 its one read of the data stack's top covers: what a wait's stack must show is the innermost
 part of chain_0 ... wait_here, in order, whichever way each frame was read (tests/test_pystack.py).
+--feed-depth N: the writer writes from write_one, N calls of feed_down deep, so that a wait's
+record holds a full stack and then its waker's.
 Works with any CPython 3; no third-party module.
 """
 import argparse
@@ -40,13 +42,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--depth", type=int, default=70, help="calls before the wait (default 70)")
     ap.add_argument("--duration", type=float, default=60.0, help="seconds to run (default 60)")
+    ap.add_argument("--feed-depth", type=int, default=0,
+                    help="calls of feed_down the writer writes from (default 0)")
     args = ap.parse_args()
     reader, writer = os.pipe()
     deadline = time.monotonic() + args.duration
 
+    def write_one():
+        os.write(writer, b"x")
+
+    def feed_down(n):
+        return write_one() if n <= 0 else feed_down(n - 1)
+
     def feed():
         while time.monotonic() < deadline:
-            os.write(writer, b"x")
+            feed_down(args.feed_depth)
             time.sleep(0.0002)
         os.close(writer)
 
