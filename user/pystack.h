@@ -62,9 +62,9 @@ struct where_sample {
 	 * parallel loops. */
 	enum serial_code { CODE_NOT_SERIAL, CODE_INTERPRETER, CODE_SERIAL_LIBRARY } serial;
 	int nr_callers;			/* native frames below the Python ones, found by frame pointers */
-	int *callers;			/* their name ids, innermost first; -1 unknown */
+	const int *callers;		/* their name ids, innermost first; -1 unknown */
 	int py_depth;			/* -1: no interpreter walked in this thread */
-	int *py;			/* name ids, innermost first; -1 for a frame not resolved */
+	const int *py;			/* name ids, innermost first; -1 for a frame not resolved */
 };
 
 #define WHERE_TOP 5

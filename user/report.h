@@ -138,7 +138,8 @@ struct report {
 	struct where_role where[NR_ROLES];	/* filled by where_finish() */
 	int nr_waits;				/* the trainer's waits with their stacks */
 	struct where_wait *waits;
-	struct intern_set wait_stacks;		/* the waits' py and waker_py: one copy each */
+	/* The samples' py and callers, the waits' py and waker_py: one copy of each array. */
+	struct intern_set name_stacks;
 	uint64_t wait_records_lost;
 	struct where_wait_state wait_states[PP_NR_STATES];	/* filled by where_finish() */
 	int nr_py_procs;

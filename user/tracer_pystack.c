@@ -575,15 +575,12 @@ static void resolve_stack(struct addr_cache *codes, const struct tracer_pyproc *
  * be the last instruction of its function. */
 static int resolve_callers(struct symbolizer *z, struct addr_cache *rets,
 			   const struct tracer_sample *s, struct where_sample *w,
-			   struct where_names *names)
+			   struct where_names *names, struct intern_set *stacks)
 {
 	char name[PATH_MAX + NAME_MAX_BYTES * 4];
-	int *ids = malloc((s->ustack_depth - 1) * sizeof(*ids));
+	int ids[PP_USTACK_MAX_DEPTH];
 
-	if (!ids)
-		return -ENOMEM;
-	w->callers = ids;
-	for (int d = 1; d < s->ustack_depth; d++) {
+	for (int d = 1; d < s->ustack_depth && d <= PP_USTACK_MAX_DEPTH; d++) {
 		uint64_t ret = s->ustack[d];
 		struct addr_slot *slot;
 		bool fresh;
@@ -601,7 +598,8 @@ static int resolve_callers(struct symbolizer *z, struct addr_cache *rets,
 			break;
 		ids[w->nr_callers++] = slot->id;
 	}
-	return 0;
+	w->callers = intern(stacks, ids, w->nr_callers * sizeof(ids[0]));
+	return !w->nr_callers || w->callers ? 0 : -ENOMEM;
 }
 
 static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *codes,
@@ -620,7 +618,7 @@ static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *
 					  .waker_tid = rec->waker_tid, .waker_role = -1 };
 		/* The report holds one copy of each resolved stack. */
 		resolve_stack(codes, pyproc_of(t, rec->tgid), rec->tgid, rec->code, depth, names, ids);
-		w->py = intern(&r->wait_stacks, ids, depth * sizeof(ids[0]));
+		w->py = intern(&r->name_stacks, ids, depth * sizeof(ids[0]));
 		if (depth && !w->py)
 			return -ENOMEM;
 		w->depth = depth;
@@ -628,7 +626,7 @@ static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *
 			continue;
 		resolve_stack(codes, pyproc_of(t, rec->waker_tgid), rec->waker_tgid, rec->waker_code,
 			      wdepth, names, ids);
-		w->waker_py = intern(&r->wait_stacks, ids, wdepth * sizeof(ids[0]));
+		w->waker_py = intern(&r->name_stacks, ids, wdepth * sizeof(ids[0]));
 		if (wdepth && !w->waker_py)
 			return -ENOMEM;
 		w->waker_depth = wdepth;
@@ -648,12 +646,12 @@ struct tracer_naming {
 
 /* Sample s's native leaf, callers and Python frames into w, through the caches. */
 static int name_sample(struct tracer *t, struct tracer_naming *n, const struct tracer_sample *s,
-		       struct where_sample *w)
+		       struct where_sample *w, struct intern_set *stacks)
 {
 	char name[PATH_MAX + NAME_MAX_BYTES * 4];
+	int err, ids[PP_PY_MAX_DEPTH];
 	struct addr_slot *slot;
 	bool fresh;
-	int err, *ids;
 
 	*w = (struct where_sample){ .tid = s->tid, .tgid = s->tgid, .role = -1,
 				    .kernel = s->kernel, .native = -1,
@@ -669,19 +667,18 @@ static int name_sample(struct tracer *t, struct tracer_naming *n, const struct t
 		w->serial = slot->serial;
 	}
 	if (s->ustack_depth > 1) {
-		err = resolve_callers(&n->z, &n->rets, s, w, &n->names);
+		err = resolve_callers(&n->z, &n->rets, s, w, &n->names, stacks);
 		if (err)
 			return err;
 	}
 	if (w->py_depth <= 0)
 		return 0;
-	ids = malloc(w->py_depth * sizeof(*ids));
-	if (!ids)
-		return -ENOMEM;
+	if (w->py_depth > PP_PY_MAX_DEPTH)
+		w->py_depth = PP_PY_MAX_DEPTH;
 	resolve_stack(&n->codes, pyproc_of(t, s->tgid), s->tgid, s->code, w->py_depth, &n->names,
 		      ids);
-	w->py = ids;
-	return 0;
+	w->py = intern(stacks, ids, w->py_depth * sizeof(ids[0]));
+	return w->py ? 0 : -ENOMEM;
 }
 
 /* At each tick: names what the samples and waits that came since hold. */
@@ -757,7 +754,8 @@ int tracer_collect_samples(struct tracer *t, struct report *r)
 		return -ENOMEM;
 	/* Every frame was looked up at a tick: this pass finds each in the caches. */
 	for (int i = 0; i < t->nr_samples && !err; i++)
-		err = name_sample(t, n, &t->samples[i], &r->where_samples[r->nr_where_samples++]);
+		err = name_sample(t, n, &t->samples[i], &r->where_samples[r->nr_where_samples++],
+				  &r->name_stacks);
 	if (!err)
 		err = collect_waits(t, r, &n->codes, &n->names);
 	r->wait_records_lost = tracer_counter(t, PP_CNT_WAIT_STACKS_LOST) + t->waits_over_cap;

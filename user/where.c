@@ -387,14 +387,10 @@ struct json_object *where_json(const struct report *r)
 
 void where_free(struct report *r)
 {
-	for (int i = 0; i < r->nr_where_samples; i++) {
-		free(r->where_samples[i].py);
-		free(r->where_samples[i].callers);
-	}
 	free(r->where_samples);
 	r->where_samples = NULL;
 	r->nr_where_samples = 0;
-	intern_free(&r->wait_stacks);
+	intern_free(&r->name_stacks);
 	free(r->waits);
 	r->waits = NULL;
 	r->nr_waits = 0;

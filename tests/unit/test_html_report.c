@@ -118,7 +118,7 @@ static void fill(struct report *r, int nr_steps)
 	CHECK_EQ_INT(steps_finish(r), 0);
 
 	/* CPU samples: the worker in a function of a hostile file, the trainer in <module>. As
-	 * the tracer leaves them: from malloc, for where_free(). */
+	 * the tracer leaves them: in the report's set of stacks, for where_free(). */
 	r->sample_hz = 49;
 	r->where_samples = calloc(4, sizeof(*r->where_samples));
 	if (!r->where_samples)
@@ -128,13 +128,13 @@ static void fill(struct report *r, int nr_steps)
 		struct where_sample *ws = &r->where_samples[i];
 		uint32_t tid = i < 3 ? 200 : 100;
 
+		int py = where_name_id(&r->where_names, i < 3 ? "__getitem__ (" HOSTILE ".py:12)" :
+				       "<module> (train.py:1)");
+
 		*ws = (struct where_sample){ .tid = tid, .tgid = tid, .py_depth = 1,
 					     .native = where_name_id(&r->where_names, "sgemm_"),
-					     .py = malloc(sizeof(int)) };
-		if (ws->py)
-			ws->py[0] = where_name_id(&r->where_names, i < 3 ? "__getitem__ (" HOSTILE ".py:12)" :
-						  "<module> (train.py:1)");
-		else
+					     .py = intern(&r->name_stacks, &py, sizeof(py)) };
+		if (!ws->py)
 			ws->py_depth = 0;
 	}
 	CHECK_EQ_INT(where_finish(r), 0);

@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """How long `pipeprof -p PID` takes to attach: wall time from exec to its "tracing" line, the
 CPU time it has used by then (its threads' schedstat, in ns: /proc stat counts 10 ms ticks), its
-peak RSS by then (VmHWM), and the peak RSS of the whole run, the children it waited for
-included (the kernel's rusage: bpftool, run once a boot as a cold run ends to cache the CO-RE
-types). Several rounds on one running target; prints each round and the medians. Warm: with
+peak RSS by then (VmHWM), and the peak RSS of its whole run (VmHWM read every 5 ms until it
+exits). Not the kernel's rusage of the child: a child forked from this script carries the
+script's own resident size into its peak (the kernel keeps the larger of the image it had
+before exec and the one after), which hid pipeprof's figure under Python's (~15 MB). bpftool,
+which a cold run starts once a boot to cache the CO-RE types, is not counted. Several rounds on
+one running target; prints each round and the medians. Warm: with
 the attach cache (/var/cache/pipeprof) as it is, which the first round fills; --cold gives
 every round an empty cache directory of its own, as on a machine's first run.
 
@@ -23,6 +26,7 @@ import tempfile
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -53,13 +57,20 @@ def one_attach(pipeprof, pid, hist, env, trace_s):
     line = p.stderr.readline()
     wall = time.monotonic() - started
     cpu = cpu_seconds(p.pid)
-    attach_rss = peak_rss_mb(p.pid)
-    p.stderr.read()
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = rc = os.waitstatus_to_exitcode(status)
+    attach_rss = run_rss = peak_rss_mb(p.pid)
+    drain = threading.Thread(target=p.stderr.read, daemon=True)
+    drain.start()
+    while p.poll() is None:
+        try:
+            run_rss = max(run_rss, peak_rss_mb(p.pid))
+        except OSError:		# exited between the poll and the read
+            break
+        time.sleep(0.005)
+    rc = p.wait()
+    drain.join()
     if "tracing" not in line or rc:
         sys.exit("attach failed (rc %d): %s" % (rc, line))
-    return wall, cpu, attach_rss, usage.ru_maxrss / 1024
+    return wall, cpu, attach_rss, run_rss
 
 
 def main():
