@@ -765,8 +765,8 @@ struct pp_wait_stack {
 	__u32 waker_depth;
 	__u32 unused;
 	/* The thread's frames, then from frames[depth] its waker's. What goes out is the header
-	 * and the frames used (PP_WAIT_RECORD_BYTES): ~200 bytes for a wait ~13 frames deep,
-	 * rather than all 1,072. */
+	 * and the frames used (PP_WAIT_RECORD_BYTES): ~230 bytes for a wait ~13 frames deep
+	 * that a thread ~10 deep ended, rather than all 1,072. */
 	__u64 frames[2 * PP_PY_MAX_DEPTH];
 };
 #define PP_WAIT_RECORD_HEADER	__builtin_offsetof(struct pp_wait_stack, frames)

@@ -525,7 +525,8 @@ static int scan_table(int fd, struct elf_syms *out)
 					funcs++;
 					continue;
 				}
-				/* The file changed between the passes. */
+				/* Past 4 GB of the lowest, or past what the first pass counted (the
+				 * file changed in between). */
 				if (sym->st_value - out->base > UINT32_MAX || (size_t)out->nr == funcs)
 					continue;
 				out->e[out->nr].addr_off = sym->st_value - out->base;

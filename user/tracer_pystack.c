@@ -284,12 +284,11 @@ void tracer_size_sample_buffers(struct tracer *t)
 	/* Read every 100 ms tick: room for a second's samples of every CPU, and for about a
 	 * thousand waits with full stacks, 64 frames and 64 of the waker's (~970 records in 1 MB;
 	 * four thousand for a role's threads), or ~4,000 of a trainer ~13 frames deep woken by a
-	 * thread ~10 deep (~240 bytes a record, PP_WAIT_RECORD_BYTES and the ring's header). The
-	 * waits' ring is rounded down: a ring's data pages
-	 * are mapped twice into pipeprof, and once the records have gone round it, each counts
-	 * twice in its resident memory (1,000 records rounded up to 2 MB were 4 MB of it). Every
-	 * page of a ring buffer is allocated and mapped at load, so without samples they are a
-	 * page each. */
+	 * thread ~10 deep (~240 bytes a record, PP_WAIT_RECORD_BYTES and the ring's header).
+	 * The waits' ring is rounded down: a ring's data pages are mapped twice into pipeprof,
+	 * and once the records have gone round it, each counts twice in its resident memory
+	 * (1,000 records rounded up to 2 MB were 4 MB of it). Every page of a ring buffer is
+	 * allocated and mapped at load, so without samples they are a page each. */
 	size_t samples = t->sample_hz ? (size_t)(ncpus > 0 ? ncpus : 1) * t->sample_hz *
 			 sizeof(struct pp_sample) : 0;
 	size_t waits = !t->sample_hz ? 0 : (t->wait_stack_scope == PP_WAIT_STACKS_TID ? 1000 : 4000) *

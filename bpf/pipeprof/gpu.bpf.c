@@ -106,7 +106,6 @@ __noinline int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 sour
 	return 1;
 }
 
-
 /*
  * Training steps (hist step, the report's steps): one autograd backward pass per step; the
  * time between the starts of consecutive outermost passes of a thread is its step time. On the
