@@ -127,7 +127,6 @@ static void fill(struct report *r, int nr_steps)
 	for (int i = 0; i < 4; i++) {
 		struct where_sample *ws = &r->where_samples[i];
 		uint32_t tid = i < 3 ? 200 : 100;
-
 		int py = where_name_id(&r->where_names, i < 3 ? "__getitem__ (" HOSTILE ".py:12)" :
 				       "<module> (train.py:1)");
 

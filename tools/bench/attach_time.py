@@ -6,10 +6,10 @@ peak RSS by then (VmHWM), and the peak RSS of its whole run (VmHWM read every 5 
 exits). Not the kernel's rusage of the child: a child forked from this script carries the
 script's own resident size into its peak (the kernel keeps the larger of the image it had
 before exec and the one after), which hid pipeprof's figure under Python's (~15 MB). bpftool,
-which a cold run starts once a boot to cache the CO-RE types, is not counted. Several rounds on
-one running target; prints each round and the medians. Warm: with
-the attach cache (/var/cache/pipeprof) as it is, which the first round fills; --cold gives
-every round an empty cache directory of its own, as on a machine's first run.
+which a cold run starts once a boot to cache the CO-RE types, is not counted. Several rounds
+on one running target; prints each round and the medians. Warm: with the attach cache
+(/var/cache/pipeprof) as it is, which the first round fills; --cold gives every round an
+empty cache directory of its own, as on a machine's first run.
 
     sudo tools/bench/attach_time.py --pid PID [--rounds 7] [--cold]
     sudo tools/bench/attach_time.py            # starts tools/workloads/gpu.py (torch + fake CUDA)
@@ -63,7 +63,7 @@ def one_attach(pipeprof, pid, hist, env, trace_s):
     while p.poll() is None:
         try:
             run_rss = max(run_rss, peak_rss_mb(p.pid))
-        except OSError:		# exited between the poll and the read
+        except OSError:  # exited between the poll and the read
             break
         time.sleep(0.005)
     rc = p.wait()
