@@ -601,6 +601,18 @@ static int resolve_callers(struct symbolizer *z, struct addr_cache *rets,
 	return !w->nr_callers || w->callers ? 0 : -ENOMEM;
 }
 
+/* The report's one copy of code[0..depth)'s name ids into *out; false when out of memory. */
+static bool resolve_once(struct intern_set *stacks, struct addr_cache *codes,
+			 const struct tracer_pyproc *p, pid_t pid, const uint64_t *code, int depth,
+			 struct where_names *names, const int **out)
+{
+	int ids[PP_PY_MAX_DEPTH];
+
+	resolve_stack(codes, p, pid, code, depth, names, ids);
+	*out = intern(stacks, ids, depth * sizeof(ids[0]));
+	return !depth || *out;
+}
+
 static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *codes,
 			 struct where_names *names)
 {
@@ -610,23 +622,19 @@ static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *
 	for (int i = 0; i < t->nr_waits; i++) {
 		const struct tracer_wait *rec = &t->waits[i];
 		struct where_wait *w = &r->waits[r->nr_waits++];
-		int depth = rec->depth, wdepth = rec->waker_depth, ids[PP_PY_MAX_DEPTH];
+		int depth = rec->depth, wdepth = rec->waker_depth;
 
 		*w = (struct where_wait){ .cause = rec->cause < PP_NR_STATES ? (int)rec->cause : PP_OTHER,
 					  .ns = rec->wait_ns, .tid = rec->tid, .role = -1,
 					  .waker_tid = rec->waker_tid, .waker_role = -1 };
-		/* The report holds one copy of each resolved stack. */
-		resolve_stack(codes, pyproc_of(t, rec->tgid), rec->tgid, rec->code, depth, names, ids);
-		w->py = intern(&r->name_stacks, ids, depth * sizeof(ids[0]));
-		if (depth && !w->py)
+		if (!resolve_once(&r->name_stacks, codes, pyproc_of(t, rec->tgid), rec->tgid,
+				  rec->code, depth, names, &w->py))
 			return -ENOMEM;
 		w->depth = depth;
 		if (!rec->waker_tid)
 			continue;
-		resolve_stack(codes, pyproc_of(t, rec->waker_tgid), rec->waker_tgid, rec->waker_code,
-			      wdepth, names, ids);
-		w->waker_py = intern(&r->name_stacks, ids, wdepth * sizeof(ids[0]));
-		if (wdepth && !w->waker_py)
+		if (!resolve_once(&r->name_stacks, codes, pyproc_of(t, rec->waker_tgid),
+				  rec->waker_tgid, rec->waker_code, wdepth, names, &w->waker_py))
 			return -ENOMEM;
 		w->waker_depth = wdepth;
 	}
@@ -648,9 +656,9 @@ static int name_sample(struct tracer *t, struct tracer_naming *n, const struct t
 		       struct where_sample *w, struct intern_set *stacks)
 {
 	char name[PATH_MAX + NAME_MAX_BYTES * 4];
-	int err, ids[PP_PY_MAX_DEPTH];
 	struct addr_slot *slot;
 	bool fresh;
+	int err;
 
 	*w = (struct where_sample){ .tid = s->tid, .tgid = s->tgid, .role = -1,
 				    .kernel = s->kernel, .native = -1,
@@ -674,10 +682,8 @@ static int name_sample(struct tracer *t, struct tracer_naming *n, const struct t
 		return 0;
 	if (w->py_depth > PP_PY_MAX_DEPTH)
 		w->py_depth = PP_PY_MAX_DEPTH;
-	resolve_stack(&n->codes, pyproc_of(t, s->tgid), s->tgid, s->code, w->py_depth, &n->names,
-		      ids);
-	w->py = intern(stacks, ids, w->py_depth * sizeof(ids[0]));
-	return w->py ? 0 : -ENOMEM;
+	return resolve_once(stacks, &n->codes, pyproc_of(t, s->tgid), s->tgid, s->code, w->py_depth,
+			    &n->names, &w->py) ? 0 : -ENOMEM;
 }
 
 /* At each tick: names what the samples and waits that came since hold. */
