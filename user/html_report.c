@@ -160,7 +160,7 @@ static int put_step_plot(FILE *out, const struct report *r)
 	struct svg_bar *bars = NULL;
 	int n, per_bar, nr_bars, err = 0;
 
-	n = steps_each(r->step_recs, r->nr_step_recs, r->steps_tid, &steps);
+	n = steps_each(&r->step_points, r->steps_tid, &steps);
 	if (n < 0)
 		return n;
 	per_bar = (n + MAX_STEP_BARS - 1) / MAX_STEP_BARS;

@@ -45,33 +45,67 @@ static int grow(struct intern_set *s)
 	return 0;
 }
 
-const void *intern(struct intern_set *s, const void *data, size_t bytes)
+/* The slot holding data's copy, made on its first sight (*fresh); NULL when out of memory. */
+static struct intern_slot *intern_slot(struct intern_set *s, const void *data, size_t bytes,
+				       bool *fresh)
 {
 	struct intern_slot *slot;
 	uint64_t hash;
 
-	if (!bytes)
+	*fresh = false;
+	if (2 * (s->used + 1) > s->cap && grow(s))
 		return NULL;
-	if (2 * (s->used + 1) > s->cap && grow(s)) {
-		errno = ENOMEM;
-		return NULL;
-	}
 	/* Stacks differ in a few words, which every byte of FNV-1a mixes in. */
 	hash = fnv1a(FNV1A_SEED, data, bytes);
 	slot = slot_of(s->slots, s->cap, hash, data, bytes);
 	if (slot->data)
-		return slot->data;
+		return slot;
 	slot->data = malloc(bytes);
-	if (!slot->data) {
-		errno = ENOMEM;
+	if (!slot->data)
 		return NULL;
-	}
 	memcpy(slot->data, data, bytes);
 	slot->hash = hash;
 	slot->bytes = bytes;
-	s->used++;
+	slot->index = s->used++;
 	s->bytes += bytes;
+	*fresh = true;
+	return slot;
+}
+
+const void *intern(struct intern_set *s, const void *data, size_t bytes)
+{
+	struct intern_slot *slot;
+	bool fresh;
+
+	if (!bytes)
+		return NULL;
+	slot = intern_slot(s, data, bytes, &fresh);
+	if (!slot) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	return slot->data;
+}
+
+long intern_index(struct intern_set *s, const void *data, size_t bytes, bool *fresh)
+{
+	struct intern_slot *slot;
+
+	*fresh = false;
+	if (!bytes)
+		return -EINVAL;
+	slot = intern_slot(s, data, bytes, fresh);
+	return slot ? (long)slot->index : -ENOMEM;
+}
+
+long intern_find(const struct intern_set *s, const void *data, size_t bytes)
+{
+	const struct intern_slot *slot;
+
+	if (!bytes || !s->cap)
+		return -ENOENT;
+	slot = slot_of(s->slots, s->cap, fnv1a(FNV1A_SEED, data, bytes), data, bytes);
+	return slot->data ? (long)slot->index : -ENOENT;
 }
 
 void intern_free(struct intern_set *s)

@@ -2,6 +2,7 @@
 #ifndef PIPEPROF_INTERN_H
 #define PIPEPROF_INTERN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +15,7 @@ struct intern_slot {
 	uint64_t hash;
 	size_t bytes;
 	void *data;		/* NULL: an empty slot */
+	size_t index;		/* distinct arrays before it (intern_index) */
 };
 
 struct intern_set {
@@ -30,6 +32,13 @@ uint64_t fnv1a(uint64_t h, const void *data, size_t len);
 /* The set's copy of data[0..bytes), made on its first sight; NULL for bytes 0, or when out of
  * memory (errno ENOMEM). */
 const void *intern(struct intern_set *s, const void *data, size_t bytes);
+/* The same, as the copy's ordinal in the order of first sight (0 for the first): an index into
+ * the caller's array of what it keeps per distinct array (the trainer's waits, summed by their
+ * key). *fresh says this call made the copy. -EINVAL for 0 bytes, -ENOMEM when out of
+ * memory. */
+long intern_index(struct intern_set *s, const void *data, size_t bytes, bool *fresh);
+/* data's ordinal where the set holds a copy of it, else -ENOENT: nothing is added. */
+long intern_find(const struct intern_set *s, const void *data, size_t bytes);
 void intern_free(struct intern_set *s);
 
 #endif

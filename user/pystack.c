@@ -243,7 +243,7 @@ int where_aggregate_waits(const struct where_wait *waits, int nr, const struct w
 			if (w->cause != s)
 				continue;
 			o->ns += w->ns;
-			o->count++;
+			o->count += w->count;
 			site = where_site(w->py, w->depth, names);
 			inner = w->depth > 0 ? w->py[0] : -1;
 			for (k = 0; k < ns && !(sites[k].site == site && sites[k].inner == inner); k++)
@@ -251,7 +251,7 @@ int where_aggregate_waits(const struct where_wait *waits, int nr, const struct w
 			if (k == ns)
 				sites[ns++] = (struct wait_site){ .site = site, .inner = inner };
 			sites[k].ns += w->ns;
-			sites[k].count++;
+			sites[k].count += w->count;
 			wsite = where_site(w->waker_py, w->waker_depth, names);
 			for (k = 0; k < nw && !(wakers[k].tid == w->waker_tid && wakers[k].site == wsite); k++)
 				;
@@ -259,7 +259,7 @@ int where_aggregate_waits(const struct where_wait *waits, int nr, const struct w
 				wakers[nw++] = (struct waker_site){ .tid = w->waker_tid,
 								    .role = w->waker_role, .site = wsite };
 			wakers[k].ns += w->ns;
-			wakers[k].count++;
+			wakers[k].count += w->count;
 		}
 		qsort(sites, ns, sizeof(*sites), by_ns_site);
 		qsort(wakers, nw, sizeof(*wakers), by_ns_waker);
@@ -496,8 +496,8 @@ int where_write_folded_waits(FILE *out, const struct where_wait *waits, int nr, 
 		size_t len = 0;
 		FILE *f;
 
-		if (w->ns < 1000)
-			continue;	/* under a microsecond: no weight to give it */
+		if (!w->us)
+			continue;	/* each under a microsecond: no weight to give them */
 		if (role >= 0 && w->role != role)
 			continue;
 		f = open_memstream(&text, &len);
@@ -513,7 +513,7 @@ int where_write_folded_waits(FILE *out, const struct where_wait *waits, int nr, 
 			err = -ENOMEM;
 			goto cleanup;
 		}
-		lines[nr_lines++] = (struct folded_line){ .text = text, .count = w->ns / 1000 };
+		lines[nr_lines++] = (struct folded_line){ .text = text, .count = w->us };
 	}
 	write_merged(out, lines, nr_lines);
 cleanup:

@@ -69,10 +69,13 @@ struct where_sample {
 
 #define WHERE_TOP 5
 
-/* One wait of the trainer: its Python stack as the wait began, and the waker's. */
+/* The trainer's waits of one cause at one Python stack (as each wait began), woken by one
+ * thread at one stack (the waker's), summed. */
 struct where_wait {
 	int cause;			/* enum pp_state */
 	uint64_t ns;
+	uint64_t count;			/* waits */
+	uint64_t us;			/* each wait's whole microseconds, summed */
 	uint32_t tid;			/* the thread that waited */
 	int role;			/* its enum role, or -1 */
 	int depth;

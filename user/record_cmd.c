@@ -217,8 +217,8 @@ static int write_trace(const struct report_opts *o, struct tracer *t, const stru
 						.root = r->procs[i].root };
 	if (r->analysis.trainer_index >= 0)
 		trainer = &r->threads[r->analysis.trainer_index];
-	if (trainer && r->nr_step_recs) {
-		int n = steps_boundary_times(r->step_recs, r->nr_step_recs, trainer->tid, &steps);
+	if (trainer && r->step_points.nr) {
+		int n = steps_boundary_times(&r->step_points, trainer->tid, &steps);
 
 		if (n < 0)
 			goto cleanup;

@@ -150,8 +150,7 @@ struct report {
 	bool steps_probed;		/* libtorch's autograd engine is probed */
 	char steps_why_not[STEP_FILE_MAX + STEP_SYMBOL_MAX + 128];
 	char step_symbol[STEP_FILE_MAX + STEP_SYMBOL_MAX];	/* --step-symbol; "" for autograd */
-	struct pp_step_record *step_recs;
-	int nr_step_recs;
+	struct step_store step_points;	/* the step records (step_store.h) */
 	uint64_t step_recs_lost;
 	uint32_t steps_tid;		/* whose steps: the trainer's */
 	struct step_summary steps;	/* filled by steps_finish() */

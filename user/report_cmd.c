@@ -449,7 +449,7 @@ static void free_report(struct report *r)
 	free(r->libs);
 	free(r->wakes);
 	where_free(r);
-	free(r->step_recs);
+	step_store_free(&r->step_points);
 }
 
 /*
@@ -514,14 +514,15 @@ static unsigned int wait_stack_scope(const struct report_opts *o)
 }
 
 /* How many samples or waits the folded output stands for (before the microsecond floor). */
-static int folded_count(const struct report_opts *o, const struct report *r)
+static uint64_t folded_count(const struct report_opts *o, const struct report *r)
 {
-	int n = 0, role = o->folded_offcpu && wait_stack_scope(o) == PP_WAIT_STACKS_TID ? -1 :
+	uint64_t n = 0;
+	int role = o->folded_offcpu && wait_stack_scope(o) == PP_WAIT_STACKS_TID ? -1 :
 		o->folded_role;
 
 	if (o->folded_offcpu) {
 		for (int i = 0; i < r->nr_waits; i++)
-			n += role < 0 || r->waits[i].role == role;
+			n += role < 0 || r->waits[i].role == role ? r->waits[i].count : 0;
 		return n;
 	}
 	for (int i = 0; i < r->nr_where_samples; i++)
@@ -743,7 +744,8 @@ int report_cmd_run(const struct report_opts *o)
 	if (o->record)
 		err = record_finish(o, &tracer, &report);
 	else if (o->profile)
-		fprintf(stderr, "pipeprof: %d %s%s written to %s\n", folded_count(o, &report),
+		fprintf(stderr, "pipeprof: %llu %s%s written to %s\n",
+			(unsigned long long)folded_count(o, &report),
 			o->folded_offcpu ? "waits of " : "CPU samples",
 			!o->folded_offcpu ? "" : o->folded_role >= 0 ? role_name(o->folded_role) :
 			"the trainer", strcmp(o->folded, "-") ? o->folded : "standard output");

@@ -9,7 +9,7 @@
  * COMM_WAIT). A
  * thread no switch has shown since the window opened is running at the record, so it ran all
  * along: the first step after an attach would otherwise get that time as its own. */
-static void state_time(const struct pp_step_record *r, uint64_t out[PP_NR_STATES])
+static void state_time(const struct step_point *r, uint64_t out[PP_NR_STATES])
 {
 	memcpy(out, r->ns, sizeof(r->ns));
 	if (r->ts <= r->phase_start_ns)
@@ -166,14 +166,18 @@ bool steps_launch_bound(const struct step_summary *s, bool mostly_running)
 }
 
 /* The trainer's process's outstanding device bytes at each of its step boundaries, fitted. */
-static int fit_dev_growth(const struct pp_step_record *const *mine, int nr, struct gpumem_fit *out)
+static int fit_dev_growth(const struct step_store *store, const struct step_point *const *mine,
+			  int nr, struct gpumem_fit *out)
 {
 	double *y = malloc((nr ? nr : 1) * sizeof(*y));
+	struct pp_step_record r;
 
 	if (!y)
 		return -ENOMEM;
-	for (int i = 0; i < nr; i++)
-		y[i] = (double)mine[i]->dev_outstanding;
+	for (int i = 0; i < nr; i++) {
+		step_store_record(store, mine[i], &r);
+		y[i] = (double)r.dev_outstanding;
+	}
 	gpumem_fit_steps(y, nr, out);
 	free(y);
 	return 0;
@@ -181,8 +185,8 @@ static int fit_dev_growth(const struct pp_step_record *const *mine, int nr, stru
 
 static int by_ts(const void *a, const void *b)
 {
-	const struct pp_step_record *x = *(const struct pp_step_record *const *)a;
-	const struct pp_step_record *y = *(const struct pp_step_record *const *)b;
+	const struct step_point *x = *(const struct step_point *const *)a;
+	const struct step_point *y = *(const struct step_point *const *)b;
 
 	return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
@@ -195,7 +199,7 @@ static int by_seconds(const void *a, const void *b)
 }
 
 /* The step between records a and b. */
-static void breakdown(const struct pp_step_record *a, const struct pp_step_record *b, int index,
+static void breakdown(const struct step_point *a, const struct step_point *b, int index,
 		      struct step_breakdown *out, uint64_t sums[PP_NR_STATES])
 {
 	uint64_t before[PP_NR_STATES], after[PP_NR_STATES], whole = 0, d[PP_NR_STATES];
@@ -244,7 +248,7 @@ static int by_value(const void *a, const void *b)
 
 /* The thread's time, less its run queue, from record a to record b (NULL: the window's
  * opening). */
-static double busy_span(const struct pp_step_record *a, const struct pp_step_record *b)
+static double busy_span(const struct step_point *a, const struct step_point *b)
 {
 	uint64_t before[PP_NR_STATES] = {0}, after[PP_NR_STATES], span = 0;
 
@@ -259,7 +263,7 @@ static double busy_span(const struct pp_step_record *a, const struct pp_step_rec
 	return (double)span;
 }
 
-int steps_batch_bursts(const struct pp_step_record **mine, int nr)
+int steps_batch_bursts(const struct step_point **mine, int nr)
 {
 	double *gap, *sorted, total = 0, sum = 0, split = 0, shortest_known = -1;
 	int kept = 0;
@@ -303,10 +307,10 @@ int steps_batch_bursts(const struct pp_step_record **mine, int nr)
  * *source and *other_threads (threads other than tid with backward passes). Returns how
  * many, or -ENOMEM.
  */
-static int boundaries(const struct pp_step_record *recs, int n, uint32_t tid,
-		      const struct pp_step_record ***out, unsigned int *source, int *other_threads)
+static int boundaries(const struct step_point *recs, int n, uint32_t tid,
+		      const struct step_point ***out, unsigned int *source, int *other_threads)
 {
-	const struct pp_step_record **mine = malloc((n ? n : 1) * sizeof(*mine));
+	const struct step_point **mine = malloc((n ? n : 1) * sizeof(*mine));
 	uint32_t others[16];
 	int nr = 0, nr_others = 0, probed = 0;
 
@@ -342,14 +346,14 @@ static int boundaries(const struct pp_step_record *recs, int n, uint32_t tid,
 	return nr;
 }
 
-int steps_boundary_times(const struct pp_step_record *recs, int n, uint32_t tid, uint64_t **ts)
+int steps_boundary_times(const struct step_store *store, uint32_t tid, uint64_t **ts)
 {
-	const struct pp_step_record **mine;
+	const struct step_point **mine;
 	unsigned int source;
 	int nr, others;
 
 	*ts = NULL;
-	nr = boundaries(recs, n, tid, &mine, &source, &others);
+	nr = boundaries(store->points, store->nr, tid, &mine, &source, &others);
 	if (nr <= 0) {
 		free(mine);
 		return nr;
@@ -361,14 +365,14 @@ int steps_boundary_times(const struct pp_step_record *recs, int n, uint32_t tid,
 	return *ts ? nr : -ENOMEM;
 }
 
-int steps_each(const struct pp_step_record *recs, int n, uint32_t tid, struct step_breakdown **out)
+int steps_each(const struct step_store *store, uint32_t tid, struct step_breakdown **out)
 {
-	const struct pp_step_record **mine;
+	const struct step_point **mine;
 	unsigned int source;
 	int nr, others, count;
 
 	*out = NULL;
-	nr = boundaries(recs, n, tid, &mine, &source, &others);
+	nr = boundaries(store->points, store->nr, tid, &mine, &source, &others);
 	if (nr < 0)
 		return nr;
 	count = nr > 1 ? nr - 1 : 0;
@@ -382,16 +386,16 @@ int steps_each(const struct pp_step_record *recs, int n, uint32_t tid, struct st
 	return count;
 }
 
-int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
-		    struct step_summary *out)
+int steps_summarize(const struct step_store *store, uint32_t tid, struct step_summary *out)
 {
-	const struct pp_step_record **mine;
+	const struct step_point **mine;
 	struct step_breakdown *steps = NULL, *sorted = NULL;
+	struct pp_step_record before, after;
 	uint64_t sums[PP_NR_STATES] = {}, whole = 0;
 	int nr, count;
 
 	memset(out, 0, sizeof(*out));
-	nr = boundaries(recs, n, tid, &mine, &out->source, &out->other_threads);
+	nr = boundaries(store->points, store->nr, tid, &mine, &out->source, &out->other_threads);
 	if (nr < 0)
 		return nr;
 	count = nr > 1 ? nr - 1 : 0;
@@ -407,11 +411,14 @@ int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
 		free(sorted);
 		return -ENOMEM;
 	}
+	step_store_record(store, mine[0], &after);
 	for (int i = 0; i < count; i++) {
+		before = after;
+		step_store_record(store, mine[i + 1], &after);
 		breakdown(mine[i], mine[i + 1], i + 1, &steps[i], sums);
-		gpu_between(mine[i], mine[i + 1], &out->gpu, i == 0);
+		gpu_between(&before, &after, &out->gpu, i == 0);
 	}
-	if (fit_dev_growth(mine, nr, &out->gpu.dev_growth)) {
+	if (fit_dev_growth(store, mine, nr, &out->gpu.dev_growth)) {
 		free(mine);
 		free(steps);
 		free(sorted);

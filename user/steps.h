@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include "gpumem.h"
 #include "pipeprof.h"
+#include "step_store.h"
 
 /* --step-symbol FILE:SYMBOL's parts, with their NULs. */
 #define STEP_FILE_MAX 128
@@ -82,22 +83,21 @@ struct step_summary {
 	struct step_gpu gpu;		/* over every whole step */
 };
 
-/* The steps of thread tid from recs[] (any order, any threads): between its probe's
- * boundaries where there are two, else between the ends of its waits for batches. Returns 0,
- * or -ENOMEM. */
-int steps_summarize(const struct pp_step_record *recs, int n, uint32_t tid,
-		    struct step_summary *out);
+/* The steps of thread tid from the records in store (any order, any threads): between its
+ * probe's boundaries where there are two, else between the ends of its waits for batches.
+ * Returns 0, or -ENOMEM. */
+int steps_summarize(const struct step_store *store, uint32_t tid, struct step_summary *out);
 
 /* Every whole step of thread tid, as steps_summarize() finds them, in time order, into *out
  * (from malloc, NULL with none; free it). Returns how many, or -ENOMEM. */
-int steps_each(const struct pp_step_record *recs, int n, uint32_t tid, struct step_breakdown **out);
+int steps_each(const struct step_store *store, uint32_t tid, struct step_breakdown **out);
 /* The times of the boundaries those steps lie between, in order, into *ts (from malloc; NULL
  * with none). Returns how many, or -ENOMEM. */
-int steps_boundary_times(const struct pp_step_record *recs, int n, uint32_t tid, uint64_t **ts);
+int steps_boundary_times(const struct step_store *store, uint32_t tid, uint64_t **ts);
 
 /* The records of mine[0..nr) (one thread's data-wait ends, by time) that start a batch's burst
  * of waits, kept at the front; returns how many. */
-int steps_batch_bursts(const struct pp_step_record **mine, int nr);
+int steps_batch_bursts(const struct step_point **mine, int nr);
 /* Per step, over s's whole steps: total / count, 0 without steps. */
 double steps_per_step(const struct step_summary *s, uint64_t total);
 /* Launches per step, over the steps whose launches were all probed (gpu.launch_steps). */

@@ -213,7 +213,7 @@ int steps_finish(struct report *r)
 	if (!r->steps_on || a->trainer_index < 0)
 		return 0;
 	r->steps_tid = r->threads[a->trainer_index].tid;
-	err = steps_summarize(r->step_recs, r->nr_step_recs, r->steps_tid, &r->steps);
+	err = steps_summarize(&r->step_points, r->steps_tid, &r->steps);
 	if (err)
 		return err;
 	/* Only where the verdict found no stall: a trainer that waits is bound by what it

@@ -163,7 +163,8 @@ struct tracer {
 	int nr_pyprocs;
 	struct py_file *pyfiles;
 	int nr_pyfiles;
-	struct tracer_wait *waits;	/* the trainer's waits with their stacks */
+	struct tracer_wait *waits;	/* the trainer's waits with their stacks, summed by key */
+	struct intern_set wait_keys;	/* their keys: t->waits' index of each */
 	struct intern_set stacks;	/* the samples' and waits' stacks, one copy of each */
 	int nr_waits, cap_waits;
 	char sample_err[160];
@@ -173,8 +174,7 @@ struct tracer {
 	/* The report's step boundaries (tracer_steps.c). */
 	bool steps;
 	struct ring_buffer *steps_rb;
-	struct pp_step_record *step_recs;
-	int nr_step_recs, cap_step_recs;
+	struct step_store step_points;
 	__u64 step_recs_over_cap;
 	int wait_tid_passes;		/* backward passes of step_wait_tid seen (tracer_steps.c) */
 	__u64 probe_steps_seen;		/* step records from the step probe: the bursts' clock */

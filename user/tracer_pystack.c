@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The CPU sampler's plumbing (pystack.bpf.c): a perf event per CPU, the registration of each
- * process whose interpreter can be walked, the samples' ring buffer, and at collection the
+ * process whose interpreter can be walked, the ring buffers of the samples and the waits (their
+ * records kept by tracer_pyrecords.c), and at collection the
  * naming of what was sampled: Python code objects read from the target's memory and checked
  * against its own code type, native addresses through the mapped file's symbols. The pure
  * parts (layouts, str decoding, aggregation) are pystack.c.
@@ -28,8 +29,8 @@
 #include "report.h"
 #include "symbolize.h"
 #include "tracer.h"
+#include "tracer_pyrecords.h"
 
-#define MAX_SAMPLES 200000
 /* Threads of one role whose waits can be open at once (profile --offcpu --role); the others'
  * waits are counted lost. */
 #define MAX_WAIT_STACK_THREADS 1024
@@ -42,144 +43,6 @@ struct tracer_pyproc {
 	uint64_t code_type;		/* &PyCode_Type in the process */
 	int err;
 };
-
-struct tracer_sample {
-	uint32_t tid, tgid;
-	uint8_t kernel, py;
-	uint16_t depth;
-	uint16_t ustack_depth;
-	/* Both in t->stacks, one copy of each distinct array. */
-	const uint64_t *code;
-	const uint64_t *ustack;		/* the leaf, then return addresses as the walk found them */
-};
-
-/* A wait of pp_wait_stack's, its stacks compacted (no shim frames) into t->stacks. */
-struct tracer_wait {
-	uint32_t tid, tgid;
-	uint32_t waker_tid, waker_tgid;
-	uint32_t cause;
-	uint16_t depth, waker_depth;
-	uint64_t wait_ns;
-	const uint64_t *code, *waker_code;
-};
-
-/* Drops the empty slots of the walk (C-stack shim frames); returns how many are left. */
-static int compact_codes(uint64_t *code, int depth)
-{
-	int n = 0;
-
-	for (int d = 0; d < depth; d++)
-		if (code[d])
-			code[n++] = code[d];
-	return n;
-}
-
-/* The set's copy of a walk's first depth slots, shim frames dropped; *depth becomes what is
- * left. False when out of memory. */
-static bool intern_codes(struct tracer *t, const __u64 *walked, __u32 *depth,
-			 const uint64_t **out)
-{
-	uint64_t code[PP_PY_MAX_DEPTH];
-	int n = *depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : (int)*depth;
-
-	memcpy(code, walked, n * sizeof(code[0]));
-	n = compact_codes(code, n);
-	*depth = n;
-	*out = intern(&t->stacks, code, n * sizeof(code[0]));
-	return !n || *out;
-}
-
-static int on_wait(void *ctx, void *data, size_t size)
-{
-	struct tracer *t = ctx;
-	const struct pp_wait_stack *rec = data;
-	struct tracer_wait *w;
-	__u32 depth, waker_depth;
-	void *grown;
-
-	/* The header and the frames used (pystack.bpf.c's py_wait_ends()). */
-	if (size < PP_WAIT_RECORD_HEADER)
-		return 0;
-	depth = rec->depth;
-	waker_depth = rec->waker_tid ? rec->waker_depth : 0;
-	if (depth > PP_PY_MAX_DEPTH || waker_depth > PP_PY_MAX_DEPTH ||
-	    size < PP_WAIT_RECORD_BYTES(depth, waker_depth))
-		return 0;
-	if (t->nr_waits >= MAX_SAMPLES) {
-		t->waits_over_cap++;
-		return 0;
-	}
-	if (t->nr_waits == t->cap_waits) {
-		int cap = t->cap_waits ? 2 * t->cap_waits : 256;
-
-		grown = realloc(t->waits, cap * sizeof(*t->waits));
-		if (!grown) {
-			t->waits_over_cap++;
-			return 0;
-		}
-		t->waits = grown;
-		t->cap_waits = cap;
-	}
-	w = &t->waits[t->nr_waits];
-	*w = (struct tracer_wait){ .tid = rec->tid, .tgid = rec->tgid, .waker_tid = rec->waker_tid,
-				   .waker_tgid = rec->waker_tgid, .cause = rec->cause,
-				   .wait_ns = rec->wait_ns };
-	if (!intern_codes(t, rec->frames, &depth, &w->code) ||
-	    !intern_codes(t, rec->frames + rec->depth, &waker_depth, &w->waker_code)) {
-		t->waits_over_cap++;
-		return 0;
-	}
-	w->depth = depth;
-	w->waker_depth = waker_depth;
-	t->nr_waits++;
-	return 0;
-}
-
-static int on_sample(void *ctx, void *data, size_t size)
-{
-	struct tracer *t = ctx;
-	const struct pp_sample *s = data;
-	struct tracer_sample *out;
-	__u32 depth;
-
-	if (size < sizeof(*s))
-		return 0;
-	if (t->nr_samples >= MAX_SAMPLES) {
-		t->samples_over_cap++;
-		return 0;
-	}
-	if (t->nr_samples == t->cap_samples) {
-		int cap = t->cap_samples ? 2 * t->cap_samples : 1024;
-		void *grown = realloc(t->samples, cap * sizeof(*t->samples));
-
-		if (!grown) {
-			t->samples_over_cap++;
-			return 0;
-		}
-		t->samples = grown;
-		t->cap_samples = cap;
-	}
-	out = &t->samples[t->nr_samples];
-	*out = (struct tracer_sample){ .tid = s->tid, .tgid = s->tgid,
-				       .kernel = !!s->kernel, .py = (uint8_t)s->py,
-				       .ustack_depth = s->ustack_depth > PP_USTACK_MAX_DEPTH ?
-						       PP_USTACK_MAX_DEPTH : s->ustack_depth };
-	depth = s->depth;
-	if (!intern_codes(t, s->code, &depth, &out->code)) {
-		t->samples_over_cap++;
-		return 0;
-	}
-	out->depth = depth;
-	out->ustack = intern(&t->stacks, s->ustack, out->ustack_depth * sizeof(*out->ustack));
-	if (out->ustack_depth && !out->ustack) {
-		t->samples_over_cap++;
-		return 0;
-	}
-	if (s->truncated)
-		t->samples_truncated++;
-	t->nr_samples++;
-	return 0;
-}
 
 /*
  * A sampler at a fixed period locks onto a loop whose step is a multiple of it (199 Hz on a
@@ -247,11 +110,11 @@ int tracer_sampler_start(struct tracer *t)
 		t->nr_sample_cpus++;
 	}
 	if (!err) {
-		t->samples_rb = ring_buffer__new(bpf_map__fd(t->skel->maps.samples), on_sample, t, NULL);
+		t->samples_rb = ring_buffer__new(bpf_map__fd(t->skel->maps.samples), tracer_on_sample, t, NULL);
 		if (!t->samples_rb)
 			err = -errno;
 		else if (ring_buffer__add(t->samples_rb, bpf_map__fd(t->skel->maps.wait_records),
-					  on_wait, t))
+					  tracer_on_wait, t))
 			err = -errno;
 	}
 	if (err)
@@ -580,7 +443,7 @@ static int resolve_callers(struct symbolizer *z, struct addr_cache *rets,
 	int ids[PP_USTACK_MAX_DEPTH];
 
 	for (int d = 1; d < s->ustack_depth && d <= PP_USTACK_MAX_DEPTH; d++) {
-		uint64_t ret = s->ustack[d];
+		uint64_t ret = s->callers[d - 1];
 		struct addr_slot *slot;
 		bool fresh;
 
@@ -620,23 +483,24 @@ static int collect_waits(struct tracer *t, struct report *r, struct addr_cache *
 	if (!r->waits)
 		return -ENOMEM;
 	for (int i = 0; i < t->nr_waits; i++) {
-		const struct tracer_wait *rec = &t->waits[i];
+		const struct tracer_wait *sum = &t->waits[i];
+		const struct tracer_wait_key *k = &sum->key;
 		struct where_wait *w = &r->waits[r->nr_waits++];
-		int depth = rec->depth, wdepth = rec->waker_depth;
 
-		*w = (struct where_wait){ .cause = rec->cause < PP_NR_STATES ? (int)rec->cause : PP_OTHER,
-					  .ns = rec->wait_ns, .tid = rec->tid, .role = -1,
-					  .waker_tid = rec->waker_tid, .waker_role = -1 };
-		if (!resolve_once(&r->name_stacks, codes, pyproc_of(t, rec->tgid), rec->tgid,
-				  rec->code, depth, names, &w->py))
+		*w = (struct where_wait){ .cause = k->cause < PP_NR_STATES ? (int)k->cause : PP_OTHER,
+					  .ns = sum->ns, .count = sum->count, .us = sum->us,
+					  .tid = k->tid, .role = -1, .waker_tid = k->waker_tid,
+					  .waker_role = -1 };
+		if (!resolve_once(&r->name_stacks, codes, pyproc_of(t, k->tgid), k->tgid, k->code,
+				  k->depth, names, &w->py))
 			return -ENOMEM;
-		w->depth = depth;
-		if (!rec->waker_tid)
+		w->depth = k->depth;
+		if (!k->waker_tid)
 			continue;
-		if (!resolve_once(&r->name_stacks, codes, pyproc_of(t, rec->waker_tgid),
-				  rec->waker_tgid, rec->waker_code, wdepth, names, &w->waker_py))
+		if (!resolve_once(&r->name_stacks, codes, pyproc_of(t, k->waker_tgid), k->waker_tgid,
+				  k->waker_code, k->waker_depth, names, &w->waker_py))
 			return -ENOMEM;
-		w->waker_depth = wdepth;
+		w->waker_depth = k->waker_depth;
 	}
 	return 0;
 }
@@ -663,12 +527,12 @@ static int name_sample(struct tracer *t, struct tracer_naming *n, const struct t
 	*w = (struct where_sample){ .tid = s->tid, .tgid = s->tgid, .role = -1,
 				    .kernel = s->kernel, .native = -1,
 				    .py_depth = s->py == PP_SAMPLE_PY_OK ? s->depth : -1 };
-	if (s->ustack_depth && s->ustack[0] &&
-	    (slot = cache_slot(&n->ips, s->tgid, s->ustack[0], &fresh))) {
+	if (s->ustack_depth && s->leaf &&
+	    (slot = cache_slot(&n->ips, s->tgid, s->leaf, &fresh))) {
 		if (fresh) {
-			if (!symbolizer_name(&n->z, s->tgid, s->ustack[0], name, sizeof(name)))
+			if (!symbolizer_name(&n->z, s->tgid, s->leaf, name, sizeof(name)))
 				slot->id = where_name_id(&n->names, name);
-			slot->serial = symbolizer_serial_code(&n->z, s->tgid, s->ustack[0]);
+			slot->serial = symbolizer_serial_code(&n->z, s->tgid, s->leaf);
 		}
 		w->native = slot->id;
 		w->serial = slot->serial;
@@ -707,13 +571,13 @@ static void name_new(struct tracer *t)
 			symbolizer_snapshot(&n->z, ts->tgid);
 	}
 	for (; n->waits < t->nr_waits; n->waits++) {
-		const struct tracer_wait *rec = &t->waits[n->waits];
+		const struct tracer_wait_key *k = &t->waits[n->waits].key;
 
-		resolve_stack(&n->codes, pyproc_of(t, rec->tgid), rec->tgid, rec->code, rec->depth,
+		resolve_stack(&n->codes, pyproc_of(t, k->tgid), k->tgid, k->code, k->depth,
 			      &n->names, ids);
-		if (rec->waker_tid)
-			resolve_stack(&n->codes, pyproc_of(t, rec->waker_tgid), rec->waker_tgid,
-				      rec->waker_code, rec->waker_depth, &n->names, ids);
+		if (k->waker_tid)
+			resolve_stack(&n->codes, pyproc_of(t, k->waker_tgid), k->waker_tgid,
+				      k->waker_code, k->waker_depth, &n->names, ids);
 	}
 }
 
@@ -787,6 +651,7 @@ void tracer_sampler_close(struct tracer *t)
 	ring_buffer__free(t->samples_rb);
 	t->samples_rb = NULL;
 	intern_free(&t->stacks);
+	intern_free(&t->wait_keys);
 	free(t->waits);
 	t->waits = NULL;
 	t->nr_waits = t->cap_waits = 0;

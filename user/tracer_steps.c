@@ -51,15 +51,9 @@ void tracer_steps_skip_probes(struct tracer *t)
 	tracer_gpumem_skip_probes(t);
 }
 
-/* Drops the records of the batches' waits: that thread's backward passes mark its steps. */
-static void drop_data_wait_records(struct tracer *t)
+static bool not_a_data_wait(const struct step_point *p)
 {
-	int kept = 0;
-
-	for (int i = 0; i < t->nr_step_recs; i++)
-		if (t->step_recs[i].source != PP_STEP_FROM_DATA_WAIT)
-			t->step_recs[kept++] = t->step_recs[i];
-	t->nr_step_recs = kept;
+	return p->source != PP_STEP_FROM_DATA_WAIT;
 }
 
 static int on_step_record(void *ctx, void *data, size_t size)
@@ -75,31 +69,20 @@ static int on_step_record(void *ctx, void *data, size_t size)
 	/*
 	 * The batches' waits mark steps only for a thread with fewer than two backward passes
 	 * (steps.c's boundaries()), and only step_wait_tid's are sent: past its second pass they
-	 * are never read. A DataLoader trainer ends ~10 such waits a step, 512 bytes each: kept,
-	 * and copied at the close, they were about a third of a minute's 44 MB of peak RSS.
+	 * are never read. A DataLoader trainer ends ~10 such waits a step: kept, and copied at
+	 * the close, they were about a third of a minute's 44 MB of peak RSS.
 	 */
 	if (rec->source == PP_STEP_FROM_DATA_WAIT && t->wait_tid_passes >= 2)
 		return 0;
-	if (t->nr_step_recs >= MAX_STEP_RECORDS) {
+	if (t->step_points.nr >= MAX_STEP_RECORDS || step_store_add(&t->step_points, rec)) {
 		t->step_recs_over_cap++;
 		return 0;
 	}
-	if (t->nr_step_recs == t->cap_step_recs) {
-		int cap = t->cap_step_recs ? 2 * t->cap_step_recs : 1024;
-		void *grown = realloc(t->step_recs, cap * sizeof(*t->step_recs));
-
-		if (!grown) {
-			t->step_recs_over_cap++;
-			return 0;
-		}
-		t->step_recs = grown;
-		t->cap_step_recs = cap;
-	}
-	memcpy(&t->step_recs[t->nr_step_recs++], data, sizeof(struct pp_step_record));
-	/* Counted once kept: boundaries() counts the passes it is given. */
+	/* Counted once kept: boundaries() counts the passes it is given. Then the batches'
+	 * waits' records go. */
 	if (rec->source == PP_STEP_FROM_PROBE && rec->tid == t->skel->rodata->step_wait_tid &&
 	    ++t->wait_tid_passes == 2)
-		drop_data_wait_records(t);
+		step_store_filter(&t->step_points, not_a_data_wait);
 	return 0;
 }
 
@@ -189,13 +172,9 @@ int tracer_collect_steps(struct tracer *t, struct report *r)
 	r->pinned_before_attach = t->pinned_seeded;
 	r->pinned_before_attach_lost = t->pinned_seed_lost;
 	r->step_recs_lost = tracer_counter(t, PP_CNT_STEP_RECORDS_LOST) + t->step_recs_over_cap;
-	if (!t->nr_step_recs)
-		return 0;
 	/* Handed over, not copied: the report is collected once (the daemon keeps no record). */
-	r->step_recs = t->step_recs;
-	r->nr_step_recs = t->nr_step_recs;
-	t->step_recs = NULL;
-	t->nr_step_recs = t->cap_step_recs = 0;
+	r->step_points = t->step_points;
+	t->step_points = (struct step_store){ 0 };
 	return 0;
 }
 
@@ -203,7 +182,5 @@ void tracer_steps_close(struct tracer *t)
 {
 	ring_buffer__free(t->steps_rb);
 	t->steps_rb = NULL;
-	free(t->step_recs);
-	t->step_recs = NULL;
-	t->nr_step_recs = t->cap_step_recs = 0;
+	step_store_free(&t->step_points);
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 #include "classify.h"
 #include "gpumem.h"
-#include "steps.h"
+#include "step_recs.h"
 #include "unit.h"
 
 #define MS 1000000ULL
@@ -109,7 +109,7 @@ TEST(test_allocations_per_step)
 		frees += i == 4 ? 3 : 2;
 		outstanding += 1000000;
 	}
-	CHECK_EQ_INT(steps_summarize(r, 21, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 21, 7, &s), 0);
 	CHECK_EQ_INT(s.count, 20);
 	CHECK_EQ_U64(s.gpu.dev.allocs, 61);
 	CHECK_EQ_U64(s.gpu.dev.frees, 41);
@@ -125,7 +125,7 @@ TEST(test_allocations_per_step)
 	/* Every allocation freed within its step: outstanding stays put, whatever it was. */
 	for (int i = 0; i < 21; i++)
 		r[i].dev_outstanding = -3000000;
-	CHECK_EQ_INT(steps_summarize(r, 21, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 21, 7, &s), 0);
 	CHECK(!s.gpu.dev_growth.leak && s.gpu.dev_growth.bytes_per_step == 0);
 	CHECK_EQ_U64(s.gpu.dev.allocs, 61);
 }
@@ -155,29 +155,29 @@ TEST(test_launch_bound)
 	struct step_summary s;
 
 	launch_steps(r, 11, 400, 20000, 0.9);
-	CHECK_EQ_INT(steps_summarize(r, 11, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 11, 7, &s), 0);
 	CHECK_MSG(near(steps_launch_share(&s), 399 * 20e-6 / 10e-3, 1e-9), "%f", steps_launch_share(&s));
 	CHECK(steps_launch_bound(&s, true));
 	/* The verdict found a stall: bound by what the trainer waits for. */
 	CHECK(!steps_launch_bound(&s, false));
 	/* Mostly waiting on the GPU in its steps. */
 	launch_steps(r, 11, 400, 20000, 0.3);
-	CHECK_EQ_INT(steps_summarize(r, 11, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 11, 7, &s), 0);
 	CHECK(!steps_launch_bound(&s, true));
 	/* A GPU-bound loop's one launch a step. */
 	launch_steps(r, 11, 1, 20000, 0.9);
-	CHECK_EQ_INT(steps_summarize(r, 11, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 11, 7, &s), 0);
 	CHECK(!steps_launch_bound(&s, true));
 	/* Many launches far apart: the host is busy with something else between them. */
 	launch_steps(r, 11, 60, 150000, 0.9);
-	CHECK_EQ_INT(steps_summarize(r, 11, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 11, 7, &s), 0);
 	CHECK(!steps_launch_bound(&s, true));
 	/* Many launches in a burst that takes a small part of the step. */
 	launch_steps(r, 11, 100, 5000, 0.9);
-	CHECK_EQ_INT(steps_summarize(r, 11, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 11, 7, &s), 0);
 	CHECK_MSG(!steps_launch_bound(&s, true), "%f", steps_launch_share(&s));
 	/* No step at all. */
-	CHECK_EQ_INT(steps_summarize(r, 1, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 1, 7, &s), 0);
 	CHECK(!steps_launch_bound(&s, true));
 }
 
@@ -197,7 +197,7 @@ TEST(test_gpu_steps_advice)
 	const struct recommendation *rec;
 
 	launch_steps(r, 21, 400, 20000, 0.9);
-	CHECK_EQ_INT(steps_summarize(r, 21, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 21, 7, &s), 0);
 	memset(&a, 0, sizeof(a));
 	recommend_gpu_steps(&a, &s, true);
 	rec = find(&a, "launch_bound");
@@ -210,7 +210,7 @@ TEST(test_gpu_steps_advice)
 	/* Not launch-bound, and device memory growing 2 MB a step. */
 	for (int i = 0; i < 21; i++)
 		r[i].dev_outstanding = 2000000LL * i;
-	CHECK_EQ_INT(steps_summarize(r, 21, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 21, 7, &s), 0);
 	memset(&a, 0, sizeof(a));
 	recommend_gpu_steps(&a, &s, false);
 	CHECK(!find(&a, "launch_bound"));

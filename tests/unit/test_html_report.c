@@ -8,6 +8,7 @@
 #include "ranks.h"
 #include "report.h"
 #include "sanitize.h"
+#include "step_recs.h"
 #include "unit.h"
 
 #define MS 1000000ULL
@@ -113,8 +114,7 @@ static void fill(struct report *r, int nr_steps)
 		run += 5;
 		data += i % 10 == 9 ? 75 : 15;
 	}
-	r->step_recs = recs;
-	r->nr_step_recs = nr_steps + 1;
+	CHECK_EQ_INT(store_recs(&r->step_points, recs, nr_steps + 1), 0);
 	CHECK_EQ_INT(steps_finish(r), 0);
 
 	/* CPU samples: the worker in a function of a hostile file, the trainer in <module>. As
@@ -262,6 +262,7 @@ TEST(test_page)
 	CHECK(strstr(html, "@media print{") && strstr(html, "max-width:1080px"));
 	free(html);
 	where_free(&report);
+	step_store_free(&report.step_points);
 }
 
 TEST(test_many_steps_grouped)
@@ -284,6 +285,7 @@ TEST(test_many_steps_grouped)
 	CHECK(strstr(html, "<title>steps 349 to 350: "));
 	free(html);
 	where_free(&report);
+	step_store_free(&report.step_points);
 }
 
 TEST(test_nothing_to_plot)
@@ -293,6 +295,7 @@ TEST(test_nothing_to_plot)
 
 	fill(&report, 30);
 	where_free(&report);
+	step_store_free(&report.step_points);
 	/* No steps, no samples, no GPU, no I/O, no advice, nothing lost. */
 	report.steps_on = false;
 	memset(&report.steps, 0, sizeof(report.steps));
@@ -446,6 +449,7 @@ TEST(test_text_report_sections)
 		      "outside the job</td></tr>"));
 	free(html);
 	where_free(&report);
+	step_store_free(&report.step_points);
 }
 
 /* NCCL's calls as the text report has them; nothing where no libnccl is mapped. */
@@ -485,6 +489,7 @@ TEST(test_nccl_section)
 	memset(report.nccl, 0, sizeof(report.nccl));
 	if (!CHECK(html != NULL)) {
 		where_free(&report);
+	step_store_free(&report.step_points);
 		return;
 	}
 	check_safe(html);
@@ -498,6 +503,7 @@ TEST(test_nccl_section)
 	CHECK(strstr(html, "id=\"nccl\"") > strstr(html, "id=\"steps\""));
 	free(html);
 	where_free(&report);
+	step_store_free(&report.step_points);
 }
 
 TEST(test_write_error)
@@ -515,6 +521,7 @@ TEST(test_write_error)
 	CHECK_EQ_INT(err, -EIO);
 	fclose(f);
 	where_free(&report);
+	step_store_free(&report.step_points);
 }
 
 int main(void)

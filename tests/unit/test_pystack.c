@@ -174,13 +174,16 @@ TEST(test_folded_waits_of_a_role)
 	int step = where_name_id(&names, "step (train.py:9)");
 	int worker_py[] = { get, loop }, trainer_py[] = { step };
 	struct where_wait waits[] = {
-		{ .cause = PP_THREAD_WAIT, .ns = 2500000, .tid = 11, .role = ROLE_WORKER,
-		  .depth = 2, .py = worker_py },
-		{ .cause = PP_THREAD_WAIT, .ns = 1500000, .tid = 12, .role = ROLE_WORKER,
-		  .depth = 2, .py = worker_py },
-		{ .cause = PP_DATA_WAIT, .ns = 4000000, .tid = 1, .role = ROLE_TRAINER,
-		  .depth = 1, .py = trainer_py },
-		{ .cause = PP_OTHER, .ns = 999, .tid = 11, .role = ROLE_WORKER,
+		{ .cause = PP_THREAD_WAIT, .ns = 2500000, .count = 1, .us = 2500, .tid = 11,
+		  .role = ROLE_WORKER, .depth = 2, .py = worker_py },
+		/* Three waits of 500.9 us each, summed at capture: each weighs its own whole
+		 * microseconds (1,500), not the sum's (1,502). */
+		{ .cause = PP_THREAD_WAIT, .ns = 1502700, .count = 3, .us = 1500, .tid = 12,
+		  .role = ROLE_WORKER, .depth = 2, .py = worker_py },
+		{ .cause = PP_DATA_WAIT, .ns = 4000000, .count = 1, .us = 4000, .tid = 1,
+		  .role = ROLE_TRAINER, .depth = 1, .py = trainer_py },
+		/* Two waits of 999 ns: no weight, though they sum to more than a microsecond. */
+		{ .cause = PP_OTHER, .ns = 1998, .count = 2, .us = 0, .tid = 11, .role = ROLE_WORKER,
 		  .depth = 2, .py = worker_py },
 	};
 	char *text = NULL;
@@ -275,12 +278,13 @@ TEST(test_wait_sites)
 	int prod = where_name_id_in(&names, "producer (t.py:35)", "/srv/t.py");
 	int s1[] = { sel, step }, s2[] = { recv, step }, s3[] = { tv }, w1[] = { feed }, w2[] = { prod };
 	struct where_wait waits[] = {
-		{ .cause = PP_DATA_WAIT, .ns = 60, .depth = 2, .py = s1, .waker_tid = 7,
+		/* Four waits, summed at capture. */
+		{ .cause = PP_DATA_WAIT, .ns = 60, .count = 4, .depth = 2, .py = s1, .waker_tid = 7,
 		  .waker_role = ROLE_WORKER, .waker_depth = 1, .waker_py = w1 },
-		{ .cause = PP_DATA_WAIT, .ns = 30, .depth = 2, .py = s2, .waker_tid = 7,
+		{ .cause = PP_DATA_WAIT, .ns = 30, .count = 1, .depth = 2, .py = s2, .waker_tid = 7,
 		  .waker_role = ROLE_WORKER, .waker_depth = 1, .waker_py = w1 },
-		{ .cause = PP_DATA_WAIT, .ns = 10, .depth = 1, .py = s3, .waker_tid = 0 },
-		{ .cause = PP_THREAD_WAIT, .ns = 5, .depth = 2, .py = s1, .waker_tid = 9,
+		{ .cause = PP_DATA_WAIT, .ns = 10, .count = 1, .depth = 1, .py = s3, .waker_tid = 0 },
+		{ .cause = PP_THREAD_WAIT, .ns = 5, .count = 1, .depth = 2, .py = s1, .waker_tid = 9,
 		  .waker_role = ROLE_HELPER, .waker_depth = 1, .waker_py = w2 },
 	};
 	struct where_wait_state st[PP_NR_STATES];
@@ -300,14 +304,15 @@ TEST(test_wait_sites)
 
 	CHECK_EQ_INT(where_aggregate_waits(waits, 4, &names, st), 0);
 	CHECK_EQ_U64(d->ns, 100);
-	CHECK_EQ_U64(d->count, 3);
+	CHECK_EQ_U64(d->count, 6);
 	CHECK_EQ_INT(d->nr_sites, 3);
-	CHECK(d->sites[0].site == step && d->sites[0].inner == sel && d->sites[0].ns == 60);
+	CHECK(d->sites[0].site == step && d->sites[0].inner == sel && d->sites[0].ns == 60 &&
+	      d->sites[0].count == 4);
 	CHECK(d->sites[1].site == step && d->sites[1].inner == recv && d->sites[1].ns == 30);
 	CHECK(d->sites[2].site == tv && d->sites[2].ns == 10);
 	CHECK_EQ_INT(d->nr_wakers, 2);
 	CHECK(d->wakers[0].tid == 7 && d->wakers[0].role == ROLE_WORKER && d->wakers[0].site == feed &&
-	      d->wakers[0].ns == 90 && d->wakers[0].count == 2);
+	      d->wakers[0].ns == 90 && d->wakers[0].count == 5);
 	CHECK(d->wakers[1].tid == 0 && d->wakers[1].site == -1 && d->wakers[1].ns == 10);
 	CHECK(st[PP_THREAD_WAIT].ns == 5 && st[PP_THREAD_WAIT].wakers[0].site == prod);
 	CHECK(st[PP_IO_WAIT].count == 0 && st[PP_IO_WAIT].nr_sites == 0);

@@ -2,7 +2,8 @@
 /* Steps from step records (steps.c): durations, rate, quantiles, breakdowns, the slowest. */
 #include <math.h>
 #include <stdlib.h>
-#include "steps.h"
+#include <string.h>
+#include "step_recs.h"
 #include "unit.h"
 
 #define MS 1000000ULL
@@ -40,7 +41,7 @@ TEST(test_steps_of_one_thread)
 	};
 	struct step_summary s;
 
-	CHECK_EQ_INT(steps_summarize(r, 7, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 7, 7, &s), 0);
 	CHECK_EQ_INT(s.count, 4);
 	CHECK_EQ_INT(s.other_threads, 1);
 	CHECK(near(s.mean_s, 0.0175, 1e-9) && near(s.per_second, 1 / 0.0175, 1e-6));
@@ -68,8 +69,8 @@ TEST(test_each_step)
 	struct step_summary s;
 	int n;
 
-	CHECK_EQ_INT(steps_summarize(r, 6, 7, &s), 0);
-	n = steps_each(r, 6, 7, &each);
+	CHECK_EQ_INT(summarize_recs(r, 6, 7, &s), 0);
+	n = each_recs(r, 6, 7, &each);
 	CHECK_EQ_INT(n, s.count);
 	if (n != 4 || !each)
 		return;
@@ -80,9 +81,9 @@ TEST(test_each_step)
 	CHECK(near(each[3].share[PP_DATA_WAIT], 0.9, 1e-9));
 	free(each);
 	/* One boundary: no whole step, nothing allocated. */
-	CHECK_EQ_INT(steps_each(r, 1, 7, &each), 0);
+	CHECK_EQ_INT(each_recs(r, 1, 7, &each), 0);
 	CHECK(each == NULL);
-	CHECK_EQ_INT(steps_each(NULL, 0, 7, &each), 0);
+	CHECK_EQ_INT(each_recs(NULL, 0, 7, &each), 0);
 }
 
 /* Every 5th step of ten sleeps 30 ms after 10 ms of work (a checkpoint): the slow steps
@@ -103,7 +104,7 @@ TEST(test_slow_steps_together)
 			ts += 30 * MS;
 		}
 	}
-	CHECK_EQ_INT(steps_summarize(r, 11, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 11, 7, &s), 0);
 	CHECK_EQ_INT(s.count, 10);
 	CHECK(near(s.p50_s, 0.010, 1e-9) && near(s.median.share[PP_RUNNING], 1.0, 1e-9));
 	CHECK_EQ_INT(s.slow_count, 2);
@@ -114,7 +115,7 @@ TEST(test_slow_steps_together)
 	for (int i = 0; i <= 10; i++) {
 		r[i] = rec(7, 100 * MS + i * 10 * MS, i * 10 * MS, 0, 100 * MS + i * 10 * MS);
 	}
-	CHECK_EQ_INT(steps_summarize(r, 11, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 11, 7, &s), 0);
 	CHECK(s.slow_count == 0 && s.nr_slowest == 0 && s.slow.seconds == 0);
 }
 
@@ -129,7 +130,7 @@ TEST(test_first_step_after_attach)
 
 	r[0].phase = PP_PHASE_UNKNOWN;
 	r[1].ns[PP_OTHER] = 30 * MS;
-	CHECK_EQ_INT(steps_summarize(r, 2, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 2, 7, &s), 0);
 	CHECK_EQ_INT(s.count, 1);
 	CHECK_MSG(near(s.median.share[PP_RUNNING], 0.25, 1e-9), "%f", s.median.share[PP_RUNNING]);
 	CHECK(near(s.median.share[PP_OTHER], 0.75, 1e-9));
@@ -140,11 +141,11 @@ TEST(test_steps_edge_cases)
 	struct pp_step_record one = rec(7, 100 * MS, 0, 0, 100 * MS);
 	struct step_summary s;
 
-	CHECK_EQ_INT(steps_summarize(NULL, 0, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(NULL, 0, 7, &s), 0);
 	CHECK(s.count == 0 && s.per_second == 0);
-	CHECK_EQ_INT(steps_summarize(&one, 1, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(&one, 1, 7, &s), 0);
 	CHECK(s.count == 0 && s.nr_slowest == 0);
-	CHECK_EQ_INT(steps_summarize(&one, 1, 8, &s), 0);
+	CHECK_EQ_INT(summarize_recs(&one, 1, 8, &s), 0);
 	CHECK(s.count == 0 && s.other_threads == 1);
 	/* A boundary inside a GPU call counts its open time as GPU_WAIT. */
 	{
@@ -152,11 +153,11 @@ TEST(test_steps_edge_cases)
 					       rec(7, 110 * MS, 0, 0, 100 * MS) };
 
 		g[1].gpu_depth = 1;
-		CHECK_EQ_INT(steps_summarize(g, 2, 7, &s), 0);
+		CHECK_EQ_INT(summarize_recs(g, 2, 7, &s), 0);
 		CHECK(s.count == 1 && near(s.median.share[PP_GPU_WAIT], 1.0, 1e-9));
 		/* ... and inside an NCCL call, COMM_WAIT. */
 		g[1].call_state = PP_COMM_WAIT;
-		CHECK_EQ_INT(steps_summarize(g, 2, 7, &s), 0);
+		CHECK_EQ_INT(summarize_recs(g, 2, 7, &s), 0);
 		CHECK(s.count == 1 && near(s.median.share[PP_COMM_WAIT], 1.0, 1e-9));
 	}
 }
@@ -182,7 +183,7 @@ TEST(test_nccl_calls_per_step)
 	r[2].ns[PP_RUNNING] = 100 * MS;
 	r[2].nccl.calls[PP_NCCL_ALL_REDUCE] = 8;
 	r[2].nccl.bytes += 4096;
-	CHECK_EQ_INT(steps_summarize(r, 3, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 3, 7, &s), 0);
 	CHECK_EQ_INT(s.count, 2);
 	CHECK_EQ_U64(s.gpu.nccl_calls[PP_NCCL_ALL_REDUCE], 3);
 	CHECK_EQ_U64(s.gpu.nccl_calls[PP_NCCL_SEND], 1);
@@ -220,7 +221,7 @@ TEST(test_gpu_calls_per_step)
 		gaps += 399;
 		gap_ns += 399 * 20000;	/* 20 us between launches */
 	}
-	CHECK_EQ_INT(steps_summarize(r, 4, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 4, 7, &s), 0);
 	CHECK_EQ_INT(s.count, 3);
 	CHECK_EQ_U64(s.gpu.launches, 1201);
 	CHECK_EQ_U64(s.gpu.launches_min, 400);
@@ -245,12 +246,12 @@ TEST(test_gpu_calls_per_step)
 	/* Three syncs in every step name the pattern. */
 	for (int i = 0; i < 4; i++)
 		r[i].sync_calls[5] = 3 * i;
-	CHECK_EQ_INT(steps_summarize(r, 4, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 4, 7, &s), 0);
 	CHECK(s.gpu.syncs == 14 && steps_many_syncs(&s));
 	/* A thread whose counts start after its first boundary (its thread_gpu entry made then)
 	 * never reads negative. */
 	r[0].copies.bytes[PP_COPY_HTOD] = 1ULL << 60;
-	CHECK_EQ_INT(steps_summarize(r, 4, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 4, 7, &s), 0);
 	CHECK_EQ_U64(s.gpu.copies.bytes[PP_COPY_HTOD], 24000000);
 }
 
@@ -274,7 +275,7 @@ TEST(test_launches_counted_in_bursts)
 	}
 	r[5].launch_epoch = 5;
 	r[4].launch_epoch = 5;	/* steps 4-5 in one burst */
-	CHECK_EQ_INT(steps_summarize(r, 6, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 6, 7, &s), 0);
 	CHECK_EQ_INT(s.count, 5);
 	CHECK_EQ_INT(s.gpu.launch_steps, 3);	/* 1-2, 2-3, 4-5 */
 	CHECK_EQ_U64(s.gpu.launches, 300);
@@ -287,14 +288,14 @@ TEST(test_launches_counted_in_bursts)
 	/* Never in bursts (epoch 0 throughout): every step counts. */
 	for (int i = 0; i < 6; i++)
 		r[i].launch_epoch = 0;
-	CHECK_EQ_INT(steps_summarize(r, 6, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 6, 7, &s), 0);
 	CHECK_EQ_INT(s.gpu.launch_steps, 5);
 	CHECK(!steps_launches_sampled(&s));
 	CHECK_EQ_U64(s.gpu.launches_min, 7);
 	/* No burst spans a step: nothing counted, nothing divided by zero. */
 	for (int i = 0; i < 6; i++)
 		r[i].launch_epoch = i;
-	CHECK_EQ_INT(steps_summarize(r, 6, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 6, 7, &s), 0);
 	CHECK_EQ_INT(s.gpu.launch_steps, 0);
 	CHECK(steps_launches_per_step(&s) == 0 && steps_launch_rate(&s) == 0);
 	CHECK(!steps_launch_bound(&s, true));
@@ -330,7 +331,7 @@ TEST(test_steps_from_bursts_of_data_waits)
 			r[n++] = wait_end(ts, data, running);
 		}
 	}
-	CHECK_EQ_INT(steps_summarize(r, n, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, n, 7, &s), 0);
 	CHECK_EQ_INT(s.source, PP_STEP_FROM_DATA_WAIT);
 	CHECK_EQ_INT(s.count, 9);
 	CHECK_MSG(near(s.p50_s, 0.0416, 1e-9), "%f", s.p50_s);
@@ -343,17 +344,17 @@ TEST(test_steps_from_bursts_of_data_waits)
 		ts += (b == 6 ? 40 : 10) * MS;
 		r[n++] = wait_end(ts, ts - 100 * MS, 0);
 	}
-	CHECK_EQ_INT(steps_summarize(r, n, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, n, 7, &s), 0);
 	CHECK_EQ_INT(s.count, 11);
 	CHECK(near(s.max_s, 0.040, 1e-9));
 
 	/* Two backward passes of the trainer outrank its data waits; one does not. */
 	r[n++] = rec(7, 300 * MS, 0, 0, 300 * MS);
-	CHECK_EQ_INT(steps_summarize(r, n, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, n, 7, &s), 0);
 	CHECK_EQ_INT(s.source, PP_STEP_FROM_DATA_WAIT);
 	CHECK_EQ_INT(s.count, 11);
 	r[n++] = rec(7, 350 * MS, 0, 0, 350 * MS);
-	CHECK_EQ_INT(steps_summarize(r, n, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, n, 7, &s), 0);
 	CHECK_EQ_INT(s.source, PP_STEP_FROM_PROBE);
 	CHECK_EQ_INT(s.count, 1);
 	CHECK(near(s.p50_s, 0.050, 1e-9));
@@ -372,10 +373,10 @@ TEST(test_one_burst_is_no_step)
 		r[i] = wait_end(ts + 990 * MS, data, running);
 		ts += MS / 25, data += MS / 25, running += MS / 25;
 	}
-	CHECK_EQ_INT(steps_summarize(r, 4, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 4, 7, &s), 0);
 	CHECK_EQ_INT(s.source, PP_STEP_FROM_DATA_WAIT);
 	CHECK_EQ_INT(s.count, 0);
-	CHECK_EQ_INT(steps_summarize(r, 2, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 2, 7, &s), 0);
 	CHECK_EQ_INT(s.count, 0);
 
 	/* The window opened just before a burst's end (gap 0.1 ms): that end starts no step,
@@ -388,13 +389,79 @@ TEST(test_one_burst_is_no_step)
 	r[2] = wait_end(ts, data, running);
 	ts += 30 * MS, running += 10 * MS, data += 20 * MS;
 	r[3] = wait_end(ts, data, running);
-	CHECK_EQ_INT(steps_summarize(r, 4, 7, &s), 0);
+	CHECK_EQ_INT(summarize_recs(r, 4, 7, &s), 0);
 	CHECK_EQ_INT(s.count, 1);
 	CHECK_MSG(near(s.p50_s, 0.0301, 1e-9), "%f", s.p50_s);
 }
 
+static bool keep_odd_tid(const struct step_point *p)
+{
+	return p->tid & 1;
+}
+
+/* The store gives each record back whole, bit for bit, and keeps a CPU-only one's zero GPU
+ * counts as nothing. */
+TEST(test_store_gives_records_back)
+{
+	struct pp_step_record r[64], back;
+	struct step_store st = { 0 };
+	uint64_t seed = 0x9e3779b97f4a7c15ULL;
+	bool same = true;
+
+	for (int i = 0; i < 64; i++) {
+		r[i] = (struct pp_step_record){ .tid = 7 + i % 3, .tgid = 7, .ts = (i + 1) * MS,
+						.phase = i % 4, .gpu_depth = i % 2,
+						.phase_start_ns = i * MS, .source = i % 2,
+						.call_state = i, .launch_epoch = 2 * i + 1 };
+		for (int s = 0; s < PP_NR_STATES; s++)
+			r[i].ns[s] = (uint64_t)i * 1000 + s;
+		if (i < 16)
+			continue;	/* no GPU counts */
+		/* GPU counts: a few fields, then (from i 48) every word, the last included */
+		r[i].launches = 400 * i;
+		r[i].sync_calls[3] = i;
+		r[i].copies.bytes[PP_COPY_HTOD] = (uint64_t)i << 40;
+		r[i].dev_outstanding = -(int64_t)i;
+		if (i >= 48) {
+			uint64_t *w = (uint64_t *)&r[i].launches;
+
+			for (; w < (uint64_t *)&r[i].source; w++) {
+				seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+				*w = seed | 1;
+			}
+		}
+	}
+	for (int i = 0; i < 16; i++)
+		CHECK_EQ_INT(step_store_add(&st, &r[i]), 0);
+	CHECK_EQ_INT(st.nr_words, 0);
+	CHECK(st.points[0].gpu_at == STEP_NO_GPU);
+	for (int i = 16; i < 64; i++)
+		CHECK_EQ_INT(step_store_add(&st, &r[i]), 0);
+	/* 32 records with 5 words set (sync_calls[3] shares a word), 16 with all 50 */
+	CHECK_EQ_INT(st.nr_words, 32 * (1 + 4) + 16 * (1 + 50));
+	CHECK_EQ_INT(st.nr, 64);
+	for (int i = 0; i < 64; i++) {
+		step_store_record(&st, &st.points[i], &back);
+		same = same && !memcmp(&back, &r[i], sizeof(back));
+	}
+	CHECK_MSG(same, "every record given back as it was added");
+	/* Filtering keeps the others' counts where they were. */
+	step_store_filter(&st, keep_odd_tid);
+	CHECK_EQ_INT(st.nr, 43);	/* tids 7 and 9 */
+	for (int i = 0, k = 0; i < 64; i++) {
+		if (!(r[i].tid & 1))
+			continue;
+		step_store_record(&st, &st.points[k++], &back);
+		same = same && !memcmp(&back, &r[i], sizeof(back));
+	}
+	CHECK_MSG(same, "the records kept are given back whole");
+	step_store_free(&st);
+	CHECK(!st.points && !st.words && !st.nr);
+}
+
 int main(void)
 {
+	RUN_TEST(test_store_gives_records_back);
 	RUN_TEST(test_gpu_calls_per_step);
 	RUN_TEST(test_launches_counted_in_bursts);
 	RUN_TEST(test_nccl_calls_per_step);

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The CPU samples' and the trainer's waits' records, taken from their ring buffers at each tick:
+ * their stacks kept once each (t->stacks), the waits summed by key.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "intern.h"
+#include "pipeprof.h"
+#include "tracer.h"
+#include "tracer_pyrecords.h"
+
+/* Drops the empty slots of the walk (C-stack shim frames); returns how many are left. */
+static int compact_codes(uint64_t *code, int depth)
+{
+	int n = 0;
+
+	for (int d = 0; d < depth; d++)
+		if (code[d])
+			code[n++] = code[d];
+	return n;
+}
+
+/* The set's copy of a walk's first depth slots, shim frames dropped; *depth becomes what is
+ * left. False when out of memory. */
+static bool intern_codes(struct tracer *t, const __u64 *walked, __u32 *depth,
+			 const uint64_t **out)
+{
+	uint64_t code[PP_PY_MAX_DEPTH];
+	int n = *depth > PP_PY_MAX_DEPTH ? PP_PY_MAX_DEPTH : (int)*depth;
+
+	memcpy(code, walked, n * sizeof(code[0]));
+	n = compact_codes(code, n);
+	*depth = n;
+	*out = intern(&t->stacks, code, n * sizeof(code[0]));
+	return !n || *out;
+}
+
+/*
+ * Where the record of key goes in *array (nr of cap used, elem bytes each): its own, made and
+ * zeroed on its first sight (nr grows), or NULL when it cannot be kept. The cap is on distinct
+ * keys: past it, only the keys held add up.
+ */
+static void *summed_slot(struct intern_set *keys, const void *key, size_t key_bytes, void **array,
+			 int *nr, int *cap, size_t elem)
+{
+	bool fresh = false;
+	long i;
+
+	if (*nr >= MAX_SAMPLES) {
+		i = intern_find(keys, key, key_bytes);
+	} else {
+		if (*nr == *cap) {
+			int want = *cap ? 2 * *cap : 64;
+			void *grown = realloc(*array, want * elem);
+
+			if (!grown)
+				return NULL;
+			*array = grown;
+			*cap = want;
+		}
+		i = intern_index(keys, key, key_bytes, &fresh);
+	}
+	if (i < 0 || i >= *nr + fresh)
+		return NULL;
+	if (fresh) {
+		memset((char *)*array + i * elem, 0, elem);
+		(*nr)++;
+	}
+	return (char *)*array + i * elem;
+}
+
+int tracer_on_wait(void *ctx, void *data, size_t size)
+{
+	struct tracer *t = ctx;
+	const struct pp_wait_stack *rec = data;
+	struct tracer_wait_key key;
+	struct tracer_wait *w;
+	__u32 depth, waker_depth;
+
+	/* The header and the frames used (pystack.bpf.c's py_wait_ends()). */
+	if (size < PP_WAIT_RECORD_HEADER)
+		return 0;
+	depth = rec->depth;
+	waker_depth = rec->waker_tid ? rec->waker_depth : 0;
+	if (depth > PP_PY_MAX_DEPTH || waker_depth > PP_PY_MAX_DEPTH ||
+	    size < PP_WAIT_RECORD_BYTES(depth, waker_depth))
+		return 0;
+	key = (struct tracer_wait_key){ .tid = rec->tid, .tgid = rec->tgid, .cause = rec->cause,
+					.waker_tid = rec->waker_tid, .waker_tgid = rec->waker_tgid };
+	if (!intern_codes(t, rec->frames, &depth, &key.code) ||
+	    !intern_codes(t, rec->frames + rec->depth, &waker_depth, &key.waker_code)) {
+		t->waits_over_cap++;
+		return 0;
+	}
+	key.depth = depth;
+	key.waker_depth = waker_depth;
+	w = summed_slot(&t->wait_keys, &key, sizeof(key), (void **)&t->waits, &t->nr_waits,
+			&t->cap_waits, sizeof(*t->waits));
+	if (!w) {
+		t->waits_over_cap++;
+		return 0;
+	}
+	w->key = key;
+	w->count++;
+	w->ns += rec->wait_ns;
+	w->us += rec->wait_ns / 1000;
+	return 0;
+}
+
+int tracer_on_sample(void *ctx, void *data, size_t size)
+{
+	struct tracer *t = ctx;
+	const struct pp_sample *s = data;
+	struct tracer_sample *out;
+	__u32 depth;
+
+	if (size < sizeof(*s))
+		return 0;
+	if (t->nr_samples >= MAX_SAMPLES) {
+		t->samples_over_cap++;
+		return 0;
+	}
+	if (t->nr_samples == t->cap_samples) {
+		int cap = t->cap_samples ? 2 * t->cap_samples : 1024;
+		void *grown = realloc(t->samples, cap * sizeof(*t->samples));
+
+		if (!grown) {
+			t->samples_over_cap++;
+			return 0;
+		}
+		t->samples = grown;
+		t->cap_samples = cap;
+	}
+	out = &t->samples[t->nr_samples];
+	*out = (struct tracer_sample){ .tid = s->tid, .tgid = s->tgid,
+				       .kernel = !!s->kernel, .py = (uint8_t)s->py,
+				       .ustack_depth = s->ustack_depth > PP_USTACK_MAX_DEPTH ?
+						       PP_USTACK_MAX_DEPTH : s->ustack_depth };
+	depth = s->depth;
+	if (!intern_codes(t, s->code, &depth, &out->code)) {
+		t->samples_over_cap++;
+		return 0;
+	}
+	out->depth = depth;
+	if (out->ustack_depth) {
+		out->leaf = s->ustack[0];
+		out->callers = intern(&t->stacks, s->ustack + 1,
+				      (out->ustack_depth - 1) * sizeof(*out->callers));
+		if (out->ustack_depth > 1 && !out->callers) {
+			t->samples_over_cap++;
+			return 0;
+		}
+	}
+	if (s->truncated)
+		t->samples_truncated++;
+	t->nr_samples++;
+	return 0;
+}
