@@ -165,24 +165,6 @@ bool steps_launch_bound(const struct step_summary *s, bool mostly_running)
 	       steps_launch_share(s) >= STEPS_LAUNCH_BOUND_MIN_SHARE;
 }
 
-/* The trainer's process's outstanding device bytes at each of its step boundaries, fitted. */
-static int fit_dev_growth(const struct step_store *store, const struct step_point *const *mine,
-			  int nr, struct gpumem_fit *out)
-{
-	double *y = malloc((nr ? nr : 1) * sizeof(*y));
-	struct pp_step_record r;
-
-	if (!y)
-		return -ENOMEM;
-	for (int i = 0; i < nr; i++) {
-		step_store_record(store, mine[i], &r);
-		y[i] = (double)r.dev_outstanding;
-	}
-	gpumem_fit_steps(y, nr, out);
-	free(y);
-	return 0;
-}
-
 static int by_ts(const void *a, const void *b)
 {
 	const struct step_point *x = *(const struct step_point *const *)a;
@@ -392,6 +374,7 @@ int steps_summarize(const struct step_store *store, uint32_t tid, struct step_su
 	struct step_breakdown *steps = NULL, *sorted = NULL;
 	struct pp_step_record before, after;
 	uint64_t sums[PP_NR_STATES] = {}, whole = 0;
+	double *dev = NULL;
 	int nr, count;
 
 	memset(out, 0, sizeof(*out));
@@ -405,25 +388,27 @@ int steps_summarize(const struct step_store *store, uint32_t tid, struct step_su
 	}
 	steps = calloc(count, sizeof(*steps));
 	sorted = calloc(count, sizeof(*sorted));
-	if (!steps || !sorted) {
+	dev = malloc(nr * sizeof(*dev));
+	if (!steps || !sorted || !dev) {
 		free(mine);
 		free(steps);
 		free(sorted);
+		free(dev);
 		return -ENOMEM;
 	}
+	/* Each boundary's whole record read back once: its GPU counts, and its process's
+	 * outstanding device bytes, fitted across the steps. */
 	step_store_record(store, mine[0], &after);
+	dev[0] = (double)after.dev_outstanding;
 	for (int i = 0; i < count; i++) {
 		before = after;
 		step_store_record(store, mine[i + 1], &after);
+		dev[i + 1] = (double)after.dev_outstanding;
 		breakdown(mine[i], mine[i + 1], i + 1, &steps[i], sums);
 		gpu_between(&before, &after, &out->gpu, i == 0);
 	}
-	if (fit_dev_growth(store, mine, nr, &out->gpu.dev_growth)) {
-		free(mine);
-		free(steps);
-		free(sorted);
-		return -ENOMEM;
-	}
+	gpumem_fit_steps(dev, nr, &out->gpu.dev_growth);
+	free(dev);
 	memcpy(sorted, steps, count * sizeof(*steps));
 	qsort(sorted, count, sizeof(*sorted), by_seconds);
 	out->count = count;

@@ -38,38 +38,32 @@ static bool intern_codes(struct tracer *t, const __u64 *walked, __u32 *depth,
 	return !n || *out;
 }
 
-/*
- * Where the record of key goes in *array (nr of cap used, elem bytes each): its own, made and
- * zeroed on its first sight (nr grows), or NULL when it cannot be kept. The cap is on distinct
- * keys: past it, only the keys held add up.
- */
-static void *summed_slot(struct intern_set *keys, const void *key, size_t key_bytes, void **array,
-			 int *nr, int *cap, size_t elem)
+/* The sums of key's waits, zeroed on its first sight; NULL when they cannot be kept. The cap
+ * is on distinct keys: past it, only the keys held add up. */
+static struct tracer_wait *wait_sums(struct tracer *t, const struct tracer_wait_key *key)
 {
 	bool fresh = false;
 	long i;
 
-	if (*nr >= MAX_SAMPLES) {
-		i = intern_find(keys, key, key_bytes);
+	if (t->nr_waits >= MAX_SAMPLES) {
+		i = intern_find(&t->wait_keys, key, sizeof(*key));
 	} else {
-		if (*nr == *cap) {
-			int want = *cap ? 2 * *cap : 64;
-			void *grown = realloc(*array, want * elem);
+		if (t->nr_waits == t->cap_waits) {
+			int cap = t->cap_waits ? 2 * t->cap_waits : 64;
+			void *grown = realloc(t->waits, cap * sizeof(*t->waits));
 
 			if (!grown)
 				return NULL;
-			*array = grown;
-			*cap = want;
+			t->waits = grown;
+			t->cap_waits = cap;
 		}
-		i = intern_index(keys, key, key_bytes, &fresh);
+		i = intern_index(&t->wait_keys, key, sizeof(*key), &fresh);
 	}
-	if (i < 0 || i >= *nr + fresh)
+	if (i < 0 || i >= t->nr_waits + fresh)
 		return NULL;
-	if (fresh) {
-		memset((char *)*array + i * elem, 0, elem);
-		(*nr)++;
-	}
-	return (char *)*array + i * elem;
+	if (fresh)
+		t->waits[t->nr_waits++] = (struct tracer_wait){ .key = *key };
+	return &t->waits[i];
 }
 
 int tracer_on_wait(void *ctx, void *data, size_t size)
@@ -97,13 +91,11 @@ int tracer_on_wait(void *ctx, void *data, size_t size)
 	}
 	key.depth = depth;
 	key.waker_depth = waker_depth;
-	w = summed_slot(&t->wait_keys, &key, sizeof(key), (void **)&t->waits, &t->nr_waits,
-			&t->cap_waits, sizeof(*t->waits));
+	w = wait_sums(t, &key);
 	if (!w) {
 		t->waits_over_cap++;
 		return 0;
 	}
-	w->key = key;
 	w->count++;
 	w->ns += rec->wait_ns;
 	w->us += rec->wait_ns / 1000;
