@@ -660,7 +660,7 @@ static __always_inline struct pp_thread *thread_of(struct task_struct *task)
 /* The call of task's wait, getting a CPU, when it waits on an object with a timeout
  * (pp_retry_call), else 0: its number and arguments are still in its saved registers
  * (x86-64's orig_ax, di, si, dx, r10, r8). bpf_task_pt_regs() came in 5.15 (dd6e10fbd9fb). */
-static __always_inline __u32 retryable_wait_call(struct task_struct *task)
+static __always_inline __u64 retryable_wait_call(struct task_struct *task)
 {
 #if defined(__TARGET_ARCH_x86)
 	struct pt_regs *regs;

@@ -88,7 +88,8 @@ static inline __u32 pp_chain_cause(__u32 last_wait, __u32 depth, __u64 ran_ns, _
  * OTHER.
  *
  * A retry is the same call: the same syscall with the same timeout argument, its value where it
- * is a number of milliseconds (poll, epoll_wait), its address where it is a pointer (futex,
+ * is a number of milliseconds (poll, epoll_wait; give or take what a preemption took of it,
+ * below), its address where it is a pointer (futex,
  * ppoll, select: the deadline in it changes, its place on the stack is the call site's), and
  * for futex the same operation. A pause is not a retry: asyncio's `await asyncio.sleep(0.1)` is
  * epoll_wait(fd, .., 100) and the read it awaits next epoll_wait(fd, .., -1); `stop.wait(0.1)`
@@ -105,28 +106,38 @@ static inline __u32 pp_chain_cause(__u32 last_wait, __u32 depth, __u64 ran_ns, _
  * of a thread's Queue.get(timeout=5) as OTHER in some batches (THREAD_WAIT 21-93% where it was
  * 100%).
  *
+ * A timeout in milliseconds (poll, epoll_wait) is what remains of the caller's deadline,
+ * rounded up: Python's Queue.get(timeout=5) takes a lock, then polls for 5000 ms less the time
+ * since it read the clock. Preempted in between, it polls for 4998, and its retry for 5000.
+ * Compared exactly, they were two calls, and about one attach in 50 on a DataLoader whose
+ * batches outlast its timeout read a whole timed-out wait as OTHER. So millisecond timeouts
+ * within an eighth of the longer, plus 1 ms, are one call (pp_same_call); a pause of 100 ms
+ * before a wait of 200 ms is not.
+ *
  * Not told apart: a pause and a wait with a timeout made from one place with the same kind of
  * deadline. CPython's `stop.wait(0.1)` and `q.get(timeout=1)` both reach the futex from one
  * line of Condition.wait, their timespec at one place on the stack: the pause before such a
  * q.get() reads as its wait. (The deadline in the timespec would tell them apart; it is not
  * read.)
  *
- * pp_retry_call(): the call's signature, hashed into 32 bits (a collision, about 2^-32, would
- * take one call for another), or 0 where it is no retryable wait. Arguments as the x86-64
- * syscall ABI passes them (di, si, dx, r10, r8); another architecture holds nothing back, and
- * its timed-out waits stay OTHER as before.
+ * pp_retry_call(): the call's signature hashed into the upper 32 bits (a collision, about
+ * 2^-32, would take one call for another), its timeout in the lower where that is a number of
+ * milliseconds (else 0); or 0 where it is no retryable wait. Arguments as the x86-64 syscall
+ * ABI passes them (di, si, dx, r10, r8); another architecture holds nothing back, and its
+ * timed-out waits stay OTHER as before.
  */
-static inline __u32 pp_retry_call(long nr, unsigned long di, unsigned long si, unsigned long dx,
+static inline __u64 pp_retry_call(long nr, unsigned long di, unsigned long si, unsigned long dx,
 				  unsigned long r10, unsigned long r8)
 {
 #if defined(__x86_64__) || defined(__TARGET_ARCH_x86)
-	__u64 timeout, op = 0, h;
+	__u64 timeout = 0, op = 0, h;
+	__u32 ms = 0;
 
 	switch (nr) {
 	case 7:		/* poll(fds, nfds, int ms): on no descriptor, a sleep */
 		if (!si)
 			return 0;
-		timeout = (__u32)dx;
+		ms = (__u32)dx;
 		break;
 	case 271:	/* ppoll(fds, nfds, timespec *, ..): likewise */
 		if (!si)
@@ -142,7 +153,7 @@ static inline __u32 pp_retry_call(long nr, unsigned long di, unsigned long si, u
 		break;
 	case 232:	/* epoll_wait, epoll_pwait(epfd, events, max, int ms) */
 	case 281:
-		timeout = (__u32)r10;
+		ms = (__u32)r10;
 		break;
 	case 202:	/* futex(uaddr, op, val, timespec *) */
 		timeout = r10;
@@ -158,10 +169,27 @@ static inline __u32 pp_retry_call(long nr, unsigned long di, unsigned long si, u
 	h = ((__u64)(nr + 1) * 0x9E3779B97F4A7C15ULL) ^ (timeout * 0xC2B2AE3D27D4EB4FULL) ^
 	    ((op + 1) * 0x165667B19E3779F9ULL);
 	h ^= h >> 32;
-	return (__u32)h ? (__u32)h : 1;
+	return (__u64)((__u32)h ? (__u32)h : 1) << 32 | ms;
 #else
 	return 0;
 #endif
+}
+
+/* Whether two waits' pp_retry_call() are one call: the same signature, and millisecond timeouts
+ * within an eighth of the longer plus 1 ms (none: the same). */
+static inline __attribute__((always_inline)) int pp_same_call(__u64 a, __u64 b)
+{
+	__u32 x = (__u32)a, y = (__u32)b, longer, shorter;
+
+	if (!a || a >> 32 != b >> 32)
+		return 0;
+	if (x == y)
+		return 1;
+	if ((__s32)x < 0 || (__s32)y < 0)	/* an infinite timeout is no remainder */
+		return 0;
+	longer = x > y ? x : y;
+	shorter = x > y ? y : x;
+	return longer - shorter <= longer / 8 + 1;
 }
 
 /* What the end of a wait does to the timed-out waits a thread holds (retry_after_timeouts()). */
@@ -176,14 +204,14 @@ enum pp_retry_action {
  * wait's pp_retry_call(); held_call: that of the first wait held, the one a retry makes;
  * timed_out: an interrupt ended it, named nothing; brief: it ended within PP_ON_THE_WAY_MAX_NS;
  * handoff: a task ended it within PP_LOCK_HANDOFF_MAX_NS. */
-static inline int pp_retry_action(int holding, __u32 call, __u32 held_call, int timed_out,
+static inline int pp_retry_action(int holding, __u64 call, __u64 held_call, int timed_out,
 				  int brief, int handoff)
 {
 	if (!holding)
 		return PP_RETRY_DROP;
 	if (timed_out)
-		return call == held_call || brief ? PP_RETRY_ADD : PP_RETRY_DROP;
-	if (call && call == held_call)
+		return pp_same_call(call, held_call) || brief ? PP_RETRY_ADD : PP_RETRY_DROP;
+	if (pp_same_call(call, held_call))
 		return PP_RETRY_NAME;
 	return handoff ? PP_RETRY_KEEP : PP_RETRY_DROP;
 }
@@ -241,8 +269,8 @@ struct pp_proc {
 	__u32 rank_tgid;
 	/* Where its threads wait for the GIL: the calls (pp_retry_call) of held waits that a
 	 * takeover named (pp_takeover_call_known). */
-	__u32 takeover_calls[PP_TAKEOVER_CALLS];
 	__u32 pad;
+	__u64 takeover_calls[PP_TAKEOVER_CALLS];
 	__u64 fork_ns;		/* 0 when it existed at attach */
 	__u64 exit_ns;		/* 0 while alive */
 };
@@ -289,11 +317,13 @@ struct pp_thread {
 	__u64 nccl_bytes;	/* ... and its bytes, PP_NCCL_UNSIZED when unknown */
 	__u64 nccl_comm_out;	/* communicator being created: where NCCL stores its handle */
 	__u64 nccl_comm_ranks;	/* ... and how many ranks it has */
-	__u32 offcpu_iowait;	/* task->in_iowait at the last switch-out */
 	__u32 last_wait;	/* enum pp_state of the last completed off-CPU wait */
 	__u16 last_wait_depth;	/* relay hops behind last_wait (0: the cause itself) */
-	__u16 held_one_call;	/* 1 while every held wait is of held_call */
-	__u32 held_call;	/* wait_call of the first timed-out wait held: its retry names
+	/* Small fields packed: thread_first_seen() builds a record on a stack whose frames the
+	 * verifier caps at 512 bytes, a few bytes away. */
+	__u8 held_one_call;	/* 1 while every held wait is of held_call */
+	__u8 offcpu_iowait;	/* task->in_iowait at the last switch-out */
+	__u64 held_call;	/* wait_call of the first timed-out wait held: its retry names
 				 * them (the GIL's 5 ms waits are on the way to it) */
 	__u64 last_wait_end_ns;	/* when that wait (or a GPU sync call) ended */
 	__u64 ran_since_wait_ns; /* on-CPU time since then, up to the last switch-out */
@@ -308,8 +338,9 @@ struct pp_thread {
 	__u64 last_launch_ns;	/* previous kernel launch (hist launch gaps) */
 	__u64 copy_enter_ns;	/* synchronous copy in progress (hist memcpy throughput) */
 	__u64 copy_bytes;
-	__u32 copy_dir;		/* enum pp_copy_dir */
-	__u32 step_depth;	/* nested autograd Engine::execute calls in progress */
+	__u16 copy_dir;		/* enum pp_copy_dir */
+	__u16 step_depth;	/* nested autograd Engine::execute calls in progress */
+	__u32 launch_epoch;	/* launch_epoch at the previous launch: no gap spans a pause */
 	__u64 last_step_ns;	/* start of the previous backward pass (hist step) */
 	__u64 gc_start_ns;	/* Python garbage collection in progress since, 0 when none */
 	__u64 gc_ns;		/* its pauses inside the window */
@@ -322,11 +353,10 @@ struct pp_thread {
 	__u64 launch_gap_ns;	/* between consecutive launches with no sync call between */
 	__u64 launch_gaps;
 	__u64 launch_sync_mark;	/* gpu_calls at the previous launch */
-	__u32 launch_epoch;	/* launch_epoch at the previous launch: no gap spans a pause */
 	/* The call of the wait being closed when it waits on an object with a timeout
 	 * (pp_retry_call), 0 otherwise or unread; read at its switch-in when an interrupt woke
 	 * it or it may be a retry. */
-	__u32 wait_call;
+	__u64 wait_call;
 	/* OTHER, inside the window, of the timed-out waits the thread retried at once since its
 	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */
 	__u64 timed_out_ns;
@@ -396,18 +426,19 @@ static inline int pp_takeover_names_held(__u64 held_ns, __u64 held_from_ns, __u6
  * written without atomics: two threads learning at once lose one call, learnt again at its
  * next takeover.
  */
-static inline int pp_takeover_call_known(const __u32 *calls, __u32 call)
+static inline __attribute__((always_inline)) int pp_takeover_call_known(const __u64 *calls,
+									   __u64 call)
 {
 	if (!call)
 		return 0;
 	for (int k = 0; k < PP_TAKEOVER_CALLS; k++)
-		if (calls[k] == call)
+		if (pp_same_call(calls[k], call))
 			return 1;
 	return 0;
 }
 
-/* Into the first free slot, else over the slot the call hashes to. */
-static inline void pp_takeover_call_learn(__u32 *calls, __u32 call)
+/* Into the first free slot, else over the slot the call's signature hashes to. */
+static inline void pp_takeover_call_learn(__u64 *calls, __u64 call)
 {
 	if (!call || pp_takeover_call_known(calls, call))
 		return;
@@ -416,7 +447,7 @@ static inline void pp_takeover_call_learn(__u32 *calls, __u32 call)
 			calls[k] = call;
 			return;
 		}
-	calls[call & (PP_TAKEOVER_CALLS - 1)] = call;
+	calls[(call >> 32) & (PP_TAKEOVER_CALLS - 1)] = call;
 }
 
 /* The one log2 histogram slot function, compiled into the BPF programs and into userspace

@@ -152,7 +152,7 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 {
 	__u64 end, waited;
 	bool timed_out, handoff;
-	__u32 call;
+	__u64 call;
 	int action;
 
 	if (!t)
@@ -174,7 +174,7 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 		return action;
 	if (action == PP_RETRY_ADD) {
 		t->timed_out_ns += waited;
-		if (call != t->held_call)
+		if (!pp_same_call(call, t->held_call))
 			t->held_one_call = 0;
 		return action;
 	}

@@ -237,13 +237,19 @@ TEST(test_close_retry_of_timed_out_wait)
 /* What each wait does to the held ones, on the shapes the rules were made on. */
 TEST(test_retry_actions)
 {
-	const __u32 poll5000 = 11, queue_lock = 12, gil = 13, mutex = 14, pause = 15, get = 16;
+	/* Signatures in the upper half, as pp_retry_call() gives them; poll's timeout below. */
+	const __u64 poll = 11ULL << 32, poll5000 = poll | 5000, queue_lock = 12ULL << 32,
+		    gil = 13ULL << 32, mutex = 14ULL << 32, pause = 15ULL << 32, get = 16ULL << 32;
 
 	/* Nothing held: a wait drops nothing (and, timed out, is held itself). */
 	CHECK_EQ_INT(pp_retry_action(0, poll5000, 0, 1, 0, 0), PP_RETRY_DROP);
 	/* The DataLoader: poll(5000) timed out, then again, then the worker's batch. */
 	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll5000, 1, 0, 0), PP_RETRY_ADD);
 	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll5000, 0, 0, 0), PP_RETRY_NAME);
+	/* Its Queue.get preempted between reading the clock and polling: poll(4998) timed out,
+	 * the retry polls for 5000 (or the other way round). One call. */
+	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll | 4998, 0, 0, 0), PP_RETRY_NAME);
+	CHECK_EQ_INT(pp_retry_action(1, poll | 4998, poll5000, 1, 0, 0), PP_RETRY_ADD);
 	/* A thread's q.get(timeout=1): the GIL's 5 ms wait times out, its mutex is handed over,
 	 * or the GIL soon after, and the queue's lock again, the producer's put ending it. */
 	CHECK_EQ_INT(pp_retry_action(1, gil, queue_lock, 1, 1, 0), PP_RETRY_ADD);
@@ -273,7 +279,7 @@ TEST(test_retry_actions)
 TEST(test_takeover)
 {
 	const __u64 us = 1000, from = 1000 * us, held = 5000 * us, end = from + held;
-	__u32 calls[PP_TAKEOVER_CALLS] = { 0 };
+	__u64 calls[PP_TAKEOVER_CALLS] = { 0 };
 
 	/* The holder stayed out of any wait through the 5 ms and sleeps after it, woken 30 us in;
 	 * or is woken on its CPU, going to sleep. */
@@ -300,17 +306,43 @@ TEST(test_takeover)
 	CHECK(!pp_takeover_call_known(calls, 0));
 	pp_takeover_call_learn(calls, 0);
 	CHECK_EQ_U64(calls[0], 0);
-	for (__u32 c = 1; c <= PP_TAKEOVER_CALLS; c++) {
-		pp_takeover_call_learn(calls, 0x100 + c);
-		pp_takeover_call_learn(calls, 0x100 + c);
+	for (__u64 c = 1; c <= PP_TAKEOVER_CALLS; c++) {
+		pp_takeover_call_learn(calls, (0x100 + c) << 32);
+		pp_takeover_call_learn(calls, (0x100 + c) << 32);
 	}
-	for (__u32 c = 1; c <= PP_TAKEOVER_CALLS; c++)
-		CHECK(pp_takeover_call_known(calls, 0x100 + c));
-	CHECK(!pp_takeover_call_known(calls, 0x200));
-	pp_takeover_call_learn(calls, 0x200);
-	CHECK(pp_takeover_call_known(calls, 0x200));
-	CHECK(!pp_takeover_call_known(calls, 0x100 + 1));
-	CHECK(pp_takeover_call_known(calls, 0x100 + 2));
+	for (__u64 c = 1; c <= PP_TAKEOVER_CALLS; c++)
+		CHECK(pp_takeover_call_known(calls, (0x100 + c) << 32));
+	CHECK(!pp_takeover_call_known(calls, 0x200ULL << 32));
+	pp_takeover_call_learn(calls, 0x200ULL << 32);
+	CHECK(pp_takeover_call_known(calls, 0x200ULL << 32));
+	CHECK(!pp_takeover_call_known(calls, 0x101ULL << 32));
+	CHECK(pp_takeover_call_known(calls, 0x102ULL << 32));
+	/* A call known is known by its remainder too (a GIL wait on poll, retried). */
+	pp_takeover_call_learn(calls, 0x102ULL << 32 | 5000);
+	CHECK(pp_takeover_call_known(calls, 0x102ULL << 32 | 4990));
+}
+
+/* Which timeouts are one call's: what remains of a deadline, never a pause before a wait. */
+TEST(test_same_call)
+{
+	const __u64 poll = 7ULL << 32, epoll = 9ULL << 32, futex_ts = 5ULL << 32;
+
+	CHECK(pp_same_call(poll | 5000, poll | 5000));
+	CHECK(pp_same_call(poll | 4998, poll | 5000) && pp_same_call(poll | 5000, poll | 4998));
+	/* An eighth of the longer, plus 1 ms: up to 626 ms of 5 s lost between clock and call. */
+	CHECK(pp_same_call(poll | 4374, poll | 5000) && !pp_same_call(poll | 4373, poll | 5000));
+	CHECK(pp_same_call(poll | 1, poll | 2) && pp_same_call(poll | 9, poll | 10));
+	CHECK(!pp_same_call(poll | 3, poll | 5));
+	/* asyncio's sleep(0.1) before a read with no timeout, or one of 200 ms: other calls. */
+	CHECK(!pp_same_call(epoll | 100, epoll | 0xffffffff));
+	CHECK(!pp_same_call(epoll | 0xffffffff, epoll | 0x7ffffff0));
+	CHECK(pp_same_call(epoll | 0xffffffff, epoll | 0xffffffff));
+	CHECK(!pp_same_call(epoll | 100, epoll | 200));
+	/* Another signature (syscall, operation, the timespec's place) is another call. */
+	CHECK(!pp_same_call(poll | 5000, epoll | 5000));
+	CHECK(pp_same_call(futex_ts, futex_ts) && !pp_same_call(futex_ts, futex_ts + (1ULL << 32)));
+	/* No call is none. */
+	CHECK(!pp_same_call(0, 0));
 }
 
 /* Which waits a timeout may hold back (x86-64 numbers), and what makes a retry the same call. */
@@ -333,12 +365,20 @@ TEST(test_retryable_wait_syscalls)
 	CHECK(!pp_retry_call(7, 0x7ffd0000, 0, 5000, 0, 0));
 	CHECK(!pp_retry_call(271, 0x7ffd0000, 0, ts, 0, 0));
 	CHECK(pp_retry_call(202, 0x7ffd0000, wait_bitset, 0, ts, 0));
-	/* The DataLoader's Queue.get(timeout=5) again, on a new poll set: the same call. */
+	/* The DataLoader's Queue.get(timeout=5) again, on a new poll set: the same call; and
+	 * with what remained of its deadline after a preemption. */
 	CHECK_EQ_U64(pp_retry_call(7, 0x1000, 1, 5000, 0, 0), pp_retry_call(7, 0x2000, 1, 5000, 7, 9));
+	CHECK(pp_same_call(pp_retry_call(7, 0x1000, 1, 5000, 0, 0),
+			   pp_retry_call(7, 0x2000, 1, 4998, 0, 0)));
+	CHECK(pp_same_call(pp_retry_call(232, 3, 0x1000, 2, 996, 0),
+			   pp_retry_call(232, 3, 0x1000, 2, 1000, 0)));
 	/* asyncio's sleep, then the read it awaits: epoll_wait(fd, .., 100) then (fd, .., -1). */
-	CHECK(pp_retry_call(232, 3, 0x1000, 2, 100, 0) != pp_retry_call(232, 3, 0x1000, 2, -1, 0));
-	CHECK(pp_retry_call(281, 3, 0x1000, 2, 100, 0) != pp_retry_call(281, 3, 0x1000, 2, 0, 0));
-	CHECK(pp_retry_call(7, 0x1000, 1, 100, 0, 0) != pp_retry_call(7, 0x1000, 1, -1, 0, 0));
+	CHECK(!pp_same_call(pp_retry_call(232, 3, 0x1000, 2, 100, 0),
+			    pp_retry_call(232, 3, 0x1000, 2, -1, 0)));
+	CHECK(!pp_same_call(pp_retry_call(281, 3, 0x1000, 2, 100, 0),
+			    pp_retry_call(281, 3, 0x1000, 2, 0, 0)));
+	CHECK(!pp_same_call(pp_retry_call(7, 0x1000, 1, 100, 0, 0),
+			    pp_retry_call(7, 0x1000, 1, -1, 0, 0)));
 	/* An int's upper half is not the caller's. */
 	CHECK_EQ_U64(pp_retry_call(232, 3, 0x1000, 2, 0xdead0000ffffffffUL, 0),
 		     pp_retry_call(232, 3, 0x1000, 2, 0xffffffffUL, 0));
@@ -360,7 +400,8 @@ TEST(test_retryable_wait_syscalls)
 	CHECK(pp_retry_call(23, 4, 0, 0, 0, ts) != pp_retry_call(23, 4, 0, 0, 0, other_ts));
 	CHECK(pp_retry_call(441, 3, 0, 0, ts, 0) != pp_retry_call(441, 3, 0, 0, 0, 0));
 	/* Another syscall with the same timeout is another call. */
-	CHECK(pp_retry_call(7, 0x1000, 1, 100, 0, 0) != pp_retry_call(232, 3, 0x1000, 2, 100, 0));
+	CHECK(!pp_same_call(pp_retry_call(7, 0x1000, 1, 100, 0, 0),
+			    pp_retry_call(232, 3, 0x1000, 2, 100, 0)));
 	CHECK(pp_retry_call(23, 4, 0, 0, 0, ts) != pp_retry_call(270, 4, 0, 0, 0, ts));
 	CHECK(pp_retry_call(441, 1, 0, 0, ts, 0) != pp_retry_call(449, 1, 0, 0, ts, 0));
 #else
@@ -1162,6 +1203,7 @@ int main(void)
 	RUN_TEST(test_close_retry_of_timed_out_wait);
 	RUN_TEST(test_retry_actions);
 	RUN_TEST(test_takeover);
+	RUN_TEST(test_same_call);
 	RUN_TEST(test_retryable_wait_syscalls);
 	RUN_TEST(test_switch_in_unseen);
 	RUN_TEST(test_waited_on);
