@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cache.h"
+#include "grow.h"
 
 bool cache_dir_safe(const struct stat *st, uid_t euid)
 {
@@ -234,14 +235,8 @@ void cache_trim(int dir_fd, const char *prefix, int max)
 		if (strncmp(de->d_name, prefix, plen) ||
 		    fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue;
-		if (n == cap) {
-			void *grown = realloc(names, (cap ? cap * 2 : 64) * sizeof(*names));
-
-			if (!grown)
-				break;
-			names = grown;
-			cap = cap ? cap * 2 : 64;
-		}
+		if (grow_array(&names, &cap, n, sizeof(*names), 64))
+			break;
 		names[n].mtime = st.st_mtim;
 		snprintf(names[n].name, sizeof(names[n].name), "%s", de->d_name);
 		n++;

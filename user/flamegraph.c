@@ -7,6 +7,7 @@
 #include <string.h>
 #include "flamegraph.h"
 #include "sanitize.h"
+#include "grow.h"
 
 #define FRAME_H 16
 #define FONT_PX 12
@@ -30,15 +31,8 @@ struct fg_tree {
 
 static int node_new(struct fg_tree *t, const char *name, size_t len)
 {
-	if (t->nr == t->cap) {
-		int cap = t->cap ? 2 * t->cap : 256;
-		void *grown = realloc(t->nodes, cap * sizeof(*t->nodes));
-
-		if (!grown)
-			return -ENOMEM;
-		t->nodes = grown;
-		t->cap = cap;
-	}
+	if (grow_array(&t->nodes, &t->cap, t->nr, sizeof(*t->nodes), 256))
+		return -ENOMEM;
 	t->nodes[t->nr] = (struct fg_node){ .name = malloc(len + 1), .name_len = len,
 					    .first_child = -1, .next_sibling = -1 };
 	if (!t->nodes[t->nr].name)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "procmaps.h"
 #include "procnet.h"
+#include "grow.h"
 
 #define TCP_ESTABLISHED 1
 /* Sockets read per process: a rank holds a few dozen (gloo pairs, the store); a server
@@ -143,21 +144,6 @@ int peers_find(const pid_t *pids, int n, const struct sock_owner *owners, int nr
 	return marked;
 }
 
-/* Makes room in *arr (nr elements of size elem, room for *cap) for one more: 0 or -ENOMEM. */
-static int room_for_one(void **arr, int nr, int *cap, size_t elem)
-{
-	int grown_cap = *cap ? *cap * 2 : 64;
-	void *grown;
-
-	if (nr < *cap)
-		return 0;
-	grown = realloc(*arr, grown_cap * elem);
-	if (!grown)
-		return -ENOMEM;
-	*arr = grown;
-	*cap = grown_cap;
-	return 0;
-}
 
 /* Appends pid's sockets to *owners. Returns 0 or -ENOMEM; a process gone or unreadable
  * holds none. */
@@ -183,7 +169,7 @@ static int read_sockets(const char *procfs, pid_t pid, struct sock_owner **owner
 		link[len] = '\0';
 		if (sscanf(link, "socket:[%lu]", &inode) != 1)
 			continue;
-		if (room_for_one((void **)owners, *nr, cap, sizeof(**owners))) {
+		if (grow_array(owners, cap, *nr, sizeof(**owners), 64)) {
 			closedir(dir);
 			return -ENOMEM;
 		}
@@ -207,7 +193,7 @@ static int read_conns(const char *path, struct tcp_conn **conns, int *nr, int *c
 	while (fgets(line, sizeof(line), f)) {
 		if (tcp_parse_line(line, &c) || c.state != TCP_ESTABLISHED)
 			continue;
-		if (room_for_one((void **)conns, *nr, cap, sizeof(**conns))) {
+		if (grow_array(conns, cap, *nr, sizeof(**conns), 64)) {
 			fclose(f);
 			return -ENOMEM;
 		}

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include "proctree.h"
+#include "grow.h"
 
 int proc_parse_stat(const char *line, pid_t *ppid, char *state)
 {
@@ -94,8 +95,8 @@ struct pid_ppid {
 
 int proc_descendants(const char *procfs, pid_t root, pid_t *out, pid_t *out_ppid, int max)
 {
-	struct pid_ppid *all = NULL, *grown;
-	size_t nr_all = 0, cap = 0;
+	struct pid_ppid *all = NULL;
+	int nr_all = 0, cap = 0;
 	char path[PATH_MAX], line[1024];
 	struct dirent *de;
 	int n = 0, err = 0;
@@ -113,14 +114,9 @@ int proc_descendants(const char *procfs, pid_t root, pid_t *out, pid_t *out_ppid
 		/* Processes vanish while we walk: skip, do not fail. */
 		if (proc_read_line(path, line, sizeof(line)) || proc_parse_stat(line, &ppid, NULL))
 			continue;
-		if (nr_all == cap) {
-			cap = cap ? cap * 2 : 256;
-			grown = realloc(all, cap * sizeof(*all));
-			if (!grown) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			all = grown;
+		if (grow_array(&all, &cap, nr_all, sizeof(*all), 256)) {
+			err = -ENOMEM;
+			goto cleanup;
 		}
 		all[nr_all].pid = atoi(de->d_name);
 		all[nr_all].ppid = ppid;
@@ -131,7 +127,7 @@ int proc_descendants(const char *procfs, pid_t root, pid_t *out, pid_t *out_ppid
 	for (int head = -1; head < n; head++) {
 		pid_t parent = head < 0 ? root : out[head];
 
-		for (size_t i = 0; i < nr_all && n < max; i++)
+		for (int i = 0; i < nr_all && n < max; i++)
 			if (all[i].ppid == parent && all[i].pid != root) {
 				if (out_ppid)
 					out_ppid[n] = parent;

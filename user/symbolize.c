@@ -14,6 +14,7 @@
 #include "procmaps.h"
 #include "pystack.h"
 #include "symbolize.h"
+#include "grow.h"
 
 /* A file's symbols, loaded once however many processes map it. */
 struct sym_file {
@@ -72,14 +73,9 @@ static int proc_load(struct sym_proc *p, pid_t pid)
 	while (fgets(line, sizeof(line), f)) {
 		if (procmaps_parse_line(line, &e))
 			continue;
-		if (p->nr_maps == cap) {
-			void *grown = realloc(p->maps, (cap = cap ? 2 * cap : 64) * sizeof(*p->maps));
-
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			p->maps = grown;
+		if (grow_array(&p->maps, &cap, p->nr_maps, sizeof(*p->maps), 64)) {
+			err = -ENOMEM;
+			break;
 		}
 		p->maps[p->nr_maps] = (struct sym_map){
 			.start = e.start, .end = e.end, .pgoff = e.pgoff, .inode = e.inode,

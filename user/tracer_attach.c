@@ -21,6 +21,7 @@
 #include "sanitize.h"
 #include "tracer.h"
 #include "uprobe_multi.h"
+#include "grow.h"
 
 static struct tracer_lib_attach *find_attached(struct tracer *t, pid_t pid, const struct mapped_lib *lib)
 {
@@ -209,15 +210,8 @@ static int attach_lib(struct tracer *t, pid_t pid, const struct mapped_lib *lib,
 	/* shown: the path as logged; its owner named it, and a terminal must not act on it */
 	char path[PATH_MAX + 64], shown[SAN_TEXT_SIZE(sizeof(lib->path))];
 
-	if (t->nr_attached == t->cap_attached) {
-		int cap = t->cap_attached ? t->cap_attached * 2 : 8;
-		void *grown = realloc(t->attached, cap * sizeof(*t->attached));
-
-		if (!grown)
-			return -ENOMEM;
-		t->attached = grown;
-		t->cap_attached = cap;
-	}
+	if (grow_array(&t->attached, &t->cap_attached, t->nr_attached, sizeof(*t->attached), 8))
+		return -ENOMEM;
 	a = &t->attached[t->nr_attached++];
 	memset(a, 0, sizeof(*a));
 	a->pid = pid;
@@ -419,13 +413,8 @@ static void find_joined(struct tracer *t)
 		if (bpf_map_lookup_elem(fd, &key, &proc) || proc.exit_ns || proc.is_root ||
 		    proc.rank_tgid)
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			grown = realloc(pids, cap * sizeof(*pids));
-			if (!grown)
-				goto cleanup;
-			pids = grown;
-		}
+		if (grow_array(&pids, &cap, n, sizeof(*pids), 16))
+			goto cleanup;
 		pids[n++] = key;
 	}
 	for (int i = 0; i < n; i++)

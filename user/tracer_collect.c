@@ -16,6 +16,7 @@
 #include "pipeprof.skel.h"
 #include "proctree.h"
 #include "tracer.h"
+#include "grow.h"
 
 static void collect_nccl(struct tracer *t, struct report *r)
 {
@@ -129,56 +130,61 @@ void tracer_prog_stats(struct tracer *t, uint64_t *recursion_misses, uint64_t *r
 }
 
 
-/* What each thread holds of its latest waker, not yet in the wakers map (pp_thread.waker_sum):
- * one more record each, which the report sums with the map's under the same key. */
-static void collect_held_wakers(struct tracer *t, struct report *r, int cap)
+/* One more of the report's waker records; room grows with them (the maps' sizes would take
+ * 1.9 MB for a few hundred). */
+static int add_wake(struct report *r, int *cap, const struct wake_record *w)
 {
-	int fd = bpf_map__fd(t->skel->maps.threads);
+	if (grow_array(&r->wakes, cap, r->nr_wakes, sizeof(*r->wakes), 256))
+		return -ENOMEM;
+	r->wakes[r->nr_wakes++] = *w;
+	return 0;
+}
+
+/* What each thread holds of its latest waker, not yet in the wakers map (pp_thread.waker_sum):
+ * one more record each, which the report sums with the map's under the same key. At most one
+ * a thread, however the walk goes (a key deleted under it restarts it). */
+static int collect_held_wakers(struct tracer *t, struct report *r, int *cap)
+{
+	int fd = bpf_map__fd(t->skel->maps.threads), most = bpf_map__max_entries(t->skel->maps.threads);
 	__u32 key, next, *prev = NULL;
 	struct pp_thread th;
+	int err = 0;
 
-	while (r->nr_wakes < cap && !bpf_map_get_next_key(fd, prev, &next)) {
+	for (int n = 0; !err && n < most && !bpf_map_get_next_key(fd, prev, &next); n++) {
 		const struct pp_waker_key *k = &th.waker_key;
 
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &th) || !th.waker_sum.count)
 			continue;
-		r->wakes[r->nr_wakes++] = (struct wake_record){
+		err = add_wake(r, cap, &(struct wake_record){
 			.wakee = k->wakee, .waker = k->waker, .waker_tgid = k->waker_tgid,
 			.ctx = k->ctx, .cause = k->cause, .ns = th.waker_sum.ns,
-			.count = th.waker_sum.count };
+			.count = th.waker_sum.count });
 	}
+	return err;
 }
 
 /* Who ended each wait; recorded only where the front-end asked for it. */
 static int collect_wakers(struct tracer *t, struct report *r)
 {
-	int fd = bpf_map__fd(t->skel->maps.wakers), cap = bpf_map__max_entries(t->skel->maps.wakers);
-	/* Room for one held by each thread besides the map's. */
-	int held = bpf_map__max_entries(t->skel->maps.threads);
+	int fd = bpf_map__fd(t->skel->maps.wakers), most = bpf_map__max_entries(t->skel->maps.wakers);
 	struct pp_waker_key key, *prev = NULL, next;
 	struct pp_waker_val val;
+	int cap = 0, err = 0;
 
 	if (!t->skel->rodata->record_wakers)
 		return 0;
-	r->wakes = calloc(cap + held, sizeof(*r->wakes));
-	if (!r->wakes)
-		return -ENOMEM;
-	while (r->nr_wakes < cap && !bpf_map_get_next_key(fd, prev, &next)) {
-		struct wake_record *w = &r->wakes[r->nr_wakes];
-
+	for (int n = 0; !err && n < most && !bpf_map_get_next_key(fd, prev, &next); n++) {
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &val))
 			continue;
-		*w = (struct wake_record){ .wakee = key.wakee, .waker = key.waker,
-					   .waker_tgid = key.waker_tgid, .ctx = key.ctx,
-					   .cause = key.cause, .ns = val.ns, .count = val.count };
-		r->nr_wakes++;
+		err = add_wake(r, &cap, &(struct wake_record){
+			.wakee = key.wakee, .waker = key.waker, .waker_tgid = key.waker_tgid,
+			.ctx = key.ctx, .cause = key.cause, .ns = val.ns, .count = val.count });
 	}
-	collect_held_wakers(t, r, cap + held);
-	return 0;
+	return err ? err : collect_held_wakers(t, r, &cap);
 }
 
 int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
@@ -229,14 +235,8 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 		prev = &key;
 		if (bpf_map_lookup_elem(tfd, &key, &th) || bpf_map_lookup_elem(pfd, &th.tgid, &proc))
 			continue;
-		if (r->nr_threads == cap) {
-			void *grown = realloc(r->threads, 2 * cap * sizeof(*r->threads));
-
-			if (!grown)
-				return -ENOMEM;
-			r->threads = grown;
-			cap *= 2;
-		}
+		if (grow_array(&r->threads, &cap, r->nr_threads, sizeof(*r->threads), 64))
+			return -ENOMEM;
 		if (th.phase == PP_PHASE_UNKNOWN) {
 			state = tracer_close_state_of(t, key);
 			if (!state)

@@ -16,6 +16,7 @@
 #include "proctree.h"
 #include "report.h"
 #include "tracer.h"
+#include "grow.h"
 
 #define MEM_INTERVAL_NS (250ull * 1000 * 1000)
 /* An hour of a 64-process job at 4 rounds a second; the readings after it are counted. */
@@ -46,16 +47,9 @@ static void add_reading(struct tracer *t, const struct mem_reading *m)
 		t->mem_over_cap++;
 		return;
 	}
-	if (t->nr_mem == t->cap_mem) {
-		int cap = t->cap_mem ? 2 * t->cap_mem : 256;
-		void *grown = realloc(t->mem, cap * sizeof(*t->mem));
-
-		if (!grown) {
-			t->mem_over_cap++;
-			return;
-		}
-		t->mem = grown;
-		t->cap_mem = cap;
+	if (grow_array(&t->mem, &t->cap_mem, t->nr_mem, sizeof(*t->mem), 256)) {
+		t->mem_over_cap++;
+		return;
 	}
 	t->mem[t->nr_mem++] = *m;
 }

@@ -19,6 +19,7 @@
 #include "sanitize.h"
 #include "tracer.h"
 #include "uprobe_multi.h"
+#include "grow.h"
 
 #define LOADER_HOOK "_dl_debug_state"
 /* The safety net under the notes: a loader pipeprof cannot probe (static binaries, a custom
@@ -102,15 +103,8 @@ static int on_note(void *ctx, void *data, size_t size)
 	for (int i = 0; i < t->nr_noted; i++)
 		if (t->noted[i] == n->tgid)
 			return 0;
-	if (t->nr_noted == t->cap_noted) {
-		int cap = t->cap_noted ? 2 * t->cap_noted : 16;
-		void *grown = realloc(t->noted, cap * sizeof(*t->noted));
-
-		if (!grown)
-			return -ENOMEM;
-		t->noted = grown;
-		t->cap_noted = cap;
-	}
+	if (grow_array(&t->noted, &t->cap_noted, t->nr_noted, sizeof(*t->noted), 16))
+		return -ENOMEM;
 	t->noted[t->nr_noted++] = n->tgid;
 	return 0;
 }

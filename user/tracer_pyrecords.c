@@ -11,6 +11,7 @@
 #include "pipeprof.h"
 #include "tracer.h"
 #include "tracer_pyrecords.h"
+#include "grow.h"
 
 /* Drops the empty slots of the walk (C-stack shim frames); returns how many are left. */
 static int compact_codes(uint64_t *code, int depth)
@@ -48,15 +49,8 @@ static struct tracer_wait *wait_sums(struct tracer *t, const struct tracer_wait_
 	if (t->nr_waits >= MAX_SAMPLES) {
 		i = intern_find(&t->wait_keys, key, sizeof(*key));
 	} else {
-		if (t->nr_waits == t->cap_waits) {
-			int cap = t->cap_waits ? 2 * t->cap_waits : 64;
-			void *grown = realloc(t->waits, cap * sizeof(*t->waits));
-
-			if (!grown)
-				return NULL;
-			t->waits = grown;
-			t->cap_waits = cap;
-		}
+		if (grow_array(&t->waits, &t->cap_waits, t->nr_waits, sizeof(*t->waits), 64))
+			return NULL;
 		i = intern_index(&t->wait_keys, key, sizeof(*key), &fresh);
 	}
 	if (i < 0 || i >= t->nr_waits + fresh)
@@ -115,16 +109,9 @@ int tracer_on_sample(void *ctx, void *data, size_t size)
 		t->samples_over_cap++;
 		return 0;
 	}
-	if (t->nr_samples == t->cap_samples) {
-		int cap = t->cap_samples ? 2 * t->cap_samples : 1024;
-		void *grown = realloc(t->samples, cap * sizeof(*t->samples));
-
-		if (!grown) {
-			t->samples_over_cap++;
-			return 0;
-		}
-		t->samples = grown;
-		t->cap_samples = cap;
+	if (grow_array(&t->samples, &t->cap_samples, t->nr_samples, sizeof(*t->samples), 1024)) {
+		t->samples_over_cap++;
+		return 0;
 	}
 	out = &t->samples[t->nr_samples];
 	*out = (struct tracer_sample){ .tid = s->tid, .tgid = s->tgid,

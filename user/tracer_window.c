@@ -14,6 +14,7 @@
 #include "daemon_window.h"
 #include "proctree.h"
 #include "tracer.h"
+#include "grow.h"
 
 /* Whether tgid is the root or a rank of a distributed job under it: a process whose main
  * thread or GPU-calling threads are trainer candidates. */
@@ -89,15 +90,9 @@ static void snapshot_unknown(struct tracer *t)
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &th) || th.phase != PP_PHASE_UNKNOWN)
 			continue;
-		if (t->nr_close_states == cap) {
-			int grown_cap = cap ? 2 * cap : 64;
-			void *grown = realloc(t->close_states, grown_cap * sizeof(*t->close_states));
-
-			if (!grown)
-				return;
-			t->close_states = grown;
-			cap = grown_cap;
-		}
+		if (grow_array(&t->close_states, &cap, t->nr_close_states, sizeof(*t->close_states),
+			       64))
+			return;
 		t->close_states[t->nr_close_states++] = (struct tracer_close_state){
 			.tid = key, .state = proc_thread_state(PROCFS, th.tgid, key),
 		};
@@ -153,15 +148,8 @@ static struct thread_snap *snap_of(struct thread_snaps *snaps, __u32 tid)
 	for (int i = 0; i < snaps->nr; i++)
 		if (snaps->v[i].tid == tid)
 			return &snaps->v[i];
-	if (snaps->nr == snaps->cap) {
-		int cap = snaps->cap ? 2 * snaps->cap : 64;
-		void *grown = realloc(snaps->v, cap * sizeof(*snaps->v));
-
-		if (!grown)
-			return NULL;
-		snaps->v = grown;
-		snaps->cap = cap;
-	}
+	if (grow_array(&snaps->v, &snaps->cap, snaps->nr, sizeof(*snaps->v), 64))
+		return NULL;
 	memset(&snaps->v[snaps->nr], 0, sizeof(snaps->v[0]));
 	snaps->v[snaps->nr].tid = tid;
 	return &snaps->v[snaps->nr++];
@@ -210,14 +198,8 @@ int tracer_window_threads(struct tracer *t, struct thread_snaps *snaps, __u64 no
 		s = snap_of(snaps, key);
 		if (!s)
 			continue;
-		if (n == cap) {
-			void *grown = realloc(res, 2 * cap * sizeof(*res));
-
-			if (!grown)
-				break;
-			res = grown;
-			cap *= 2;
-		}
+		if (grow_array(&res, &cap, n, sizeof(*res), 64))
+			break;
 		r = &res[n++];
 		/* Cumulative since the tracer started, the open phase included. */
 		thread_close(&th, t->start_ns, now_ns, 0, r);
