@@ -51,20 +51,21 @@ int where_name_id_in(struct where_names *n, const char *name, const char *file);
 bool where_is_library_file(const char *file);
 void where_names_free(struct where_names *n);
 
-/* One sample, resolved. */
+/* One sample, resolved. One per sample of a report (30,000 in ten minutes): its fields are
+ * ordered to leave no padding. */
 struct where_sample {
+	const int *callers;		/* native frames' name ids, innermost first; -1 unknown */
+	const int *py;			/* name ids, innermost first; -1 for a frame not resolved */
 	uint32_t tid, tgid;
 	int role;			/* enum role, or -1: not in the report */
-	bool kernel;
 	int native;			/* name id of the user-mode leaf, -1 unknown */
+	int nr_callers;			/* native frames below the Python ones, found by frame pointers */
+	int py_depth;			/* -1: no interpreter walked in this thread */
 	/* The leaf runs on one thread whatever torch.set_num_threads says: the interpreter, or a
 	 * library that starts no threads (a reference BLAS), which torch calls outside its
 	 * parallel loops. */
 	enum serial_code { CODE_NOT_SERIAL, CODE_INTERPRETER, CODE_SERIAL_LIBRARY } serial;
-	int nr_callers;			/* native frames below the Python ones, found by frame pointers */
-	const int *callers;		/* their name ids, innermost first; -1 unknown */
-	int py_depth;			/* -1: no interpreter walked in this thread */
-	const int *py;			/* name ids, innermost first; -1 for a frame not resolved */
+	bool kernel;
 };
 
 #define WHERE_TOP 5
