@@ -141,8 +141,8 @@ static int add_wake(struct report *r, int *cap, const struct wake_record *w)
 }
 
 /* What each thread holds of its latest waker, not yet in the wakers map (pp_thread.waker_sum):
- * one more record each, which the report sums with the map's under the same key. At most one
- * a thread, however the walk goes (a key deleted under it restarts it). */
+ * one more record each, which the report sums with the map's under the same key. The walks
+ * stop at their maps' sizes: a key deleted under one (a thread exiting) restarts it. */
 static int collect_held_wakers(struct tracer *t, struct report *r, int *cap)
 {
 	int fd = bpf_map__fd(t->skel->maps.threads), most = bpf_map__max_entries(t->skel->maps.threads);
