@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "step_store.h"
+#include "grow.h"
 
 /* The GPU counts: every field from launches to source, as whole words. */
 #define GPU_FROM offsetof(struct pp_step_record, launches)
@@ -13,23 +14,6 @@ _Static_assert(GPU_FROM % sizeof(uint64_t) == 0, "GPU counts start on a word");
 _Static_assert((offsetof(struct pp_step_record, source) - GPU_FROM) % sizeof(uint64_t) == 0,
 	       "GPU counts are whole words");
 _Static_assert(GPU_WORDS <= 64, "one mask word covers the GPU counts");
-
-static int grow(void **array, size_t *cap, size_t need, size_t size)
-{
-	size_t want = *cap ? *cap : 256;
-	void *grown;
-
-	while (want < need)
-		want *= 2;
-	if (want == *cap)
-		return 0;
-	grown = realloc(*array, want * size);
-	if (!grown)
-		return -ENOMEM;
-	*array = grown;
-	*cap = want;
-	return 0;
-}
 
 int step_store_add(struct step_store *s, const struct pp_step_record *r)
 {
@@ -43,10 +27,11 @@ int step_store_add(struct step_store *s, const struct pp_step_record *r)
 			mask |= 1ULL << w;
 			nonzero++;
 		}
-	if (grow((void **)&s->points, &s->cap, s->nr + 1, sizeof(*s->points)))
+	if (grow_array(&s->points, &s->cap, s->nr, sizeof(*s->points), 256))
 		return -ENOMEM;
-	if (mask && grow((void **)&s->words, &s->cap_words, s->nr_words + 1 + nonzero,
-			 sizeof(*s->words)))
+	/* The mask and its non-zero words: room up to element nr_words + nonzero. */
+	if (mask && grow_array(&s->words, &s->cap_words, s->nr_words + (int)nonzero,
+			       sizeof(*s->words), 256))
 		return -ENOMEM;
 	p = &s->points[s->nr++];
 	*p = (struct step_point){ .tid = r->tid, .tgid = r->tgid, .ts = r->ts, .phase = r->phase,
@@ -75,7 +60,7 @@ void step_store_record(const struct step_store *s, const struct step_point *p,
 					.call_state = p->call_state,
 					.launch_epoch = p->launch_epoch };
 	memcpy(out->ns, p->ns, sizeof(out->ns));
-	if (p->gpu_at == STEP_NO_GPU || p->gpu_at >= s->nr_words)
+	if (p->gpu_at == STEP_NO_GPU || p->gpu_at >= (uint32_t)s->nr_words)
 		return;
 	const uint64_t *word = &s->words[p->gpu_at + 1];
 	uint64_t mask = s->words[p->gpu_at];

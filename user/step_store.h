@@ -28,10 +28,9 @@ struct step_point {
 
 struct step_store {
 	struct step_point *points;
-	int nr;
-	size_t cap;
+	int nr, cap;
 	uint64_t *words;	/* per point with GPU counts: a mask, then its non-zero words */
-	size_t nr_words, cap_words;
+	int nr_words, cap_words;
 };
 
 /* r kept at the end of s. 0, or -ENOMEM (s unchanged). */

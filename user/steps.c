@@ -208,6 +208,13 @@ static void breakdown(const struct step_point *a, const struct step_point *b, in
 		out->share[s] = whole ? (double)d[s] / whole : 0;
 }
 
+/* Ranked step st's breakdown again: step k (from 1) lies between boundaries k - 1 and k. */
+static void breakdown_of(const struct step_point *const *mine, const struct step_time *st,
+			 struct step_breakdown *out, uint64_t sums[PP_NR_STATES])
+{
+	breakdown(mine[st->index - 1], mine[st->index], st->index, out, sums);
+}
+
 static int by_value(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -421,9 +428,7 @@ int steps_summarize(const struct step_store *store, uint32_t tid, struct step_su
 	out->count = count;
 	out->mean_s = (mine[nr - 1]->ts - mine[0]->ts) / 1e9 / count;
 	out->per_second = out->mean_s > 0 ? 1 / out->mean_s : 0;
-	/* Step k (from 1) lies between boundaries k - 1 and k. */
-	breakdown(mine[sorted[(count - 1) / 2].index - 1], mine[sorted[(count - 1) / 2].index],
-		  sorted[(count - 1) / 2].index, &out->median, NULL);
+	breakdown_of(mine, &sorted[(count - 1) / 2], &out->median, NULL);
 	out->p50_s = out->median.seconds;
 	out->p90_s = sorted[(int)((count - 1) * 0.9 + 0.5)].seconds;
 	out->max_s = sorted[count - 1].seconds;
@@ -432,18 +437,14 @@ int steps_summarize(const struct step_store *store, uint32_t tid, struct step_su
 	out->all.seconds = out->mean_s * count;
 	for (int s = 0; s < PP_NR_STATES; s++)
 		out->all.share[s] = whole ? (double)sums[s] / whole : 0;
-	for (int i = count - 1; i >= 0 && out->nr_slowest < STEPS_SLOWEST; i--)
-		if (sorted[i].seconds >= STEPS_SLOW_RATIO * out->p50_s)
-			breakdown(mine[sorted[i].index - 1], mine[sorted[i].index], sorted[i].index,
-				  &out->slowest[out->nr_slowest++], NULL);
-	/* What the slow steps have in common: one checkpoint in a hundred steps is named by
-	 * the three slowest, a stall that recurs is named by all of them together. */
+	/* The slow steps, slowest first: the report names the first few, and what they have in
+	 * common (one checkpoint in a hundred steps is named by the three slowest, a stall that
+	 * recurs by all of them together). */
 	memset(sums, 0, sizeof(sums));
-	for (int i = 0; i < count; i++) {
-		if (sorted[i].seconds < STEPS_SLOW_RATIO * out->p50_s)
-			continue;
-		breakdown(mine[sorted[i].index - 1], mine[sorted[i].index], sorted[i].index, &step,
-			  sums);
+	for (int i = count - 1; i >= 0 && sorted[i].seconds >= STEPS_SLOW_RATIO * out->p50_s; i--) {
+		breakdown_of(mine, &sorted[i], &step, sums);
+		if (out->nr_slowest < STEPS_SLOWEST)
+			out->slowest[out->nr_slowest++] = step;
 		out->slow_count++;
 		out->slow.seconds += sorted[i].seconds;
 	}
