@@ -70,6 +70,19 @@ def test_step_longer_than_window(procs, tmp_path):
         slow, SLACK_S)
 
 
+def attach_and_check(procs, tmp_path, name, script, args, window_s, verdict, span_s=None):
+    """script started with args, attached ATTACHES times for window_s each (its run sized for
+    windows of span_s, default window_s), and every attach checked against the workload's truth
+    (check_attaches under name). Returns the attaches and the truth."""
+    truth_path = str(tmp_path / (name + ".truth.json"))
+    w, pid, tid = start_workload(procs, script, args, truth_path,
+                                 duration=workload_duration(ATTACHES, span_s or window_s))
+    runs = attach_repeatedly(w, pid, ATTACHES, window_s)
+    truth = finish_workload(w, truth_path)
+    check_attaches(name, runs, truth, tid, verdict, [], extra={"window_s": window_s})
+    return runs, truth
+
+
 # 8 items of 700 ms of worker CPU: 5.6 s between batches, past the 5 s timeout of the
 # DataLoader's Queue.get (torch's MP_STATUS_CHECK_INTERVAL), after which the trainer checks its
 # workers and polls again: each batch is a wait the timer ends, then one the worker ends.
@@ -85,13 +98,8 @@ def test_batch_slower_than_the_loaders_timeout(procs, tmp_path):
     """Waits the DataLoader's own 5 s timeout ends, each retried at once, are DATA_WAIT: the
     build before read them as OTHER, ~90% of the trainer's time, and said NO DOMINANT STALL for a
     job starved of data (and all of it, in windows inside one such wait)."""
-    truth_path = str(tmp_path / "timeout.truth.json")
-    w, pid, tid = start_workload(procs, "data_bound.py", TIMEOUT_ARGS, truth_path,
-                                 duration=workload_duration(ATTACHES, 2 * TIMEOUT_WINDOW_S))
-    runs = attach_repeatedly(w, pid, ATTACHES, TIMEOUT_WINDOW_S)
-    truth = finish_workload(w, truth_path)
-    check_attaches("loader_timeout", runs, truth, tid, "DATA-LOADING BOUND", [],
-                   extra={"window_s": TIMEOUT_WINDOW_S})
+    attach_and_check(procs, tmp_path, "loader_timeout", "data_bound.py", TIMEOUT_ARGS,
+                     TIMEOUT_WINDOW_S, "DATA-LOADING BOUND", span_s=2 * TIMEOUT_WINDOW_S)
 
 
 # A batch every 2.5 s, asked for as the step begins. The trainer computes for 50 ms, polls for
@@ -107,13 +115,8 @@ def test_retry_for_what_remains_of_a_deadline(procs, tmp_path):
     preempted between reading the clock and polling, and the build that compared timeouts
     exactly read that whole wait as OTHER (about one attach in 50 on the DataLoader). Here every
     batch starts with such a wait."""
-    truth_path = str(tmp_path / "deadline.truth.json")
-    w, pid, tid = start_workload(procs, "deadline_loader.py", DEADLINE_ARGS, truth_path,
-                                 duration=workload_duration(ATTACHES, 2 * DEADLINE_WINDOW_S))
-    runs = attach_repeatedly(w, pid, ATTACHES, DEADLINE_WINDOW_S)
-    truth = finish_workload(w, truth_path)
-    check_attaches("deadline_remainder", runs, truth, tid, "DATA-LOADING BOUND", [],
-                   extra={"window_s": DEADLINE_WINDOW_S})
+    attach_and_check(procs, tmp_path, "deadline_remainder", "deadline_loader.py", DEADLINE_ARGS,
+                     DEADLINE_WINDOW_S, "DATA-LOADING BOUND", span_s=2 * DEADLINE_WINDOW_S)
 
 
 # A pause on an asyncio event loop, then a batch from a worker: 100 ms each per step.
@@ -126,13 +129,8 @@ def test_event_loop_pause_is_no_retry(procs, tmp_path):
     wait retried (its timeout is not the next call's): it stays OTHER, half the trainer's time.
     Taken for a retry, as the build that compared syscalls alone took it, it read as the batch's
     wait: DATA_WAIT 95-98% and "at most 20-61x faster" for a loop that data could speed up 2x."""
-    truth_path = str(tmp_path / "event_loop.truth.json")
-    w, pid, tid = start_workload(procs, "async_loader.py", [], truth_path,
-                                 duration=workload_duration(ATTACHES, EVENT_LOOP_WINDOW_S))
-    runs = attach_repeatedly(w, pid, ATTACHES, EVENT_LOOP_WINDOW_S)
-    truth = finish_workload(w, truth_path)
-    check_attaches("event_loop_pause", runs, truth, tid, "DATA-LOADING BOUND", [],
-                   extra={"window_s": EVENT_LOOP_WINDOW_S})
+    attach_and_check(procs, tmp_path, "event_loop_pause", "async_loader.py", [],
+                     EVENT_LOOP_WINDOW_S, "DATA-LOADING BOUND")
 
 
 # A Python thread's batches: 2.5 s of its CPU with the GIL held, the trainer in q.get(timeout=1)
@@ -155,12 +153,8 @@ def test_thread_waits_with_timeouts(procs, tmp_path, name, args, verdict):
     stop.wait(0.1) before each q.get() is a pause, not a timed-out wait retried (a deadline on
     one lock, then no timeout on another): OTHER, half the time; comparing syscalls alone read
     it as THREAD_WAIT, all of it."""
-    truth_path = str(tmp_path / (name + ".truth.json"))
-    w, pid, tid = start_workload(procs, "thread_timeouts.py", args, truth_path,
-                                 duration=workload_duration(ATTACHES, 2 * THREAD_WINDOW_S))
-    runs = attach_repeatedly(w, pid, ATTACHES, THREAD_WINDOW_S)
-    truth = finish_workload(w, truth_path)
-    check_attaches(name, runs, truth, tid, verdict, [], extra={"window_s": THREAD_WINDOW_S})
+    runs, truth = attach_and_check(procs, tmp_path, name, "thread_timeouts.py", args,
+                                   THREAD_WINDOW_S, verdict, span_s=2 * THREAD_WINDOW_S)
     if name == "thread_retry":
         # The producer ends the trainer's waits once a batch: at most two batches end in a
         # window, and one more wakeup is slack. The GIL's mutex it handed over on the way to
