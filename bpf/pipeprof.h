@@ -338,8 +338,9 @@ struct pp_thread {
 	__u64 last_launch_ns;	/* previous kernel launch (hist launch gaps) */
 	__u64 copy_enter_ns;	/* synchronous copy in progress (hist memcpy throughput) */
 	__u64 copy_bytes;
-	__u16 copy_dir;		/* enum pp_copy_dir */
-	__u16 step_depth;	/* nested autograd Engine::execute calls in progress */
+	__u8 copy_dir;		/* enum pp_copy_dir */
+	__u8 step_depth;	/* nested autograd Engine::execute calls in progress */
+	__u16 step_seq;		/* outermost passes begun: pp_step_record.seq */
 	__u32 launch_epoch;	/* launch_epoch at the previous launch: no gap spans a pause */
 	__u64 last_step_ns;	/* start of the previous backward pass (hist step) */
 	__u64 gc_start_ns;	/* Python garbage collection in progress since, 0 when none */
@@ -923,7 +924,10 @@ struct pp_step_record {
 	__u32 source;			/* enum pp_step_source */
 	__u32 call_state;		/* pp_thread's, for the open phase when gpu_depth */
 	__u32 launch_epoch;		/* launch_epoch at ts: odd while launches are probed */
-	__u32 pad;
+	/* PP_STEP_FROM_PROBE: the thread's outermost passes so far, modulo 2^16, counted
+	 * whether or not their records fitted the ring buffer; so a gap between two records
+	 * says how many steps lie between them. 0 for other sources. */
+	__u32 seq;
 };
 
 /*

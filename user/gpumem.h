@@ -29,8 +29,9 @@ struct gpumem_fit {
 	bool leak;
 };
 
-/* Fits y[i] (outstanding bytes at boundary i, in order) against i. */
-void gpumem_fit_steps(const double *y, int n, struct gpumem_fit *out);
+/* Fits y[i] (outstanding bytes at boundary i, in order) against step[i], the boundary's step
+ * number (NULL: i; boundaries lost leave gaps in it). */
+void gpumem_fit_steps(const double *step, const double *y, int n, struct gpumem_fit *out);
 
 /* One process's device memory over the window, relative to the attach: memory allocated
  * before it is not seen, so outstanding may be negative once such memory is freed. */

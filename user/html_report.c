@@ -129,27 +129,29 @@ static void step_bar(struct svg_bar *b, const struct step_breakdown *steps, int 
 {
 	char shares[160];
 	double secs = 0;
+	int n = 0, last;
 
 	memset(b, 0, sizeof(*b));
 	/* A bar of several steps: their shares weighted by their time. */
 	for (int i = from; i < to; i++) {
 		secs += steps[i].seconds;
+		n += steps[i].spanned;
 		for (int s = 0; s < PP_NR_STATES; s++)
 			b->share[s] += steps[i].share[s] * steps[i].seconds;
 	}
 	for (int s = 0; s < PP_NR_STATES; s++)
 		b->share[s] = secs > 0 ? b->share[s] / secs : 0;
-	b->seconds = secs / (to - from);
+	b->seconds = n ? secs / n : 0;
+	last = steps[to - 1].index + steps[to - 1].spanned - 1;
 	steps_shares_text(shares, sizeof(shares), b->share);
-	if (to - from == 1) {
+	if (n == 1) {
 		snprintf(b->label, sizeof(b->label), "%d", steps[from].index);
 		snprintf(b->title, sizeof(b->title), "step %d: %.1f ms; %s", steps[from].index,
 			 b->seconds * 1e3, shares);
 	} else {
-		snprintf(b->label, sizeof(b->label), "%d\xe2\x80\x93%d", steps[from].index,
-			 steps[to - 1].index);
-		snprintf(b->title, sizeof(b->title), "steps %d to %d: %.1f ms each on average; %s",
-			 steps[from].index, steps[to - 1].index, b->seconds * 1e3, shares);
+		snprintf(b->label, sizeof(b->label), "%d\xe2\x80\x93%d", steps[from].index, last);
+		snprintf(b->title, sizeof(b->title), "steps %d to %d: %.1f ms each on average; %.100s",
+			 steps[from].index, last, b->seconds * 1e3, shares);
 	}
 }
 
@@ -159,6 +161,7 @@ static int put_step_plot(FILE *out, const struct report *r)
 	struct step_breakdown *steps = NULL;
 	struct svg_bar *bars = NULL;
 	int n, per_bar, nr_bars, err = 0;
+	char unkept[160];
 
 	n = steps_each(&r->step_points, r->steps_tid, &steps);
 	if (n < 0)
@@ -190,8 +193,11 @@ static int put_step_plot(FILE *out, const struct report *r)
 	html_legend(out);
 	svg_state_columns(out, "steps-states", "The trainer's state shares, step by step", bars, nr_bars);
 	if (r->step_recs_lost)
-		fprintf(out, "<p class=\"note\">%llu step boundaries lost (ring buffer full): the "
-			"steps miss them.</p>\n", (unsigned long long)r->step_recs_lost);
+		fprintf(out, "<p class=\"note\">%llu step boundaries lost (ring buffer full): %s.</p>\n",
+			(unsigned long long)r->step_recs_lost, steps_lost_effect(s));
+	steps_unkept_text(unkept, sizeof(unkept), r);
+	if (unkept[0])
+		fprintf(out, "<p class=\"note\">%s.</p>\n", unkept);
 cleanup:
 	free(steps);
 	free(bars);

@@ -10,8 +10,10 @@ static void print_bytes(FILE *out, double b)
 		fprintf(out, "%.2f GB", b / 1e9);
 	else if (b >= 1e6)
 		fprintf(out, "%.1f MB", b / 1e6);
-	else
+	else if (b >= 1e3)
 		fprintf(out, "%.0f kB", b / 1e3);
+	else	/* a fast loop's growth per step: 344 B read "0 kB/step" */
+		fprintf(out, "%.0f B", b);
 }
 
 double memory_step_s(const struct report *r)

@@ -152,6 +152,8 @@ struct report {
 	char step_symbol[STEP_FILE_MAX + STEP_SYMBOL_MAX];	/* --step-symbol; "" for autograd */
 	struct step_store step_points;	/* the step records (step_store.h) */
 	uint64_t step_recs_lost;
+	uint64_t step_recs_unkept;	/* boundaries past STEP_STORE_MAX, the first at ... */
+	uint64_t step_unkept_from_ns;	/* ... (CLOCK_MONOTONIC) */
 	uint32_t steps_tid;		/* whose steps: the trainer's */
 	struct step_summary steps;	/* filled by steps_finish() */
 	/* The daemon's steps (steps_from_hist()): it keeps no step record, only each window's
@@ -208,6 +210,11 @@ int steps_finish(struct report *r);
  * usecs, sum_s their total in seconds; r's window must be set. */
 void steps_from_hist(struct report *r, const __u64 *slots, double sum_s, int other_threads);
 void steps_print_text(FILE *out, const struct report *r);
+/* Where the report stopped keeping step boundaries (STEP_STORE_MAX), in a sentence: "" when
+ * it kept them all. No markup: the HTML report prints it as it is. */
+void steps_unkept_text(char *buf, size_t size, const struct report *r);
+/* What lost step records did to the figures, in words. */
+const char *steps_lost_effect(const struct step_summary *s);
 struct json_object *steps_json(const struct report *r);
 /* The job's copies over the window (report JSON gpu.copies), or null when not traced. */
 struct json_object *gpu_copies_json(const struct report *r);

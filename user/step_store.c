@@ -36,8 +36,9 @@ int step_store_add(struct step_store *s, const struct pp_step_record *r)
 	p = &s->points[s->nr++];
 	*p = (struct step_point){ .tid = r->tid, .tgid = r->tgid, .ts = r->ts, .phase = r->phase,
 				  .gpu_depth = r->gpu_depth, .phase_start_ns = r->phase_start_ns,
-				  .source = r->source, .call_state = r->call_state,
-				  .launch_epoch = r->launch_epoch, .gpu_at = STEP_NO_GPU };
+				  .source = (uint16_t)r->source, .seq = (uint16_t)r->seq,
+				  .call_state = r->call_state, .launch_epoch = r->launch_epoch,
+				  .gpu_at = STEP_NO_GPU };
 	memcpy(p->ns, r->ns, sizeof(p->ns));
 	if (!mask)
 		return 0;
@@ -57,7 +58,7 @@ void step_store_record(const struct step_store *s, const struct step_point *p,
 	*out = (struct pp_step_record){ .tid = p->tid, .tgid = p->tgid, .ts = p->ts,
 					.phase = p->phase, .gpu_depth = p->gpu_depth,
 					.phase_start_ns = p->phase_start_ns, .source = p->source,
-					.call_state = p->call_state,
+					.call_state = p->call_state, .seq = p->seq,
 					.launch_epoch = p->launch_epoch };
 	memcpy(out->ns, p->ns, sizeof(out->ns));
 	if (p->gpu_at == STEP_NO_GPU || p->gpu_at >= (uint32_t)s->nr_words)

@@ -39,31 +39,34 @@ static bool launches_counted(const struct pp_step_record *a, const struct pp_ste
 	return a->launch_epoch == b->launch_epoch && (a->launch_epoch & 1 || !a->launch_epoch);
 }
 
+/* The fewest and most of one step come from the steps timed one by one (spanned 1). */
 static void launches_between(const struct pp_step_record *a, const struct pp_step_record *b,
-			     struct step_gpu *g)
+			     int spanned, struct step_gpu *g)
 {
 	uint64_t launches = diff(b->launches, a->launches);
 
 	if (!launches_counted(a, b))
 		return;
-	if (!g->launch_steps || launches < g->launches_min)
+	if (spanned == 1 && (!g->launch_timed++ || launches < g->launches_min))
 		g->launches_min = launches;
-	if (launches > g->launches_max)
+	if (spanned == 1 && launches > g->launches_max)
 		g->launches_max = launches;
-	g->launch_steps++;
+	g->launch_steps += spanned;
 	g->launch_seconds += (b->ts - a->ts) / 1e9;
 	g->launches += launches;
 	g->launch_gap_ns += diff(b->launch_gap_ns, a->launch_gap_ns);
 	g->launch_gaps += diff(b->launch_gaps, a->launch_gaps);
 }
 
-/* Adds the GPU API calls between records a and b (a step) to g. */
+/* Adds the GPU API calls between records a and b (spanned steps) to g; the fewest and most of
+ * one step come from the steps timed one by one, first the first of them. */
 static void gpu_between(const struct pp_step_record *a, const struct pp_step_record *b,
-			struct step_gpu *g, bool first)
+			int spanned, bool first, struct step_gpu *g)
 {
 	uint64_t syncs = 0;
+	bool one = spanned == 1;
 
-	launches_between(a, b, g);
+	launches_between(a, b, spanned, g);
 	for (int k = 0; k < PP_MAX_SYNC_APIS; k++) {
 		uint64_t n = diff(b->sync_calls[k], a->sync_calls[k]);
 
@@ -84,13 +87,13 @@ static void gpu_between(const struct pp_step_record *a, const struct pp_step_rec
 		g->dev.frees += frees;
 		g->dev.alloc_bytes += diff(b->dev.alloc_bytes, a->dev.alloc_bytes);
 		g->dev.free_bytes += diff(b->dev.free_bytes, a->dev.free_bytes);
-		if (first || allocs < g->dev_allocs_min)
+		if (one && (first || allocs < g->dev_allocs_min))
 			g->dev_allocs_min = allocs;
-		if (allocs > g->dev_allocs_max)
+		if (one && allocs > g->dev_allocs_max)
 			g->dev_allocs_max = allocs;
-		if (first || frees < g->dev_frees_min)
+		if (one && (first || frees < g->dev_frees_min))
 			g->dev_frees_min = frees;
-		if (frees > g->dev_frees_max)
+		if (one && frees > g->dev_frees_max)
 			g->dev_frees_max = frees;
 	}
 	{
@@ -103,14 +106,14 @@ static void gpu_between(const struct pp_step_record *a, const struct pp_step_rec
 			calls += n;
 		}
 		g->nccl_bytes += diff(b->nccl.bytes, a->nccl.bytes);
-		if (first || calls < g->nccl_min)
+		if (one && (first || calls < g->nccl_min))
 			g->nccl_min = calls;
-		if (calls > g->nccl_max)
+		if (one && calls > g->nccl_max)
 			g->nccl_max = calls;
 	}
-	if (first || syncs < g->syncs_min)
+	if (one && (first || syncs < g->syncs_min))
 		g->syncs_min = syncs;
-	if (syncs > g->syncs_max)
+	if (one && syncs > g->syncs_max)
 		g->syncs_max = syncs;
 }
 
@@ -178,17 +181,31 @@ static int by_ts(const void *a, const void *b)
  * report of a loop of 24 steps a second). */
 struct step_time {
 	double seconds;
-	int index;
+	int interval;	/* between boundaries interval - 1 and interval */
+	int number;	/* the step's, from 1: boundaries lost leave gaps in the intervals' */
 };
 
 static int by_seconds(const void *a, const void *b)
 {
 	const struct step_time *x = a, *y = b;
 
-	return x->seconds < y->seconds ? -1 : x->seconds > y->seconds ? 1 : x->index - y->index;
+	return x->seconds < y->seconds ? -1 : x->seconds > y->seconds ? 1 : x->number - y->number;
 }
 
-/* The step between records a and b. */
+/*
+ * How many steps lie between boundaries a and b. The probe counts a thread's passes as they
+ * begin (pp_step_record.seq), whether or not their records fit the ring buffer: a loop of a
+ * tiny model, 8,000 steps a second, lost two records in three between two 100 ms reads, and
+ * each step then spanned three. The batches' waits carry no count: one.
+ */
+static int steps_spanned(const struct step_point *a, const struct step_point *b)
+{
+	uint16_t n = (uint16_t)(b->seq - a->seq);
+
+	return a->source == PP_STEP_FROM_PROBE && b->source == PP_STEP_FROM_PROBE && n ? n : 1;
+}
+
+/* The step (or steps) between records a and b, index the first's number. */
 static void breakdown(const struct step_point *a, const struct step_point *b, int index,
 		      struct step_breakdown *out, uint64_t sums[PP_NR_STATES])
 {
@@ -203,16 +220,17 @@ static void breakdown(const struct step_point *a, const struct step_point *b, in
 			sums[s] += d[s];
 	}
 	out->index = index;
+	out->spanned = steps_spanned(a, b);
 	out->seconds = (b->ts - a->ts) / 1e9;
 	for (int s = 0; s < PP_NR_STATES; s++)
 		out->share[s] = whole ? (double)d[s] / whole : 0;
 }
 
-/* Ranked step st's breakdown again: step k (from 1) lies between boundaries k - 1 and k. */
+/* Ranked step st's breakdown again. */
 static void breakdown_of(const struct step_point *const *mine, const struct step_time *st,
 			 struct step_breakdown *out, uint64_t sums[PP_NR_STATES])
 {
-	breakdown(mine[st->index - 1], mine[st->index], st->index, out, sums);
+	breakdown(mine[st->interval - 1], mine[st->interval], st->number, out, sums);
 }
 
 static int by_value(const void *a, const void *b)
@@ -366,7 +384,7 @@ int steps_each(const struct step_store *store, uint32_t tid, struct step_breakdo
 {
 	const struct step_point **mine;
 	unsigned int source;
-	int nr, others, count;
+	int nr, others, count, number = 1;
 
 	*out = NULL;
 	nr = boundaries(store->points, store->nr, tid, &mine, &source, &others);
@@ -377,8 +395,10 @@ int steps_each(const struct step_store *store, uint32_t tid, struct step_breakdo
 		free(mine);
 		return -ENOMEM;
 	}
-	for (int i = 0; i < count; i++)
-		breakdown(mine[i], mine[i + 1], i + 1, &(*out)[i], NULL);
+	for (int i = 0; i < count; i++) {
+		breakdown(mine[i], mine[i + 1], number, &(*out)[i], NULL);
+		number += (*out)[i].spanned;
+	}
 	free(mine);
 	return count;
 }
@@ -390,64 +410,78 @@ int steps_summarize(const struct step_store *store, uint32_t tid, struct step_su
 	struct step_breakdown step;
 	struct pp_step_record before, after;
 	uint64_t sums[PP_NR_STATES] = {}, whole = 0;
-	double *dev;
-	int nr, count;
+	double *dev, *at;
+	int nr, intervals, timed = 0, count = 0;
 
 	memset(out, 0, sizeof(*out));
 	nr = boundaries(store->points, store->nr, tid, &mine, &out->source, &out->other_threads);
 	if (nr < 0)
 		return nr;
-	count = nr > 1 ? nr - 1 : 0;
-	if (!count) {
+	intervals = nr > 1 ? nr - 1 : 0;
+	if (!intervals) {
 		free(mine);
 		return 0;
 	}
-	sorted = calloc(count, sizeof(*sorted));
-	dev = malloc(nr * sizeof(*dev));
+	sorted = calloc(intervals, sizeof(*sorted));
+	dev = malloc(2 * nr * sizeof(*dev));
 	if (!sorted || !dev) {
 		free(mine);
 		free(sorted);
 		free(dev);
 		return -ENOMEM;
 	}
+	at = dev + nr;
 	/* Each boundary's whole record read back once: its GPU counts, and its process's
 	 * outstanding device bytes, fitted across the steps. */
 	step_store_record(store, mine[0], &after);
 	dev[0] = (double)after.dev_outstanding;
-	for (int i = 0; i < count; i++) {
+	at[0] = 0;
+	for (int i = 0; i < intervals; i++) {
 		before = after;
 		step_store_record(store, mine[i + 1], &after);
+		breakdown(mine[i], mine[i + 1], count + 1, &step, sums);
 		dev[i + 1] = (double)after.dev_outstanding;
-		breakdown(mine[i], mine[i + 1], i + 1, &step, sums);
-		sorted[i] = (struct step_time){ .seconds = step.seconds, .index = step.index };
-		gpu_between(&before, &after, &out->gpu, i == 0);
+		at[i + 1] = at[i] + step.spanned;
+		gpu_between(&before, &after, step.spanned, !timed, &out->gpu);
+		if (step.spanned == 1)
+			sorted[timed++] = (struct step_time){ .seconds = step.seconds,
+							     .interval = i + 1, .number = count + 1 };
+		count += step.spanned;
 	}
-	gpumem_fit_steps(dev, nr, &out->gpu.dev_growth);
+	gpumem_fit_steps(count > intervals ? at : NULL, dev, nr, &out->gpu.dev_growth);
 	free(dev);
-	qsort(sorted, count, sizeof(*sorted), by_seconds);
 	out->count = count;
+	out->timed = timed;
 	out->mean_s = (mine[nr - 1]->ts - mine[0]->ts) / 1e9 / count;
 	out->per_second = out->mean_s > 0 ? 1 / out->mean_s : 0;
-	breakdown_of(mine, &sorted[(count - 1) / 2], &out->median, NULL);
-	out->p50_s = out->median.seconds;
-	out->p90_s = sorted[(int)((count - 1) * 0.9 + 0.5)].seconds;
-	out->max_s = sorted[count - 1].seconds;
 	for (int s = 0; s < PP_NR_STATES; s++)
 		whole += sums[s];
 	out->all.seconds = out->mean_s * count;
+	out->all.spanned = count;
 	for (int s = 0; s < PP_NR_STATES; s++)
 		out->all.share[s] = whole ? (double)sums[s] / whole : 0;
+	if (!timed) {
+		free(mine);
+		free(sorted);
+		return 0;
+	}
+	qsort(sorted, timed, sizeof(*sorted), by_seconds);
+	breakdown_of(mine, &sorted[(timed - 1) / 2], &out->median, NULL);
+	out->p50_s = out->median.seconds;
+	out->p90_s = sorted[(int)((timed - 1) * 0.9 + 0.5)].seconds;
+	out->max_s = sorted[timed - 1].seconds;
 	/* The slow steps, slowest first: the report names the first few, and what they have in
 	 * common (one checkpoint in a hundred steps is named by the three slowest, a stall that
 	 * recurs by all of them together). */
 	memset(sums, 0, sizeof(sums));
-	for (int i = count - 1; i >= 0 && sorted[i].seconds >= STEPS_SLOW_RATIO * out->p50_s; i--) {
+	for (int i = timed - 1; i >= 0 && sorted[i].seconds >= STEPS_SLOW_RATIO * out->p50_s; i--) {
 		breakdown_of(mine, &sorted[i], &step, sums);
 		if (out->nr_slowest < STEPS_SLOWEST)
 			out->slowest[out->nr_slowest++] = step;
 		out->slow_count++;
 		out->slow.seconds += sorted[i].seconds;
 	}
+	out->slow.spanned = out->slow_count;
 	whole = 0;
 	for (int s = 0; s < PP_NR_STATES; s++)
 		whole += sums[s];

@@ -24,6 +24,9 @@
 
 struct step_breakdown {
 	int index;			/* 1 for the first whole step in the window */
+	/* Steps between its two boundaries: more than one where the records of those between
+	 * were lost (steps.c's steps_spanned()), and seconds is then all of theirs. */
+	int spanned;
 	double seconds;
 	double share[PP_NR_STATES];	/* of the step's time */
 };
@@ -42,6 +45,7 @@ struct step_gpu {
 	/* The steps whose every launch was probed (all of them unless launches were probed in
 	 * bursts, launch_sample.h), and their time: the launch figures are over these alone. */
 	int launch_steps;
+	int launch_timed;	/* of them, timed one by one: launches_min and _max's */
 	double launch_seconds;
 	uint64_t syncs, syncs_min, syncs_max;
 	uint64_t sync_calls[PP_MAX_SYNC_APIS];	/* by api id (gpu_apis.c) */
@@ -71,6 +75,10 @@ struct step_gpu {
 struct step_summary {
 	unsigned int source;		/* enum pp_step_source of the boundaries used */
 	int count;			/* whole steps: between two boundaries inside the window */
+	/* Those timed one by one: both their boundaries recorded. The step times (p50, p90,
+	 * max, the median and slow steps) are theirs; count, the rate, the mean and the
+	 * breakdown of every step are over all. */
+	int timed;
 	double per_second;		/* over those steps' span */
 	double p50_s, p90_s, max_s, mean_s;
 	struct step_breakdown median;	/* the step of median time */

@@ -257,7 +257,7 @@ void steps_print_text(FILE *out, const struct report *r)
 {
 	const struct step_summary *s = &r->steps;
 	const char *source = steps_source_name(r);
-	char shown[sizeof(r->step_symbol) * 4];
+	char shown[sizeof(r->step_symbol) * 4], unkept[160];
 
 	if (!r->steps_on)
 		return;
@@ -288,13 +288,26 @@ void steps_print_text(FILE *out, const struct report *r)
 			s->other_threads ? " (other threads made some)" : "");
 		return;
 	}
-	fprintf(out, "  %d steps, %.2f steps/s; step time p50 %.1f ms, p90 %.1f ms, max %.1f ms\n",
-		s->count, s->per_second, s->p50_s * 1e3, s->p90_s * 1e3, s->max_s * 1e3);
+	if (s->timed)
+		fprintf(out, "  %d steps, %.2f steps/s; step time p50 %.1f ms, p90 %.1f ms, max %.1f ms\n",
+			s->count, s->per_second, s->p50_s * 1e3, s->p90_s * 1e3, s->max_s * 1e3);
+	else
+		fprintf(out, "  %d steps, %.2f steps/s, %.2f ms each on average; none timed one by one "
+			"(records lost between every two)\n", s->count, s->per_second, s->mean_s * 1e3);
+	if (s->timed && s->timed < s->count)
+		fprintf(out, "  step times are over the %d steps timed one by one: the records of the "
+			"others' boundaries were lost (ring buffer full)\n", s->timed);
+	steps_unkept_text(unkept, sizeof(unkept), r);
+	if (unkept[0])
+		fprintf(out, "  %s\n", unkept);
 	fprintf(out, "  every step  ");
 	print_shares(out, s->all.share);
-	fprintf(out, "\n  median step ");
-	print_shares(out, s->median.share);
 	fputc('\n', out);
+	if (s->timed) {
+		fprintf(out, "  median step ");
+		print_shares(out, s->median.share);
+		fputc('\n', out);
+	}
 	if (s->slow_count) {
 		fprintf(out, "  %d slow step%s (%.1fx the median or more), %.0f%% of the steps' time: ",
 			s->slow_count, s->slow_count == 1 ? "" : "s", STEPS_SLOW_RATIO,
@@ -313,8 +326,32 @@ void steps_print_text(FILE *out, const struct report *r)
 	if (r->nccl_traced)
 		print_nccl(out, s);
 	if (r->step_recs_lost)
-		fprintf(out, "  %llu step boundaries lost (ring buffer full): the figures miss them\n",
-			(unsigned long long)r->step_recs_lost);
+		fprintf(out, "  %llu step boundaries lost (ring buffer full): %s\n",
+			(unsigned long long)r->step_recs_lost, steps_lost_effect(s));
+}
+
+const char *steps_lost_effect(const struct step_summary *s)
+{
+	if (s->source != PP_STEP_FROM_PROBE)
+		return "the figures miss them";
+	/* The probe's count says how many steps each gap holds (steps.c's steps_spanned()). */
+	return s->timed < s->count ? "the probe numbers the steps, so the count and rate hold "
+				     "those between the records kept" :
+				     "none fell between two of the trainer's records kept";
+}
+
+static double unkept_from_s(const struct report *r)
+{
+	return r->step_unkept_from_ns > r->start_ns ? (r->step_unkept_from_ns - r->start_ns) / 1e9 : 0;
+}
+
+void steps_unkept_text(char *buf, size_t size, const struct report *r)
+{
+	buf[0] = '\0';
+	if (r->step_recs_unkept)
+		snprintf(buf, size, "the step figures are over the window's first %.1f s: the report "
+			 "keeps %d step boundaries, and %llu more came after them", unkept_from_s(r),
+			 STEP_STORE_MAX, (unsigned long long)r->step_recs_unkept);
 }
 
 static json_object *gpu_json(const struct step_summary *s, bool launch_bound);
@@ -370,6 +407,9 @@ static json_object *steps_hist_json(const struct report *r)
 			       json_object_new_int(h->other_threads) : NULL);
 	/* No records to lose: a histogram entry the map had no room for is counted in counters. */
 	json_object_object_add(o, "lost", NULL);
+	json_object_object_add(o, "timed", NULL);
+	json_object_object_add(o, "unkept", NULL);
+	json_object_object_add(o, "unkept_from_s", NULL);
 	/* The daemon follows no pinned memory, copies or NCCL calls per step. */
 	json_object_object_add(o, "pinned_regions_before_attach", NULL);
 	json_object_object_add(o, "pinned_regions_before_attach_lost", NULL);
@@ -395,12 +435,16 @@ json_object *steps_json(const struct report *r)
 	json_object_object_add(o, "tid", json_object_new_int64(r->steps_tid));
 	json_object_object_add(o, "count", json_object_new_int(s->count));
 	json_object_object_add(o, "per_second", json_object_new_double(s->per_second));
-	json_object_object_add(o, "p50_s", json_object_new_double(s->p50_s));
-	json_object_object_add(o, "p90_s", json_object_new_double(s->p90_s));
-	json_object_object_add(o, "max_s", json_object_new_double(s->max_s));
+	/* Steps, none timed one by one: no step time to give. */
+	json_object_object_add(o, "p50_s", s->timed || !s->count ?
+			       json_object_new_double(s->p50_s) : NULL);
+	json_object_object_add(o, "p90_s", s->timed || !s->count ?
+			       json_object_new_double(s->p90_s) : NULL);
+	json_object_object_add(o, "max_s", s->timed || !s->count ?
+			       json_object_new_double(s->max_s) : NULL);
 	json_object_object_add(o, "mean_s", json_object_new_double(s->mean_s));
 	json_object_object_add(o, "every_step", s->count ? breakdown_json(&s->all, 0) : NULL);
-	json_object_object_add(o, "median_step", s->count ? breakdown_json(&s->median, 0) : NULL);
+	json_object_object_add(o, "median_step", s->timed ? breakdown_json(&s->median, 0) : NULL);
 	arr = json_object_new_array();
 	for (int i = 0; i < s->nr_slowest; i++)
 		json_object_array_add(arr, breakdown_json(&s->slowest[i], s->p50_s));
@@ -409,6 +453,12 @@ json_object *steps_json(const struct report *r)
 	json_object_object_add(o, "slow_steps", s->slow_count ? breakdown_json(&s->slow, 0) : NULL);
 	json_object_object_add(o, "other_threads", json_object_new_int(s->other_threads));
 	json_object_object_add(o, "lost", json_object_new_int64(r->step_recs_lost));
+	/* Of count, those between two recorded boundaries: the step times' population. */
+	json_object_object_add(o, "timed", json_object_new_int(s->timed));
+	/* Past the store's cap: the figures cover the window up to unkept_from_s. */
+	json_object_object_add(o, "unkept", json_object_new_int64(r->step_recs_unkept));
+	json_object_object_add(o, "unkept_from_s", r->step_recs_unkept ?
+			       json_object_new_double(unkept_from_s(r)) : NULL);
 	json_object_object_add(o, "pinned_regions_before_attach",
 			       json_object_new_int(r->pinned_before_attach));
 	json_object_object_add(o, "pinned_regions_before_attach_lost",

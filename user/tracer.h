@@ -175,7 +175,9 @@ struct tracer {
 	bool steps;
 	struct ring_buffer *steps_rb;
 	struct step_store step_points;
-	__u64 step_recs_over_cap;
+	__u64 step_recs_over_cap;	/* out of memory */
+	__u64 step_recs_unkept;		/* past STEP_STORE_MAX, from step_unkept_from_ns */
+	__u64 step_unkept_from_ns;
 	int wait_tid_passes;		/* backward passes of step_wait_tid seen (tracer_steps.c) */
 	__u64 probe_steps_seen;		/* step records from the step probe: the bursts' clock */
 	__u64 data_steps_seen;		/* ... from the trainer's data waits */

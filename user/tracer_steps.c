@@ -17,9 +17,6 @@
 #include "report.h"
 #include "tracer.h"
 
-/* A day of steps at 100 a second would be 8.6 million: the report keeps the first of them. */
-#define MAX_STEP_RECORDS 1000000
-
 void tracer_size_step_buffer(struct tracer *t)
 {
 	/* Read every 100 ms tick: room for 2000 steps a second; a page when steps are off. */
@@ -74,7 +71,12 @@ static int on_step_record(void *ctx, void *data, size_t size)
 	 */
 	if (rec->source == PP_STEP_FROM_DATA_WAIT && t->wait_tid_passes >= 2)
 		return 0;
-	if (t->step_points.nr >= MAX_STEP_RECORDS || step_store_add(&t->step_points, rec)) {
+	if (t->step_points.nr >= STEP_STORE_MAX) {
+		if (!t->step_recs_unkept++)
+			t->step_unkept_from_ns = rec->ts;
+		return 0;
+	}
+	if (step_store_add(&t->step_points, rec)) {
 		t->step_recs_over_cap++;
 		return 0;
 	}
@@ -172,6 +174,8 @@ int tracer_collect_steps(struct tracer *t, struct report *r)
 	r->pinned_before_attach = t->pinned_seeded;
 	r->pinned_before_attach_lost = t->pinned_seed_lost;
 	r->step_recs_lost = tracer_counter(t, PP_CNT_STEP_RECORDS_LOST) + t->step_recs_over_cap;
+	r->step_recs_unkept = t->step_recs_unkept;
+	r->step_unkept_from_ns = t->step_unkept_from_ns;
 	/* Handed over, not copied: the report is collected once (the daemon keeps no record). */
 	r->step_points = t->step_points;
 	t->step_points = (struct step_store){ 0 };

@@ -82,7 +82,7 @@ __noinline int record_step(struct pp_thread *t, __u32 tid, __u64 now, __u32 sour
 	r->gpu_depth = t->gpu_depth;
 	r->call_state = t->call_state;
 	r->launch_epoch = launch_epoch;
-	r->pad = 0;
+	r->seq = source == PP_STEP_FROM_PROBE ? t->step_seq : 0;
 	r->phase_start_ns = t->phase_start_ns;
 	__builtin_memcpy(r->ns, t->ns, sizeof(r->ns));
 	r->launches = t->launches;
@@ -125,8 +125,14 @@ static __always_inline void step_enter(struct pt_regs *ctx)
 		count(PP_CNT_UNRETURNED_CALLS);
 		t->step_depth = 0;
 	}
-	if (t->step_depth++)
+	if (t->step_depth) {
+		/* Saturates: a spurious boundary rather than a wrap to 0 at depth 256. */
+		if (t->step_depth < 255)
+			t->step_depth++;
 		return;
+	}
+	t->step_depth = 1;
+	t->step_seq++;
 	t->step_enter_sp = PT_REGS_SP(ctx);
 	last = t->last_step_ns;
 	t->last_step_ns = now;

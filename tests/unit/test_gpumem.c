@@ -24,7 +24,7 @@ TEST(test_growth_fit)
 	/* 256 kB a step over 100 steps, on top of 12 MB from before the window: a leak. */
 	for (int i = 0; i < 101; i++)
 		y[i] = 12 * MB + 262144.0 * i;
-	gpumem_fit_steps(y, 101, &f);
+	gpumem_fit_steps(NULL, y, 101, &f);
 	CHECK_EQ_INT(f.points, 101);
 	CHECK_MSG(near(f.bytes_per_step, 262144, 1e-6), "%f", f.bytes_per_step);
 	CHECK(near(f.r2, 1, 1e-9) && near(f.late_bytes_per_step, 262144, 1e-6));
@@ -33,14 +33,14 @@ TEST(test_growth_fit)
 	/* Steady: the same outstanding bytes at every boundary. */
 	for (int i = 0; i < 101; i++)
 		y[i] = 40 * MB;
-	gpumem_fit_steps(y, 101, &f);
+	gpumem_fit_steps(NULL, y, 101, &f);
 	CHECK(!f.leak && f.bytes_per_step == 0 && f.r2 == 0);
 
 	/* A caching allocator warming up: 20 MB segments over the first 30 steps, then none. A
 	 * line fits it fairly well (R^2 over 0.5), and the later half does not grow. */
 	for (int i = 0; i < 101; i++)
 		y[i] = 20 * MB * (i < 30 ? i / 6 : 5);
-	gpumem_fit_steps(y, 101, &f);
+	gpumem_fit_steps(NULL, y, 101, &f);
 	CHECK_MSG(!f.leak && f.late_bytes_per_step == 0 && f.r2 > 0.5, "r2 %f late %f", f.r2,
 		  f.late_bytes_per_step);
 
@@ -48,40 +48,40 @@ TEST(test_growth_fit)
 	 * the later half grew at under a third of the whole's rate. It levelled off. */
 	for (int i = 0; i < 101; i++)
 		y[i] = MB * (i < 65 ? i : 65);
-	gpumem_fit_steps(y, 101, &f);
+	gpumem_fit_steps(NULL, y, 101, &f);
 	CHECK_MSG(!f.leak && f.r2 > 0.9 && f.late_bytes_per_step < 0.5 * f.bytes_per_step,
 		  "r2 %f late %f", f.r2, f.late_bytes_per_step);
 
 	/* One new segment in the window: a single jump, R^2 0.75 at best. */
 	for (int i = 0; i < 101; i++)
 		y[i] = i < 50 ? 0 : 20 * MB;
-	gpumem_fit_steps(y, 101, &f);
+	gpumem_fit_steps(NULL, y, 101, &f);
 	CHECK_MSG(!f.leak && f.r2 <= 0.76, "r2 %f", f.r2);
 
 	/* A leak that the caching allocator serves in 20 MB segments, one every 10 steps: a
 	 * staircase all window long is still a leak, at the segments' rate. */
 	for (int i = 0; i < 200; i++)
 		y[i] = 20 * MB * (i / 10);
-	gpumem_fit_steps(y, 200, &f);
+	gpumem_fit_steps(NULL, y, 200, &f);
 	CHECK_MSG(f.leak && near(f.bytes_per_step, 2 * MB, 0.05 * MB), "%f r2 %f", f.bytes_per_step,
 		  f.r2);
 
 	/* Too little growth (3 MB over the window), too few steps, or shrinking: no leak. */
 	for (int i = 0; i < 101; i++)
 		y[i] = 30000.0 * i;
-	gpumem_fit_steps(y, 101, &f);
+	gpumem_fit_steps(NULL, y, 101, &f);
 	CHECK(f.r2 > 0.99 && !f.leak);
 	for (int i = 0; i < 9; i++)
 		y[i] = 10 * MB * i;
-	gpumem_fit_steps(y, 9, &f);
+	gpumem_fit_steps(NULL, y, 9, &f);
 	CHECK(!f.leak);
 	for (int i = 0; i < 101; i++)
 		y[i] = 500 * MB - MB * i;
-	gpumem_fit_steps(y, 101, &f);
+	gpumem_fit_steps(NULL, y, 101, &f);
 	CHECK(f.bytes_per_step < 0 && !f.leak);
-	gpumem_fit_steps(y, 1, &f);
+	gpumem_fit_steps(NULL, y, 1, &f);
 	CHECK(f.points == 1 && !f.leak && f.bytes_per_step == 0);
-	gpumem_fit_steps(y, 0, &f);
+	gpumem_fit_steps(NULL, y, 0, &f);
 	CHECK(f.points == 0 && !f.leak);
 }
 

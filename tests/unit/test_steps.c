@@ -412,7 +412,8 @@ TEST(test_store_gives_records_back)
 		r[i] = (struct pp_step_record){ .tid = 7 + i % 3, .tgid = 7, .ts = (i + 1) * MS,
 						.phase = i % 4, .gpu_depth = i % 2,
 						.phase_start_ns = i * MS, .source = i % 2,
-						.call_state = i, .launch_epoch = 2 * i + 1 };
+						.call_state = i, .launch_epoch = 2 * i + 1,
+						.seq = 1000u * i + 1 };
 		for (int s = 0; s < PP_NR_STATES; s++)
 			r[i].ns[s] = (uint64_t)i * 1000 + s;
 		if (i < 16)
@@ -459,8 +460,71 @@ TEST(test_store_gives_records_back)
 	CHECK(!st.points && !st.words && !st.nr);
 }
 
+/*
+ * Records lost between two of the probe's: its count (seq) says how many steps the gap holds.
+ * Steps of 10 ms each, the records of the passes numbered 4 and 5 lost: the count and rate
+ * hold all six, the times are the three timed one by one (not one of 30 ms), and the GPU
+ * counts per step are theirs too. Device memory grows 1000 bytes a step, fitted by step.
+ */
+TEST(test_lost_boundaries_counted)
+{
+	uint16_t seq[5] = { 1, 2, 3, 6, 7 };
+	struct pp_step_record r[5];
+	struct step_breakdown *each = NULL;
+	struct step_summary s;
+	int n;
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t ts = 100 * MS + (seq[i] - 1) * 10 * MS;
+
+		r[i] = rec(7, ts, (seq[i] - 1) * 10 * MS, 0, ts);
+		r[i].seq = seq[i];
+		r[i].launches = 100 * seq[i];
+		r[i].dev_outstanding = 1000 * seq[i];
+	}
+	CHECK_EQ_INT(summarize_recs(r, 5, 7, &s), 0);
+	CHECK_EQ_INT(s.count, 6);
+	CHECK_EQ_INT(s.timed, 3);
+	CHECK(near(s.mean_s, 0.010, 1e-9) && near(s.per_second, 100, 1e-6));
+	CHECK(near(s.p50_s, 0.010, 1e-9) && near(s.max_s, 0.010, 1e-9));
+	CHECK_EQ_INT(s.slow_count, 0);
+	CHECK(near(s.all.seconds, 0.060, 1e-9) && near(s.all.share[PP_RUNNING], 1, 1e-9));
+	CHECK_EQ_INT(s.gpu.launch_steps, 6);
+	CHECK_EQ_U64(s.gpu.launches, 600);
+	CHECK(s.gpu.launches_min == 100 && s.gpu.launches_max == 100);
+	CHECK(near(steps_launches_per_step(&s), 100, 1e-9) && !steps_launches_sampled(&s));
+	CHECK_MSG(near(s.gpu.dev_growth.bytes_per_step, 1000, 1e-6), "%f",
+		  s.gpu.dev_growth.bytes_per_step);
+	CHECK(near(s.gpu.dev_growth.growth_bytes, 6000, 1e-6));
+	/* Each interval with its first step's number and how many it holds. */
+	n = each_recs(r, 5, 7, &each);
+	CHECK_EQ_INT(n, 4);
+	if (n == 4 && each) {
+		CHECK(each[2].index == 3 && each[2].spanned == 3 && near(each[2].seconds, 0.030, 1e-9));
+		CHECK(each[3].index == 6 && each[3].spanned == 1);
+	}
+	free(each);
+	/* The count wraps at 2^16: 65530, 65531, 65532, then 65535 (3 steps) and 1 (2). */
+	for (int i = 0; i < 3; i++)
+		r[i].seq = (uint16_t)(65530 + i);
+	r[3].seq = 65535;
+	r[4].seq = 1;
+	CHECK_EQ_INT(summarize_recs(r, 5, 7, &s), 0);
+	CHECK_EQ_INT(s.count, 7);
+	CHECK_EQ_INT(s.timed, 2);
+	/* None timed: every gap lost a record. The count and mean stand; no step time. */
+	for (int i = 0; i < 5; i++)
+		r[i].seq = (uint16_t)(1 + 2 * i);
+	CHECK_EQ_INT(summarize_recs(r, 5, 7, &s), 0);
+	CHECK_EQ_INT(s.count, 8);
+	CHECK_EQ_INT(s.timed, 0);
+	CHECK(s.p50_s == 0 && s.max_s == 0 && s.nr_slowest == 0 && s.slow_count == 0);
+	CHECK(near(s.mean_s, 0.060 / 8, 1e-9));
+}
+
 int main(void)
 {
+	RUN_TEST(test_lost_boundaries_counted);
 	RUN_TEST(test_store_gives_records_back);
 	RUN_TEST(test_gpu_calls_per_step);
 	RUN_TEST(test_launches_counted_in_bursts);
