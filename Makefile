@@ -37,7 +37,7 @@ PURE_SRCS := user/procmaps.c user/elfsym.c user/classify.c user/report.c user/hi
 	user/html_svg.c user/html_report.c user/html_sections.c \
 	user/diff.c user/diff_report.c user/trace_json.c \
 	user/top_view.c user/launch_sample.c user/core_btf_entry.c user/intern.c \
-	user/step_store.c user/grow.c
+	user/step_store.c user/grow.c user/reservoir.c
 PLUMBING_SRCS := $(filter-out $(PURE_SRCS),$(wildcard user/*.c))
 PURE_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PURE_SRCS))
 PLUMBING_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(PLUMBING_SRCS))

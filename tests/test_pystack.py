@@ -15,6 +15,7 @@ import re
 import signal
 import shutil
 import subprocess
+import time
 from xml.etree import ElementTree
 
 import pytest
@@ -188,6 +189,41 @@ def test_lost_samples_are_counted_and_reported(procs):
                        env=dict(os.environ, PIPEPROF_TEST_MAP_ENTRIES="samples=5000"), timeout=60)
     job.signal(signal.SIGTERM)
     assert r.returncode != 0 and "bad entry 'samples=5000'" in r.stderr, r.stderr
+
+
+def test_samples_past_what_a_report_keeps(procs):
+    """Past 32,768 samples a report keeps a uniform draw of the window's. At 1000 Hz on each
+    CPU py_cost.py's two busy processes give ~2,000 samples a second, ~60,000 in a 30 s window.
+    Halfway through, its trainer moves to trainer_after alone (SIGUSR1): that function's share
+    of the trainer's samples must be the share of the window after the move, within 5 points
+    (a report that kept the first 32,768 would read about a tenth where half is right), and
+    the worker's shares stay its own. The counts are the draw's, and the JSON says of how many."""
+    job, pid, _ = start_cost_job(procs, PYTHON)
+    p = subprocess.Popen([PIPEPROF, "-p", str(pid), "-d", "30", "-F", "1000", "-j"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        time.sleep(15)
+        os.kill(pid, signal.SIGUSR1)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    switched = job.wait_line(r"^SWITCHED (\d+)", 10)
+    job.signal(signal.SIGTERM)
+    assert p.returncode == 0 and switched, (err, job.output())
+    rep = keep_report(json.loads(out))
+    where, win = rep["where"], rep["window"]
+    kept = sum(r["samples"] for r in where["roles"].values())
+    assert where["samples_kept"] == 32768 and where["samples_seen"] > 40000, where
+    assert kept <= where["samples_kept"], (kept, where["samples_kept"])
+    after = (win["end_ns"] - int(switched.group(1))) / (win["end_ns"] - win["start_ns"])
+    trainer, worker = shares_of(rep, "TRAINER"), shares_of(rep, "WORKER")
+    print("\ndraw of %d of %d samples: trainer_after %.3f, window after the move %.3f; "
+          "worker %s" % (where["samples_kept"], where["samples_seen"],
+                         trainer.get("trainer_after", 0), after, worker))
+    assert abs(trainer.get("trainer_after", 0) - after) <= TOLERANCE, (trainer, after)
+    for name, share in TRUTH["WORKER"].items():
+        assert abs(worker.get(name, 0) - share) <= TOLERANCE, (worker, TRUTH["WORKER"])
 
 
 def test_workers_gone_before_the_close_keep_their_names(procs):

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,7 +397,7 @@ static void put_histograms(FILE *out, const struct report *r)
 static int put_flamegraph(FILE *out, const struct report *r)
 {
 	struct flamegraph_counts counts = {};
-	char *folded = NULL, title[96];
+	char *folded = NULL, title[96], draw[160];
 	size_t len = 0;
 	FILE *stacks;
 	int err;
@@ -438,6 +439,9 @@ static int put_flamegraph(FILE *out, const struct report *r)
 	if (r->samples_lost)
 		fprintf(out, "<p class=\"note\">%llu samples lost (ring buffer full).</p>\n",
 			(unsigned long long)r->samples_lost);
+	where_draw_text(draw, sizeof(draw), r);
+	if (draw[0])
+		fprintf(out, "<p class=\"note\">%c%s.</p>\n", toupper((unsigned char)draw[0]), draw + 1);
 	if (r->samples_truncated)
 		fprintf(out, "<p class=\"note\">%llu samples with Python stacks deeper than %d frames: "
 			"their outermost frames are left out.</p>\n",

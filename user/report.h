@@ -131,6 +131,9 @@ struct report {
 	unsigned int sample_hz;
 	char sample_err[160];		/* why sampling failed, "" when it ran */
 	uint64_t samples_lost;
+	/* Samples taken in the window: where_samples is a uniform draw of them past
+	 * SAMPLES_KEPT (tracer_pyrecords.h). */
+	uint64_t samples_seen;
 	uint64_t samples_truncated;	/* Python stacks cut at PP_PY_MAX_DEPTH frames */
 	int nr_where_samples;
 	struct where_sample *where_samples;
@@ -265,6 +268,8 @@ int where_finish(struct report *r);
  * support it (after where_finish()). */
 void where_annotate(struct report *r);
 void where_print_text(FILE *out, const struct report *r);
+/* Where the samples are a draw of the window's (samples_seen), that in a sentence, else "". */
+void where_draw_text(char *buf, size_t size, const struct report *r);
 /* A Python frame's name by its id in where_names; "no Python frame" for -1. */
 const char *where_name_of(const struct report *r, int id);
 /* The trainer's wait states worth a line: those of at least this share of its wait time. */

@@ -14,6 +14,7 @@
 #include "kfeatures.h"
 #include "launch_sample.h"
 #include "report.h"
+#include "reservoir.h"
 #include "uprobe_multi.h"
 
 struct pipeprof_bpf;
@@ -154,9 +155,12 @@ struct tracer {
 	int *sample_fds;
 	struct bpf_link **sample_links;
 	struct ring_buffer *samples_rb;
-	struct tracer_sample *samples;
+	struct tracer_sample *samples;	/* a uniform draw (sample_draw) of at most SAMPLES_KEPT */
 	int nr_samples, cap_samples;
-	__u64 samples_over_cap;
+	struct reservoir sample_draw;
+	int *samples_redrawn;		/* slots replaced since the last tick: to be named */
+	int nr_samples_redrawn, cap_samples_redrawn;
+	__u64 samples_over_cap;		/* out of memory */
 	__u64 waits_over_cap;		/* wait stacks past the cap, or out of memory */
 	__u64 samples_truncated;	/* Python stacks deeper than PP_PY_MAX_DEPTH */
 	struct tracer_pyproc *pyprocs;

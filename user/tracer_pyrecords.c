@@ -46,7 +46,7 @@ static struct tracer_wait *wait_sums(struct tracer *t, const struct tracer_wait_
 	bool fresh = false;
 	long i;
 
-	if (t->nr_waits >= MAX_SAMPLES) {
+	if (t->nr_waits >= MAX_WAIT_KEYS) {
 		i = intern_find(&t->wait_keys, key, sizeof(*key));
 	} else {
 		if (grow_array(&t->waits, &t->cap_waits, t->nr_waits, sizeof(*t->waits), 64))
@@ -96,45 +96,63 @@ int tracer_on_wait(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-int tracer_on_sample(void *ctx, void *data, size_t size)
+/* s as kept; false when out of memory. */
+static bool sample_of(struct tracer *t, const struct pp_sample *s, struct tracer_sample *out)
 {
-	struct tracer *t = ctx;
-	const struct pp_sample *s = data;
-	struct tracer_sample *out;
-	__u32 depth;
+	__u32 depth = s->depth;
 
-	if (size < sizeof(*s))
-		return 0;
-	if (t->nr_samples >= MAX_SAMPLES) {
-		t->samples_over_cap++;
-		return 0;
-	}
-	if (grow_array(&t->samples, &t->cap_samples, t->nr_samples, sizeof(*t->samples), 1024)) {
-		t->samples_over_cap++;
-		return 0;
-	}
-	out = &t->samples[t->nr_samples];
 	*out = (struct tracer_sample){ .tid = s->tid, .tgid = s->tgid,
 				       .kernel = !!s->kernel, .py = (uint8_t)s->py,
 				       .ustack_depth = s->ustack_depth > PP_USTACK_MAX_DEPTH ?
 						       PP_USTACK_MAX_DEPTH : s->ustack_depth };
-	depth = s->depth;
-	if (!intern_codes(t, s->code, &depth, &out->code)) {
-		t->samples_over_cap++;
-		return 0;
-	}
+	if (!intern_codes(t, s->code, &depth, &out->code))
+		return false;
 	out->depth = depth;
 	if (out->ustack_depth) {
 		out->leaf = s->ustack[0];
 		out->callers = intern(&t->stacks, s->ustack + 1,
 				      (out->ustack_depth - 1) * sizeof(*out->callers));
-		if (out->ustack_depth > 1 && !out->callers) {
+		if (out->ustack_depth > 1 && !out->callers)
+			return false;
+	}
+	return true;
+}
+
+int tracer_on_sample(void *ctx, void *data, size_t size)
+{
+	struct tracer *t = ctx;
+	const struct pp_sample *s = data;
+	struct tracer_sample kept;
+	long slot;
+
+	if (size < sizeof(*s))
+		return 0;
+	if (s->truncated)
+		t->samples_truncated++;
+	slot = reservoir_slot(&t->sample_draw, SAMPLES_KEPT);
+	if (slot < 0)
+		return 0;	/* not drawn */
+	/* Appended while the draw fills (where memory ran short, at the end of those held). */
+	if (slot >= t->nr_samples) {
+		slot = t->nr_samples;
+		if (grow_array(&t->samples, &t->cap_samples, t->nr_samples, sizeof(*t->samples),
+			       1024)) {
 			t->samples_over_cap++;
 			return 0;
 		}
+	} else if (grow_array(&t->samples_redrawn, &t->cap_samples_redrawn,
+			      t->nr_samples_redrawn, sizeof(*t->samples_redrawn), 256)) {
+		t->samples_over_cap++;
+		return 0;
 	}
-	if (s->truncated)
-		t->samples_truncated++;
-	t->nr_samples++;
+	if (!sample_of(t, s, &kept)) {
+		t->samples_over_cap++;
+		return 0;
+	}
+	t->samples[slot] = kept;
+	if (slot == t->nr_samples)
+		t->nr_samples++;
+	else
+		t->samples_redrawn[t->nr_samples_redrawn++] = (int)slot;
 	return 0;
 }

@@ -9,8 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Samples, and distinct waits, kept: past them, what comes is counted lost. */
-#define MAX_SAMPLES 200000
+/* Samples kept: a uniform draw of the window's past it (reservoir.h), 1.3 MB here and 1.6 MB of
+ * named samples at the close; a role's share of 10% is then known within 0.5 points (three
+ * standard deviations) whatever the window's length. */
+#define SAMPLES_KEPT 32768
+/* Distinct waits kept: past them, only the keys held add up. */
+#define MAX_WAIT_KEYS 200000
 
 struct tracer_sample {
 	uint32_t tid, tgid;

@@ -83,6 +83,7 @@ int tracer_sampler_start(struct tracer *t)
 	if (!t->sample_hz)
 		return 0;
 	t->dither_state = monotonic_ns() | 1;
+	t->sample_draw = (struct reservoir){ .rng = t->dither_state * 0x9e3779b97f4a7c15ULL };
 	if (ncpus <= 0)
 		return ncpus ? ncpus : -EINVAL;
 	t->sample_fds = calloc(ncpus, sizeof(*t->sample_fds));
@@ -550,6 +551,21 @@ static int name_sample(struct tracer *t, struct tracer_naming *n, const struct t
 			    &n->names, &w->py) ? 0 : -ENOMEM;
 }
 
+/* Python frames are named at the tick after they came (a read of the process's memory each,
+ * once); native ones at the close, from the maps read now: a library's symbol tables take tens
+ * of ms of CPU to load, which a job whose processes hold every CPU would lose in the window. */
+static void name_sample_frames(struct tracer *t, struct tracer_naming *n,
+			       const struct tracer_sample *ts)
+{
+	int ids[PP_PY_MAX_DEPTH];
+
+	if (ts->py == PP_SAMPLE_PY_OK && ts->depth > 0)
+		resolve_stack(&n->codes, pyproc_of(t, ts->tgid), ts->tgid, ts->code, ts->depth,
+			      &n->names, ids);
+	if (ts->ustack_depth)
+		symbolizer_snapshot(&n->z, ts->tgid);
+}
+
 /* At each tick: names what the samples and waits that came since hold. */
 static void name_new(struct tracer *t)
 {
@@ -558,18 +574,12 @@ static void name_new(struct tracer *t)
 
 	if (!n && !(n = t->naming = calloc(1, sizeof(*n))))
 		return;
-	/* Python frames are named now (a read of the process's memory each, once); native ones
-	 * at the close, from the maps read now: a library's symbol tables take tens of ms of CPU
-	 * to load, which a job whose processes hold every CPU would lose in the window. */
-	for (; n->samples < t->nr_samples; n->samples++) {
-		const struct tracer_sample *ts = &t->samples[n->samples];
-
-		if (ts->py == PP_SAMPLE_PY_OK && ts->depth > 0)
-			resolve_stack(&n->codes, pyproc_of(t, ts->tgid), ts->tgid, ts->code,
-				      ts->depth, &n->names, ids);
-		if (ts->ustack_depth)
-			symbolizer_snapshot(&n->z, ts->tgid);
-	}
+	for (; n->samples < t->nr_samples; n->samples++)
+		name_sample_frames(t, n, &t->samples[n->samples]);
+	/* Past SAMPLES_KEPT, new samples replace some of those held. */
+	for (int i = 0; i < t->nr_samples_redrawn; i++)
+		name_sample_frames(t, n, &t->samples[t->samples_redrawn[i]]);
+	t->nr_samples_redrawn = 0;
 	for (; n->waits < t->nr_waits; n->waits++) {
 		const struct tracer_wait_key *k = &t->waits[n->waits].key;
 
@@ -610,6 +620,7 @@ int tracer_collect_samples(struct tracer *t, struct report *r)
 		return -ENOMEM;
 	snprintf(r->sample_err, sizeof(r->sample_err), "%s", t->sample_err);
 	r->samples_lost = tracer_counter(t, PP_CNT_SAMPLES_LOST) + t->samples_over_cap;
+	r->samples_seen = t->sample_draw.seen;
 	r->samples_truncated = t->samples_truncated;
 	r->nr_py_procs = 0;
 	for (int i = 0; i < t->nr_pyprocs && r->nr_py_procs < MAX_PY_PROCS; i++) {
@@ -658,6 +669,10 @@ void tracer_sampler_close(struct tracer *t)
 	free(t->samples);
 	t->samples = NULL;
 	t->nr_samples = t->cap_samples = 0;
+	free(t->samples_redrawn);
+	t->samples_redrawn = NULL;
+	t->nr_samples_redrawn = t->cap_samples_redrawn = 0;
+	t->sample_draw = (struct reservoir){ 0 };
 	free(t->pyprocs);
 	t->pyprocs = NULL;
 	t->nr_pyprocs = 0;

@@ -236,9 +236,19 @@ static void print_waits(FILE *out, const struct report *r)
 			(unsigned long long)r->wait_records_lost);
 }
 
+void where_draw_text(char *buf, size_t size, const struct report *r)
+{
+	buf[0] = '\0';
+	if (r->samples_seen > (uint64_t)r->nr_where_samples)
+		snprintf(buf, size, "the counts are a uniform draw of %d of the window's %llu samples, "
+			 "as many as a report keeps", r->nr_where_samples,
+			 (unsigned long long)r->samples_seen);
+}
+
 void where_print_text(FILE *out, const struct report *r)
 {
 	uint64_t total = 0;
+	char draw[160];
 
 	if (!r->sample_hz)
 		return;
@@ -248,6 +258,9 @@ void where_print_text(FILE *out, const struct report *r)
 		"shares of each role's samples):\n", r->sample_hz, (unsigned long long)total);
 	if (r->sample_err[0])
 		fprintf(out, "  not sampled: %s\n", r->sample_err);
+	where_draw_text(draw, sizeof(draw), r);
+	if (draw[0])
+		fprintf(out, "  %s\n", draw);
 	for (int k = 0; k < NR_ROLES; k++) {
 		const struct where_role *w = &r->where[k];
 
@@ -347,6 +360,9 @@ struct json_object *where_json(const struct report *r)
 	json_object_object_add(o, "sample_hz", json_object_new_int(r->sample_hz));
 	json_object_object_add(o, "error", r->sample_err[0] ? json_object_new_string(r->sample_err) : NULL);
 	json_object_object_add(o, "samples_lost", json_object_new_int64(r->samples_lost));
+	/* Past what a report keeps, the roles' counts are a uniform draw of the window's. */
+	json_object_object_add(o, "samples_seen", json_object_new_int64(r->samples_seen));
+	json_object_object_add(o, "samples_kept", json_object_new_int(r->nr_where_samples));
 	json_object_object_add(o, "samples_truncated", json_object_new_int64(r->samples_truncated));
 	roles = json_object_new_object();
 	for (int k = 0; k < NR_ROLES; k++) {

@@ -290,6 +290,74 @@ static bool is_null(json_object *o, const char *key)
 	return json_object_object_get_ex(o, key, &v) && !v;
 }
 
+/* What a report says when it kept a draw of its samples, stopped keeping step boundaries, or
+ * lost some of the probe's step records: in the text, and the counts in JSON. */
+TEST(test_draws_caps_and_lost_steps)
+{
+	char buf[256], *text = NULL;
+	size_t len = 0;
+	struct report r;
+	json_object *o;
+	FILE *f;
+
+	fill(&r);
+	where_draw_text(buf, sizeof(buf), &r);
+	CHECK_STR(buf, "");
+	r.samples_seen = 100000;
+	r.nr_where_samples = 65536;
+	where_draw_text(buf, sizeof(buf), &r);
+	CHECK_STR(buf, "the counts are a uniform draw of 65536 of the window's 100000 samples, as "
+		  "many as a report keeps");
+	steps_unkept_text(buf, sizeof(buf), &r);
+	CHECK_STR(buf, "");
+	r.step_recs_unkept = 117772;
+	r.step_unkept_from_ns = r.start_ns + 13012 * MS;
+	steps_unkept_text(buf, sizeof(buf), &r);
+	CHECK_STR(buf, "the step figures are over the window's first 13.0 s: the report keeps 32768 "
+		  "step boundaries, and 117772 more came after them");
+
+	r.steps_on = r.steps_probed = true;
+	r.steps = (struct step_summary){ .source = PP_STEP_FROM_PROBE, .count = 6, .timed = 3,
+					 .per_second = 100, .mean_s = 0.010, .p50_s = 0.010,
+					 .p90_s = 0.010, .max_s = 0.010 };
+	r.steps.all.share[PP_RUNNING] = r.steps.median.share[PP_RUNNING] = 1;
+	r.step_recs_lost = 2;
+	f = open_memstream(&text, &len);
+	steps_print_text(f, &r);
+	fclose(f);
+	CHECK_MSG(strstr(text, "  6 steps, 100.00 steps/s; step time p50 10.0 ms, p90 10.0 ms, "
+			 "max 10.0 ms\n  step times are over the 3 steps timed one by one: the "
+			 "records of the others' boundaries were lost (ring buffer full)\n  the step "
+			 "figures are over the window's first 13.0 s"), "%s", text);
+	CHECK_MSG(strstr(text, "  2 step boundaries lost (ring buffer full): the probe numbers the "
+			 "steps, so the count and rate hold those between the records kept\n"),
+		  "%s", text);
+	free(text);
+	o = steps_json(&r);
+	CHECK_EQ_INT(json_object_get_int(at(o, "timed")), 3);
+	CHECK_EQ_U64(json_object_get_int64(at(o, "unkept")), 117772);
+	CHECK(json_object_get_double(at(o, "unkept_from_s")) > 13.01);
+	json_object_put(o);
+	/* None timed: no step time is given, in text or JSON. */
+	r.steps.timed = 0;
+	r.steps.p50_s = r.steps.p90_s = r.steps.max_s = 0;
+	text = NULL;
+	f = open_memstream(&text, &len);
+	steps_print_text(f, &r);
+	fclose(f);
+	CHECK_MSG(strstr(text, "  6 steps, 100.00 steps/s, 10.00 ms each on average; none timed one "
+			 "by one (records lost between every two)\n") && !strstr(text, "median step"),
+		  "%s", text);
+	free(text);
+	o = steps_json(&r);
+	CHECK(is_null(o, "p50_s") && is_null(o, "max_s") && is_null(o, "median_step"));
+	json_object_put(o);
+	o = where_json(&r);
+	CHECK_EQ_U64(json_object_get_int64(at(o, "samples_seen")), 100000);
+	CHECK_EQ_INT(json_object_get_int(at(o, "samples_kept")), 65536);
+	json_object_put(o);
+}
+
 /* The daemon's steps from a window's histogram: what the slots and the sum tell, null for what
  * they cannot, and -p's steps as they were (no resolution key) when it is not set. */
 TEST(test_steps_from_histogram)
@@ -369,5 +437,6 @@ int main(void)
 	RUN_TEST(test_text_layout);
 	RUN_TEST(test_partial_and_overflow);
 	RUN_TEST(test_steps_from_histogram);
+	RUN_TEST(test_draws_caps_and_lost_steps);
 	return unit_summary();
 }

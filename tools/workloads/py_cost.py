@@ -9,6 +9,10 @@ worker_cool; the trainer 70% and 30% in trainer_hot and trainer_cool. Those are 
 sampler must find for each role's innermost Python function. Pure Python, so any CPython 3
 runs it.
 
+SIGUSR1 to the trainer moves it to trainer_after alone from then on (and prints `SWITCHED
+<CLOCK_MONOTONIC ns>`): the share of the window after that, in a report that keeps a draw of
+its samples, tells whether the draw is uniform over the window.
+
     python3 py_cost.py [--duration SECS] [--unit-ms MS]
 
 Prints `READY pid=<pid> worker=<pid>`; SIGTERM ends both processes.
@@ -51,10 +55,25 @@ def trainer_cool(unit):
         pass
 
 
+def trainer_after(unit):
+    end = time.thread_time() + 10 * unit
+    while time.thread_time() < end:
+        pass
+
+
+switched = []
+
+
 def loop(funcs, unit, deadline):
     while time.monotonic() < deadline:
-        for f in funcs:
+        for f in (trainer_after,) if switched else funcs:
             f(unit)
+
+
+def switch(*_):
+    if not switched:
+        switched.append(time.monotonic_ns())
+        print("SWITCHED %d" % switched[0], flush=True)
 
 
 def main():
@@ -75,6 +94,7 @@ def main():
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGUSR1, switch)
     print("READY pid=%d worker=%d" % (os.getpid(), worker), flush=True)
     loop((trainer_hot, trainer_cool), args.unit_ms / 1e3, deadline)
     stop()
