@@ -39,9 +39,10 @@ void gpumem_fit_steps(const double *step, const double *y, int n, struct gpumem_
 	out->points = n;
 	if (n < 2)
 		return;
+	out->steps = step ? (int)(step[n - 1] - step[0]) : n - 1;
 	line(step, y, n, &out->bytes_per_step, &out->r2);
 	line(step ? step + half : NULL, y + half, n - half, &out->late_bytes_per_step, &unused);
-	out->growth_bytes = out->bytes_per_step * (step ? step[n - 1] - step[0] : n - 1);
+	out->growth_bytes = out->bytes_per_step * out->steps;
 	out->leak = n >= GPUMEM_LEAK_MIN_POINTS && out->bytes_per_step > 0 &&
 		    out->r2 >= GPUMEM_LEAK_MIN_R2 && out->growth_bytes >= (double)GPUMEM_LEAK_MIN_BYTES &&
 		    out->late_bytes_per_step >= GPUMEM_LEAK_LATE_SHARE * out->bytes_per_step;

@@ -22,6 +22,7 @@
 
 struct gpumem_fit {
 	int points;		/* step boundaries fitted */
+	int steps;		/* the steps between the first and the last of them */
 	double bytes_per_step;	/* the line's slope */
 	double r2;
 	double late_bytes_per_step;	/* the slope over the later half of the boundaries */

@@ -55,7 +55,7 @@ void gpumem_print_text(FILE *out, const struct report *r)
 		fprintf(out, "/step (");
 		print_signed_bytes(out, f->bytes_per_step * r->steps.per_second);
 		fprintf(out, "/s) over %d steps, steadily (R^2 %.2f): a probable device-memory leak\n",
-			f->points - 1, f->r2);
+			f->steps, f->r2);
 	}
 	if (r->devmem_lost)
 		fprintf(out, "  %" PRIu64 " allocations not followed (map full, %d entries): the "
@@ -109,7 +109,7 @@ json_object *gpumem_json(const struct report *r)
 	json_object_object_add(o, "growth_bytes_per_s", f ?
 			       json_object_new_double(f->bytes_per_step * r->steps.per_second) : NULL);
 	json_object_object_add(o, "growth_r2", f ? json_object_new_double(f->r2) : NULL);
-	json_object_object_add(o, "steps_fitted", json_object_new_int(f ? f->points - 1 : 0));
+	json_object_object_add(o, "steps_fitted", json_object_new_int(f ? f->steps : 0));
 	json_object_object_add(o, "leak", json_object_new_boolean(f && f->leak));
 	json_object_object_add(o, "lost", json_object_new_int64(r->devmem_lost));
 	json_object_object_add(o, "max_allocations", json_object_new_int(PP_MAX_DEV_ALLOCS));

@@ -176,9 +176,17 @@ static int put_step_plot(FILE *out, const struct report *r)
 	}
 	for (int k = 0; k < nr_bars; k++)
 		step_bar(&bars[k], steps, k * per_bar, (k + 1) * per_bar < n ? (k + 1) * per_bar : n);
-	fprintf(out, "<p>%d step%s, %.2f steps/s; step time p50 %.1f ms, p90 %.1f ms, max %.1f ms.",
-		s->count, s->count == 1 ? "" : "s", s->per_second, s->p50_s * 1e3, s->p90_s * 1e3,
-		s->max_s * 1e3);
+	if (s->timed)
+		fprintf(out, "<p>%d step%s, %.2f steps/s; step time p50 %.1f ms, p90 %.1f ms, max "
+			"%.1f ms.", s->count, s->count == 1 ? "" : "s", s->per_second, s->p50_s * 1e3,
+			s->p90_s * 1e3, s->max_s * 1e3);
+	else
+		fprintf(out, "<p>%d step%s, %.2f steps/s, %.2f ms each on average; none timed one by "
+			"one (records lost between every two).", s->count, s->count == 1 ? "" : "s",
+			s->per_second, s->mean_s * 1e3);
+	if (s->timed && s->timed < s->count)
+		fprintf(out, " Step times are over the %d steps timed one by one: the records of the "
+			"others' boundaries were lost (ring buffer full).", s->timed);
 	if (s->slow_count)
 		fprintf(out, " %d slow step%s (%.1fx the median or more), %.0f%% of the steps' time.",
 			s->slow_count, s->slow_count == 1 ? "" : "s", STEPS_SLOW_RATIO,
@@ -191,6 +199,9 @@ static int put_step_plot(FILE *out, const struct report *r)
 	else
 		fputs("<p class=\"note\">One bar a step: its time in each state, the first at the "
 		      "bottom; above, in grey, the step's time. Point at a bar for its figures.</p>\n", out);
+	if (s->timed < s->count)
+		fputs("<p class=\"note\">Where records were lost, the steps between two that were kept "
+		      "share a place: such a bar holds more steps, and its title says which.</p>\n", out);
 	html_legend(out);
 	svg_state_columns(out, "steps-states", "The trainer's state shares, step by step", bars, nr_bars);
 	if (r->step_recs_lost)

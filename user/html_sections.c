@@ -181,8 +181,9 @@ void html_put_gpu_steps(FILE *out, const struct report *r)
 	/* Over the steps whose launches were all counted, which bursts may make fewer. */
 	if (g->launch_steps)
 		gpu_row_of(out, "kernel launches", steps_launches_per_step(s), g->launches,
-			   g->launches_min, g->launches_max, true);
-	gpu_row(out, "synchronising calls", s, g->syncs, g->syncs_min, g->syncs_max, true);
+			   g->launches_min, g->launches_max, g->launch_timed > 0);
+	/* The fewest and most come from the steps timed one by one: none, no range. */
+	gpu_row(out, "synchronising calls", s, g->syncs, g->syncs_min, g->syncs_max, s->timed > 0);
 	for (int api = 0; api < PP_MAX_SYNC_APIS && api < gpu_sync_api_count; api++) {
 		char what[96];
 
@@ -195,8 +196,9 @@ void html_put_gpu_steps(FILE *out, const struct report *r)
 	/* As the text report: device figures where the steps allocated or freed. */
 	if (r->devmem_traced && (g->dev.allocs || g->dev.frees)) {
 		gpu_row(out, "device allocations", s, g->dev.allocs, g->dev_allocs_min,
-			g->dev_allocs_max, true);
-		gpu_row(out, "device frees", s, g->dev.frees, g->dev_frees_min, g->dev_frees_max, true);
+			g->dev_allocs_max, s->timed > 0);
+		gpu_row(out, "device frees", s, g->dev.frees, g->dev_frees_min, g->dev_frees_max,
+			s->timed > 0);
 	}
 	fputs("</tbody>\n</table></div>\n", out);
 	put_copies(out, r);
@@ -299,7 +301,7 @@ void html_put_gpumem(FILE *out, const struct report *r)
 			"steps, steadily (R\xc2\xb2 %.2f): a probable device-memory leak.</p>\n",
 			report_fmt_bytes(v[0], sizeof(v[0]), f->bytes_per_step),
 			report_fmt_bytes(v[1], sizeof(v[1]), f->bytes_per_step * r->steps.per_second),
-			f->points - 1, f->r2);
+			f->steps, f->r2);
 	if (r->devmem_lost)
 		fprintf(out, "<p class=\"note\">%" PRIu64 " allocations not followed (map full, %d "
 			"entries): the figures miss them.</p>\n", r->devmem_lost, PP_MAX_DEV_ALLOCS);

@@ -74,7 +74,7 @@ static void recommend_device_leak(struct analysis *a, const struct step_summary 
 	rec_because(r, "the trainer's process's outstanding device memory (cudaMalloc*/cuMemAlloc* "
 		    "less frees, since the attach) rose %.1f MB over %d steps, along a straight line "
 		    "(R^2 %.2f), the later half at %.2f MB a step",
-		    f->growth_bytes / 1e6, f->points - 1, f->r2, f->late_bytes_per_step / 1e6);
+		    f->growth_bytes / 1e6, f->steps, f->r2, f->late_bytes_per_step / 1e6);
 }
 
 void recommend_gpu_steps(struct analysis *a, const struct step_summary *s, bool launch_bound)

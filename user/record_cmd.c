@@ -203,6 +203,7 @@ static int write_trace(const struct report_opts *o, struct tracer *t, const stru
 	const struct thread_result *trainer = NULL;
 	struct trace_stats st;
 	uint64_t *steps = NULL;
+	int *step_numbers = NULL;
 	FILE *f = NULL;
 	int err = -ENOMEM;
 
@@ -218,11 +219,12 @@ static int write_trace(const struct report_opts *o, struct tracer *t, const stru
 	if (r->analysis.trainer_index >= 0)
 		trainer = &r->threads[r->analysis.trainer_index];
 	if (trainer && r->step_points.nr) {
-		int n = steps_boundary_times(&r->step_points, trainer->tid, &steps);
+		int n = steps_boundary_times(&r->step_points, trainer->tid, &steps, &step_numbers);
 
 		if (n < 0)
 			goto cleanup;
 		in.step_ts = (const __u64 *)steps;
+		in.step_numbers = step_numbers;
 		in.nr_steps = n;
 		in.step_tid = trainer->tid;
 		in.step_tgid = trainer->tgid;
@@ -243,6 +245,7 @@ static int write_trace(const struct report_opts *o, struct tracer *t, const stru
 cleanup:
 	free(api_names);
 	free(steps);
+	free(step_numbers);
 	free(threads);
 	free(procs);
 	return err;

@@ -134,6 +134,7 @@ struct report {
 	/* Samples taken in the window: where_samples is a uniform draw of them past
 	 * SAMPLES_KEPT (tracer_pyrecords.h). */
 	uint64_t samples_seen;
+	int samples_cap;		/* SAMPLES_KEPT */
 	uint64_t samples_truncated;	/* Python stacks cut at PP_PY_MAX_DEPTH frames */
 	int nr_where_samples;
 	struct where_sample *where_samples;

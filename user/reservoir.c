@@ -20,7 +20,8 @@ long reservoir_slot(struct reservoir *r, long cap)
 		return -1;
 	if (k < (uint64_t)cap)
 		return (long)k;
-	/* The bias of the modulo is below 2^-40 for any count of samples a report sees. */
+	/* The modulo's bias is k / 2^64: below 2^-28 for 2^36 samples, a day at 1000 Hz on 800
+	 * CPUs. */
 	j = next_random(r) % (k + 1);
 	return j < (uint64_t)cap ? (long)j : -1;
 }

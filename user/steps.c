@@ -201,8 +201,17 @@ static int by_seconds(const void *a, const void *b)
 static int steps_spanned(const struct step_point *a, const struct step_point *b)
 {
 	uint16_t n = (uint16_t)(b->seq - a->seq);
+	uint64_t before = 0, after = 0;
 
-	return a->source == PP_STEP_FROM_PROBE && b->source == PP_STEP_FROM_PROBE && n ? n : 1;
+	if (a->source != PP_STEP_FROM_PROBE || b->source != PP_STEP_FROM_PROBE || !n ||
+	    a->tgid != b->tgid)
+		return 1;
+	/* A thread's closed time only grows: less is a new thread of the tid, counting afresh. */
+	for (int s = 0; s < PP_NR_STATES; s++) {
+		before += a->ns[s];
+		after += b->ns[s];
+	}
+	return after < before ? 1 : n;
 }
 
 /* The step (or steps) between records a and b, index the first's number. */
@@ -361,23 +370,36 @@ static int boundaries(const struct step_point *recs, int n, uint32_t tid,
 	return nr;
 }
 
-int steps_boundary_times(const struct step_store *store, uint32_t tid, uint64_t **ts)
+int steps_boundary_times(const struct step_store *store, uint32_t tid, uint64_t **ts,
+			 int **numbers)
 {
 	const struct step_point **mine;
 	unsigned int source;
 	int nr, others;
 
 	*ts = NULL;
+	*numbers = NULL;
 	nr = boundaries(store->points, store->nr, tid, &mine, &source, &others);
 	if (nr <= 0) {
 		free(mine);
 		return nr;
 	}
 	*ts = malloc(nr * sizeof(**ts));
-	for (int i = 0; *ts && i < nr; i++)
+	*numbers = malloc(nr * sizeof(**numbers));
+	if (!*ts || !*numbers) {
+		free(*ts);
+		free(*numbers);
+		*ts = NULL;
+		*numbers = NULL;
+		free(mine);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < nr; i++) {
 		(*ts)[i] = mine[i]->ts;
+		(*numbers)[i] = i ? (*numbers)[i - 1] + steps_spanned(mine[i - 1], mine[i]) : 1;
+	}
 	free(mine);
-	return *ts ? nr : -ENOMEM;
+	return nr;
 }
 
 int steps_each(const struct step_store *store, uint32_t tid, struct step_breakdown **out)

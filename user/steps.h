@@ -99,9 +99,11 @@ int steps_summarize(const struct step_store *store, uint32_t tid, struct step_su
 /* Every whole step of thread tid, as steps_summarize() finds them, in time order, into *out
  * (from malloc, NULL with none; free it). Returns how many, or -ENOMEM. */
 int steps_each(const struct step_store *store, uint32_t tid, struct step_breakdown **out);
-/* The times of the boundaries those steps lie between, in order, into *ts (from malloc; NULL
- * with none). Returns how many, or -ENOMEM. */
-int steps_boundary_times(const struct step_store *store, uint32_t tid, uint64_t **ts);
+/* The times of the boundaries those steps lie between, in order, into *ts, and the number of
+ * the step each begins into *numbers (from 1; records lost leave gaps): both from malloc, NULL
+ * with none. Returns how many, or -ENOMEM. */
+int steps_boundary_times(const struct step_store *store, uint32_t tid, uint64_t **ts,
+			 int **numbers);
 
 /* The records of mine[0..nr) (one thread's data-wait ends, by time) that start a batch's burst
  * of waits, kept at the front; returns how many. */

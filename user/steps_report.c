@@ -186,6 +186,13 @@ static void print_nccl(FILE *out, const struct step_summary *s)
 	fprintf(out, "; %s/step\n", report_fmt_bytes(a, sizeof(a), steps_per_step(s, g->nccl_bytes)));
 }
 
+/* The fewest or most of something in one step: from the steps timed one by one (of_steps of
+ * them), null where there were none (every step's records lost between two kept). */
+static json_object *per_step_extreme(uint64_t v, int of_steps)
+{
+	return of_steps ? json_object_new_int64(v) : NULL;
+}
+
 static json_object *nccl_json_steps(const struct step_summary *s)
 {
 	const struct step_gpu *g = &s->gpu;
@@ -193,8 +200,8 @@ static json_object *nccl_json_steps(const struct step_summary *s)
 
 	json_object_object_add(o, "calls", json_object_new_int64(nccl_calls(g)));
 	json_object_object_add(o, "calls_per_step", json_object_new_double(steps_per_step(s, nccl_calls(g))));
-	json_object_object_add(o, "calls_min", json_object_new_int64(g->nccl_min));
-	json_object_object_add(o, "calls_max", json_object_new_int64(g->nccl_max));
+	json_object_object_add(o, "calls_min", per_step_extreme(g->nccl_min, s->timed));
+	json_object_object_add(o, "calls_max", per_step_extreme(g->nccl_max, s->timed));
 	for (int op = 0; op < PP_NR_NCCL_CALLS; op++)
 		if (g->nccl_calls[op])
 			json_object_object_add(by_api, nccl_op_name(op),
@@ -517,10 +524,10 @@ static json_object *dev_json(const struct step_summary *s)
 			       json_object_new_double(steps_per_step(s, g->dev.alloc_bytes)));
 	json_object_object_add(o, "freed_bytes_per_step",
 			       json_object_new_double(steps_per_step(s, g->dev.free_bytes)));
-	json_object_object_add(o, "allocations_min", json_object_new_int64(g->dev_allocs_min));
-	json_object_object_add(o, "allocations_max", json_object_new_int64(g->dev_allocs_max));
-	json_object_object_add(o, "frees_min", json_object_new_int64(g->dev_frees_min));
-	json_object_object_add(o, "frees_max", json_object_new_int64(g->dev_frees_max));
+	json_object_object_add(o, "allocations_min", per_step_extreme(g->dev_allocs_min, s->timed));
+	json_object_object_add(o, "allocations_max", per_step_extreme(g->dev_allocs_max, s->timed));
+	json_object_object_add(o, "frees_min", per_step_extreme(g->dev_frees_min, s->timed));
+	json_object_object_add(o, "frees_max", per_step_extreme(g->dev_frees_max, s->timed));
 	json_object_object_add(o, "growth_bytes_per_step", json_object_new_double(f->bytes_per_step));
 	json_object_object_add(o, "growth_bytes_per_s",
 			       json_object_new_double(f->bytes_per_step * s->per_second));
@@ -549,15 +556,15 @@ static json_object *gpu_json(const struct step_summary *s, bool launch_bound)
 	 * probes came on in bursts (launch_sample.h). */
 	json_object_object_add(o, "launch_steps", json_object_new_int(g->launch_steps));
 	json_object_object_add(o, "launches_sampled", json_object_new_boolean(steps_launches_sampled(s)));
-	json_object_object_add(o, "launches_min", json_object_new_int64(g->launches_min));
-	json_object_object_add(o, "launches_max", json_object_new_int64(g->launches_max));
+	json_object_object_add(o, "launches_min", per_step_extreme(g->launches_min, g->launch_timed));
+	json_object_object_add(o, "launches_max", per_step_extreme(g->launches_max, g->launch_timed));
 	json_object_object_add(o, "launches_per_second", json_object_new_double(steps_launch_rate(s)));
 	json_object_object_add(o, "launch_gap_s", g->launch_gaps ?
 			       json_object_new_double(steps_launch_gap_s(s)) : NULL);
 	json_object_object_add(o, "syncs", json_object_new_int64(g->syncs));
 	json_object_object_add(o, "syncs_per_step", json_object_new_double(steps_per_step(s, g->syncs)));
-	json_object_object_add(o, "syncs_min", json_object_new_int64(g->syncs_min));
-	json_object_object_add(o, "syncs_max", json_object_new_int64(g->syncs_max));
+	json_object_object_add(o, "syncs_min", per_step_extreme(g->syncs_min, s->timed));
+	json_object_object_add(o, "syncs_max", per_step_extreme(g->syncs_max, s->timed));
 	for (int api = 0; api < PP_MAX_SYNC_APIS && api < gpu_sync_api_count; api++)
 		if (g->sync_calls[api])
 			json_object_object_add(by_api, gpu_apis[api].name,

@@ -364,11 +364,18 @@ static size_t write_steps(FILE *out, const struct trace_input *in)
 
 	for (int i = 0; i + 1 < in->nr_steps; i++) {
 		__u64 from = in->step_ts[i], to = in->step_ts[i + 1];
+		int first = in->step_numbers ? in->step_numbers[i] : i + 1;
+		int last = in->step_numbers ? in->step_numbers[i + 1] - 1 : i + 1;
 
 		if (from < in->start_ns || to > in->end_ns || to <= from)
 			continue;
-		fprintf(out, ",\n{\"ph\":\"X\",\"cat\":\"step\",\"name\":\"step %d\",\"pid\":%u,"
-			"\"tid\":%u", i + 1, in->step_tgid, TRACE_STEPS_TID);
+		/* Records lost between two boundaries: one slice for the steps they hold. */
+		if (last > first)
+			fprintf(out, ",\n{\"ph\":\"X\",\"cat\":\"step\",\"name\":\"steps %d to %d\","
+				"\"pid\":%u,\"tid\":%u", first, last, in->step_tgid, TRACE_STEPS_TID);
+		else
+			fprintf(out, ",\n{\"ph\":\"X\",\"cat\":\"step\",\"name\":\"step %d\","
+				"\"pid\":%u,\"tid\":%u", first, in->step_tgid, TRACE_STEPS_TID);
 		put_us(out, "ts", from - in->start_ns);
 		put_us(out, "dur", to - from);
 		fputc('}', out);

@@ -51,6 +51,7 @@ struct trace_input {
 	/* The report's steps of the trainer (start times), drawn on a track of their own; may
 	 * be 0. */
 	const __u64 *step_ts;
+	const int *step_numbers;	/* the step each begins (steps.h); NULL: 1, 2, ... */
 	int nr_steps;
 	__u32 step_tid, step_tgid;
 	/* The GPU API names by id (pp_episode.api - 1): each thread's synchronising calls and

@@ -162,7 +162,6 @@ struct tracer {
 	int nr_samples_redrawn, cap_samples_redrawn;
 	__u64 samples_over_cap;		/* out of memory */
 	__u64 waits_over_cap;		/* wait stacks past the cap, or out of memory */
-	__u64 samples_truncated;	/* Python stacks deeper than PP_PY_MAX_DEPTH */
 	struct tracer_pyproc *pyprocs;
 	int nr_pyprocs;
 	struct py_file *pyfiles;

@@ -103,6 +103,7 @@ static bool sample_of(struct tracer *t, const struct pp_sample *s, struct tracer
 
 	*out = (struct tracer_sample){ .tid = s->tid, .tgid = s->tgid,
 				       .kernel = !!s->kernel, .py = (uint8_t)s->py,
+				       .truncated = !!s->truncated,
 				       .ustack_depth = s->ustack_depth > PP_USTACK_MAX_DEPTH ?
 						       PP_USTACK_MAX_DEPTH : s->ustack_depth };
 	if (!intern_codes(t, s->code, &depth, &out->code))
@@ -127,8 +128,6 @@ int tracer_on_sample(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*s))
 		return 0;
-	if (s->truncated)
-		t->samples_truncated++;
 	slot = reservoir_slot(&t->sample_draw, SAMPLES_KEPT);
 	if (slot < 0)
 		return 0;	/* not drawn */

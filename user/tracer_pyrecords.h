@@ -20,6 +20,7 @@ struct tracer_sample {
 	uint32_t tid, tgid;
 	uint8_t kernel, py;
 	uint16_t depth;
+	uint8_t truncated;		/* the Python stack was deeper than PP_PY_MAX_DEPTH */
 	uint16_t ustack_depth;		/* the leaf and its callers */
 	uint64_t leaf;			/* the user-mode instruction sampled */
 	/* Both in t->stacks, one copy of each distinct array. The leaf is not among the

@@ -572,8 +572,10 @@ static void name_new(struct tracer *t)
 	struct tracer_naming *n = t->naming;
 	int ids[PP_PY_MAX_DEPTH];
 
-	if (!n && !(n = t->naming = calloc(1, sizeof(*n))))
+	if (!n && !(n = t->naming = calloc(1, sizeof(*n)))) {
+		t->nr_samples_redrawn = 0;
 		return;
+	}
 	for (; n->samples < t->nr_samples; n->samples++)
 		name_sample_frames(t, n, &t->samples[n->samples]);
 	/* Past SAMPLES_KEPT, new samples replace some of those held. */
@@ -621,7 +623,11 @@ int tracer_collect_samples(struct tracer *t, struct report *r)
 	snprintf(r->sample_err, sizeof(r->sample_err), "%s", t->sample_err);
 	r->samples_lost = tracer_counter(t, PP_CNT_SAMPLES_LOST) + t->samples_over_cap;
 	r->samples_seen = t->sample_draw.seen;
-	r->samples_truncated = t->samples_truncated;
+	r->samples_cap = SAMPLES_KEPT;
+	/* Of the samples kept, as the counts beside it are. */
+	r->samples_truncated = 0;
+	for (int i = 0; i < t->nr_samples; i++)
+		r->samples_truncated += t->samples[i].truncated;
 	r->nr_py_procs = 0;
 	for (int i = 0; i < t->nr_pyprocs && r->nr_py_procs < MAX_PY_PROCS; i++) {
 		const struct tracer_pyproc *p = &t->pyprocs[i];

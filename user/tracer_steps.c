@@ -71,6 +71,10 @@ static int on_step_record(void *ctx, void *data, size_t size)
 	 */
 	if (rec->source == PP_STEP_FROM_DATA_WAIT && t->wait_tid_passes >= 2)
 		return 0;
+	/* The trainer's second pass drops its waits' records: room for it at the cap. */
+	if (t->step_points.nr >= STEP_STORE_MAX && rec->source == PP_STEP_FROM_PROBE &&
+	    rec->tid == t->skel->rodata->step_wait_tid && t->wait_tid_passes == 1)
+		step_store_filter(&t->step_points, not_a_data_wait);
 	if (t->step_points.nr >= STEP_STORE_MAX) {
 		if (!t->step_recs_unkept++)
 			t->step_unkept_from_ns = rec->ts;

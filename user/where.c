@@ -239,10 +239,10 @@ static void print_waits(FILE *out, const struct report *r)
 void where_draw_text(char *buf, size_t size, const struct report *r)
 {
 	buf[0] = '\0';
-	if (r->samples_seen > (uint64_t)r->nr_where_samples)
-		snprintf(buf, size, "the counts are a uniform draw of %d of the window's %llu samples, "
-			 "as many as a report keeps", r->nr_where_samples,
-			 (unsigned long long)r->samples_seen);
+	if (r->samples_cap > 0 && r->samples_seen > (uint64_t)r->samples_cap)
+		snprintf(buf, size, "the counts are a uniform draw of %d of the window's %llu samples "
+			 "(a report keeps %d)", r->nr_where_samples,
+			 (unsigned long long)r->samples_seen, r->samples_cap);
 }
 
 void where_print_text(FILE *out, const struct report *r)

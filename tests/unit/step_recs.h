@@ -40,4 +40,16 @@ static inline int each_recs(const struct pp_step_record *r, int n, uint32_t tid,
 	return err;
 }
 
+static inline int boundary_recs(const struct pp_step_record *r, int n, uint32_t tid,
+				uint64_t **ts, int **numbers)
+{
+	struct step_store st;
+	int err = store_recs(&st, r, n);
+
+	if (!err)
+		err = steps_boundary_times(&st, tid, ts, numbers);
+	step_store_free(&st);
+	return err;
+}
+
 #endif

@@ -26,6 +26,7 @@ TEST(test_growth_fit)
 		y[i] = 12 * MB + 262144.0 * i;
 	gpumem_fit_steps(NULL, y, 101, &f);
 	CHECK_EQ_INT(f.points, 101);
+	CHECK_EQ_INT(f.steps, 100);
 	CHECK_MSG(near(f.bytes_per_step, 262144, 1e-6), "%f", f.bytes_per_step);
 	CHECK(near(f.r2, 1, 1e-9) && near(f.late_bytes_per_step, 262144, 1e-6));
 	CHECK(near(f.growth_bytes, 26214400, 1e-3) && f.leak);

@@ -496,6 +496,8 @@ TEST(test_lost_boundaries_counted)
 	CHECK_MSG(near(s.gpu.dev_growth.bytes_per_step, 1000, 1e-6), "%f",
 		  s.gpu.dev_growth.bytes_per_step);
 	CHECK(near(s.gpu.dev_growth.growth_bytes, 6000, 1e-6));
+	CHECK_EQ_INT(s.gpu.dev_growth.steps, 6);
+	CHECK_EQ_INT(s.gpu.dev_growth.points, 5);
 	/* Each interval with its first step's number and how many it holds. */
 	n = each_recs(r, 5, 7, &each);
 	CHECK_EQ_INT(n, 4);
@@ -504,6 +506,19 @@ TEST(test_lost_boundaries_counted)
 		CHECK(each[3].index == 6 && each[3].spanned == 1);
 	}
 	free(each);
+	/* The trace's step slices (pipeprof record): each boundary with the step it begins. */
+	{
+		uint64_t *ts = NULL;
+		int *numbers = NULL;
+
+		n = boundary_recs(r, 5, 7, &ts, &numbers);
+		CHECK_EQ_INT(n, 5);
+		if (n == 5 && ts && numbers)
+			CHECK(numbers[0] == 1 && numbers[2] == 3 && numbers[3] == 6 &&
+			      numbers[4] == 7 && ts[3] == 150 * MS);
+		free(ts);
+		free(numbers);
+	}
 	/* The count wraps at 2^16: 65530, 65531, 65532, then 65535 (3 steps) and 1 (2). */
 	for (int i = 0; i < 3; i++)
 		r[i].seq = (uint16_t)(65530 + i);
@@ -520,6 +535,14 @@ TEST(test_lost_boundaries_counted)
 	CHECK_EQ_INT(s.timed, 0);
 	CHECK(s.p50_s == 0 && s.max_s == 0 && s.nr_slowest == 0 && s.slow_count == 0);
 	CHECK(near(s.mean_s, 0.060 / 8, 1e-9));
+	/* A new thread of the tid counts from 0 again: its closed time is less than the last
+	 * record's, and the gap is one step, not 65,533. */
+	for (int i = 0; i < 5; i++)
+		r[i].seq = (uint16_t)(i + 1);
+	r[4].seq = 1;
+	r[4].ns[PP_RUNNING] = 0;
+	CHECK_EQ_INT(summarize_recs(r, 5, 7, &s), 0);
+	CHECK_EQ_INT(s.count, 4);
 }
 
 int main(void)

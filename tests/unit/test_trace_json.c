@@ -337,8 +337,48 @@ TEST(test_empty_trace)
 	json_object_put(o);
 }
 
+/* The steps' track: a slice from each boundary to the next, named by the step it is, or by the
+ * steps it holds where the records between were lost. */
+TEST(test_steps_track)
+{
+	__u64 ts[4] = { T0 + 100 * US, T0 + 200 * US, T0 + 300 * US, T0 + 600 * US };
+	int numbers[4] = { 1, 2, 3, 6 };
+	struct trace_input in = { .start_ns = T0, .end_ns = T0 + 1000 * US, .step_ts = ts,
+				  .step_numbers = numbers, .nr_steps = 4, .step_tgid = 7 };
+	const char *want[] = { "step 1", "step 2", "steps 3 to 5" };
+	struct trace_stats st;
+	json_object *o = write_parse(&in, &st);
+	int found = 0;
+
+	for (size_t i = 0; o && i < json_object_array_length(events(o)); i++) {
+		json_object *e = json_object_array_get_idx(events(o), i);
+
+		if (strcmp(str(e, "cat"), "step") || found >= 3)
+			continue;
+		CHECK_STR(str(e, "name"), want[found]);
+		CHECK(near(num(e, "ts"), 100 + 100 * found));
+		found++;
+	}
+	CHECK_EQ_INT(found, 3);
+	json_object_put(o);
+	/* Without numbers, 1, 2, 3. */
+	in.step_numbers = NULL;
+	want[2] = "step 3";
+	o = write_parse(&in, &st);
+	found = 0;
+	for (size_t i = 0; o && i < json_object_array_length(events(o)); i++) {
+		json_object *e = json_object_array_get_idx(events(o), i);
+
+		if (!strcmp(str(e, "cat"), "step") && found < 3)
+			CHECK_STR(str(e, "name"), want[found++]);
+	}
+	CHECK_EQ_INT(found, 3);
+	json_object_put(o);
+}
+
 int main(void)
 {
+	RUN_TEST(test_steps_track);
 	RUN_TEST(test_hostile_names);
 	RUN_TEST(test_slices_never_overlap);
 	RUN_TEST(test_flows_join_waker_and_wait);
