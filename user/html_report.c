@@ -176,15 +176,15 @@ static int put_step_plot(FILE *out, const struct report *r)
 	}
 	for (int k = 0; k < nr_bars; k++)
 		step_bar(&bars[k], steps, k * per_bar, (k + 1) * per_bar < n ? (k + 1) * per_bar : n);
-	if (s->timed)
+	if (s->times)
 		fprintf(out, "<p>%d step%s, %.2f steps/s; step time p50 %.1f ms, p90 %.1f ms, max "
 			"%.1f ms.", s->count, s->count == 1 ? "" : "s", s->per_second, s->p50_s * 1e3,
 			s->p90_s * 1e3, s->max_s * 1e3);
 	else
-		fprintf(out, "<p>%d step%s, %.2f steps/s, %.2f ms each on average; none timed one by "
-			"one (records lost between every two).", s->count, s->count == 1 ? "" : "s",
-			s->per_second, s->mean_s * 1e3);
-	if (s->timed && s->timed < s->count)
+		fprintf(out, "<p>%d step%s, %.2f steps/s, %.2f ms each on average; no step time: %s.",
+			s->count, s->count == 1 ? "" : "s", s->per_second, s->mean_s * 1e3,
+			steps_untimed_why(s));
+	if (s->times && s->timed < s->count)
 		fprintf(out, " Step times are over the %d steps timed one by one: the records of the "
 			"others' boundaries were lost (ring buffer full).", s->timed);
 	if (s->slow_count)

@@ -219,6 +219,8 @@ void steps_print_text(FILE *out, const struct report *r);
 void steps_unkept_text(char *buf, size_t size, const struct report *r);
 /* What lost step records did to the figures, in words. */
 const char *steps_lost_effect(const struct step_summary *s);
+/* Why a report with steps gives no step time (step_summary.times false), in words. */
+const char *steps_untimed_why(const struct step_summary *s);
 struct json_object *steps_json(const struct report *r);
 /* The job's copies over the window (report JSON gpu.copies), or null when not traced. */
 struct json_object *gpu_copies_json(const struct report *r);

@@ -482,7 +482,8 @@ int steps_summarize(const struct step_store *store, uint32_t tid, struct step_su
 	out->all.spanned = count;
 	for (int s = 0; s < PP_NR_STATES; s++)
 		out->all.share[s] = whole ? (double)sums[s] / whole : 0;
-	if (!timed) {
+	out->times = timed && timed >= STEPS_TIMED_MIN_SHARE * count;
+	if (!out->times) {
 		free(mine);
 		free(sorted);
 		return 0;

@@ -295,13 +295,13 @@ void steps_print_text(FILE *out, const struct report *r)
 			s->other_threads ? " (other threads made some)" : "");
 		return;
 	}
-	if (s->timed)
+	if (s->times)
 		fprintf(out, "  %d steps, %.2f steps/s; step time p50 %.1f ms, p90 %.1f ms, max %.1f ms\n",
 			s->count, s->per_second, s->p50_s * 1e3, s->p90_s * 1e3, s->max_s * 1e3);
 	else
-		fprintf(out, "  %d steps, %.2f steps/s, %.2f ms each on average; none timed one by one "
-			"(records lost between every two)\n", s->count, s->per_second, s->mean_s * 1e3);
-	if (s->timed && s->timed < s->count)
+		fprintf(out, "  %d steps, %.2f steps/s, %.2f ms each on average; no step time: %s\n",
+			s->count, s->per_second, s->mean_s * 1e3, steps_untimed_why(s));
+	if (s->times && s->timed < s->count)
 		fprintf(out, "  step times are over the %d steps timed one by one: the records of the "
 			"others' boundaries were lost (ring buffer full)\n", s->timed);
 	steps_unkept_text(unkept, sizeof(unkept), r);
@@ -310,7 +310,7 @@ void steps_print_text(FILE *out, const struct report *r)
 	fprintf(out, "  every step  ");
 	print_shares(out, s->all.share);
 	fputc('\n', out);
-	if (s->timed) {
+	if (s->times) {
 		fprintf(out, "  median step ");
 		print_shares(out, s->median.share);
 		fputc('\n', out);
@@ -335,6 +335,13 @@ void steps_print_text(FILE *out, const struct report *r)
 	if (r->step_recs_lost)
 		fprintf(out, "  %llu step boundaries lost (ring buffer full): %s\n",
 			(unsigned long long)r->step_recs_lost, steps_lost_effect(s));
+}
+
+const char *steps_untimed_why(const struct step_summary *s)
+{
+	return s->timed ? "too few timed one by one (records lost, ring buffer full), and those "
+			  "the slower stretches'" :
+			  "none timed one by one (records lost between every two)";
 }
 
 const char *steps_lost_effect(const struct step_summary *s)
@@ -443,15 +450,15 @@ json_object *steps_json(const struct report *r)
 	json_object_object_add(o, "count", json_object_new_int(s->count));
 	json_object_object_add(o, "per_second", json_object_new_double(s->per_second));
 	/* Steps, none timed one by one: no step time to give. */
-	json_object_object_add(o, "p50_s", s->timed || !s->count ?
+	json_object_object_add(o, "p50_s", s->times || !s->count ?
 			       json_object_new_double(s->p50_s) : NULL);
-	json_object_object_add(o, "p90_s", s->timed || !s->count ?
+	json_object_object_add(o, "p90_s", s->times || !s->count ?
 			       json_object_new_double(s->p90_s) : NULL);
-	json_object_object_add(o, "max_s", s->timed || !s->count ?
+	json_object_object_add(o, "max_s", s->times || !s->count ?
 			       json_object_new_double(s->max_s) : NULL);
 	json_object_object_add(o, "mean_s", json_object_new_double(s->mean_s));
 	json_object_object_add(o, "every_step", s->count ? breakdown_json(&s->all, 0) : NULL);
-	json_object_object_add(o, "median_step", s->timed ? breakdown_json(&s->median, 0) : NULL);
+	json_object_object_add(o, "median_step", s->times ? breakdown_json(&s->median, 0) : NULL);
 	arr = json_object_new_array();
 	for (int i = 0; i < s->nr_slowest; i++)
 		json_object_array_add(arr, breakdown_json(&s->slowest[i], s->p50_s));

@@ -319,6 +319,7 @@ TEST(test_draws_caps_and_lost_steps)
 
 	r.steps_on = r.steps_probed = true;
 	r.steps = (struct step_summary){ .source = PP_STEP_FROM_PROBE, .count = 6, .timed = 3,
+					 .times = true,
 					 .per_second = 100, .mean_s = 0.010, .p50_s = 0.010,
 					 .p90_s = 0.010, .max_s = 0.010 };
 	r.steps.all.share[PP_RUNNING] = r.steps.median.share[PP_RUNNING] = 1;
@@ -341,14 +342,15 @@ TEST(test_draws_caps_and_lost_steps)
 	json_object_put(o);
 	/* None timed: no step time is given, in text or JSON. */
 	r.steps.timed = 0;
+	r.steps.times = false;
 	r.steps.p50_s = r.steps.p90_s = r.steps.max_s = 0;
 	text = NULL;
 	f = open_memstream(&text, &len);
 	steps_print_text(f, &r);
 	fclose(f);
-	CHECK_MSG(strstr(text, "  6 steps, 100.00 steps/s, 10.00 ms each on average; none timed one "
-			 "by one (records lost between every two)\n") && !strstr(text, "median step"),
-		  "%s", text);
+	CHECK_MSG(strstr(text, "  6 steps, 100.00 steps/s, 10.00 ms each on average; no step time: "
+			 "none timed one by one (records lost between every two)\n") &&
+		  !strstr(text, "median step"), "%s", text);
 	free(text);
 	o = steps_json(&r);
 	CHECK(is_null(o, "p50_s") && is_null(o, "max_s") && is_null(o, "median_step"));
