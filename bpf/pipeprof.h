@@ -112,7 +112,15 @@ static inline __u32 pp_chain_cause(__u32 last_wait, __u32 depth, __u64 ran_ns, _
  * Compared exactly, they were two calls, and about one attach in 50 on a DataLoader whose
  * batches outlast its timeout read a whole timed-out wait as OTHER. So millisecond timeouts
  * within an eighth of the longer, plus 1 ms, are one call (pp_same_call); a pause of 100 ms
- * before a wait of 200 ms is not.
+ * before a wait of 200 ms is not. A shorter timeout is also what remained of its retry's when
+ * the thread spent at least the difference since its previous wait (its lead, less 1 ms for
+ * the rounding up), or when that time is unseen: the wait began before the attach, or no wait
+ * of the thread came before it since (pp_retry_of). A step that reads the clock, computes,
+ * then polls for what remains had its deadline shortened past that eighth by a busy machine:
+ * poll(869) before a retry's 1000 after 131 ms of a 50 ms compute, preempted (two CPU hogs,
+ * one attach in 3); and pipeprof's own attach, using the CPU just before the window, did the
+ * same to a wait open at the attach (CI, OTHER 26.7%). A pause of 100 ms after 100 ms of work,
+ * then a wait of 200 ms, the same call, now reads as that wait.
  *
  * Not told apart: a pause and a wait with a timeout made from one place with the same kind of
  * deadline. CPython's `stop.wait(0.1)` and `q.get(timeout=1)` both reach the futex from one
@@ -192,6 +200,36 @@ static inline __attribute__((always_inline)) int pp_same_call(__u64 a, __u64 b)
 	return longer - shorter <= longer / 8 + 1;
 }
 
+/* A thread's lead before its first held wait unseen (pp_retry_of): it began before the attach. */
+#define PP_LEAD_UNSEEN	0xffffU
+
+/* The lead in milliseconds (PP_LEAD_UNSEEN - 1 at most) from a previous wait's end to a wait's
+ * start: PP_LEAD_UNSEEN where no previous end was seen. */
+static inline __u16 pp_lead_ms(__u64 prev_end_ns, __u64 start_ns)
+{
+	__u64 ms;
+
+	if (!prev_end_ns || start_ns < prev_end_ns)
+		return PP_LEAD_UNSEEN;
+	ms = (start_ns - prev_end_ns) / 1000000;
+	return ms < PP_LEAD_UNSEEN - 1 ? (__u16)ms : PP_LEAD_UNSEEN - 1;
+}
+
+/* Whether call retries held, the first held wait: one call (pp_same_call), or milliseconds
+ * where held's are fewer by no more than lead_ms + 1, the time the thread had before it (any,
+ * with PP_LEAD_UNSEEN): what remained of the retry's deadline. */
+static inline __attribute__((always_inline)) int pp_retry_of(__u64 held, __u64 call,
+							     __u32 lead_ms)
+{
+	__u32 x = (__u32)held, y = (__u32)call;
+
+	if (pp_same_call(held, call))
+		return 1;
+	if (!held || held >> 32 != call >> 32 || (__s32)x < 0 || (__s32)y < 0 || x > y)
+		return 0;
+	return lead_ms == PP_LEAD_UNSEEN || y - x <= lead_ms + 1;
+}
+
 /* What the end of a wait does to the timed-out waits a thread holds (retry_after_timeouts()). */
 enum pp_retry_action {
 	PP_RETRY_DROP,	/* they stay OTHER; this wait, if it timed out, is held instead */
@@ -202,16 +240,20 @@ enum pp_retry_action {
 
 /* holding: waits are held and the thread ran at most PP_CHAIN_MAX_RUN_NS since; call: this
  * wait's pp_retry_call(); held_call: that of the first wait held, the one a retry makes;
- * timed_out: an interrupt ended it, named nothing; brief: it ended within PP_ON_THE_WAY_MAX_NS;
- * handoff: a task ended it within PP_LOCK_HANDOFF_MAX_NS. */
-static inline int pp_retry_action(int holding, __u64 call, __u64 held_call, int timed_out,
-				  int brief, int handoff)
+ * held_lead_ms: the thread's lead before it (pp_retry_of); timed_out: an interrupt ended it,
+ * named nothing; brief: it ended within PP_ON_THE_WAY_MAX_NS; handoff: a task ended it within
+ * PP_LOCK_HANDOFF_MAX_NS. */
+static inline int pp_retry_action(int holding, __u64 call, __u64 held_call, __u32 held_lead_ms,
+				  int timed_out, int brief, int handoff)
 {
+	int retry;
+
 	if (!holding)
 		return PP_RETRY_DROP;
+	retry = pp_retry_of(held_call, call, held_lead_ms);
 	if (timed_out)
-		return pp_same_call(call, held_call) || brief ? PP_RETRY_ADD : PP_RETRY_DROP;
-	if (pp_same_call(call, held_call))
+		return retry || brief ? PP_RETRY_ADD : PP_RETRY_DROP;
+	if (retry)
 		return PP_RETRY_NAME;
 	return handoff ? PP_RETRY_KEEP : PP_RETRY_DROP;
 }
@@ -330,7 +372,8 @@ struct pp_thread {
 	__u32 waker_tid;	/* who ended the wait at woken_ns: 0 for an interrupt */
 	__u32 waker_tgid;
 	__u32 wake_ctx;		/* enum pp_wake_ctx at woken_ns */
-	__u32 wake_depth;	/* relay hops behind wake_cause */
+	__u16 wake_depth;	/* relay hops behind wake_cause */
+	__u16 held_lead_ms;	/* pp_lead_ms() before the first held wait (pp_retry_of) */
 	__u64 gpu_enter_sp;	/* stack pointer at the outermost call's entry */
 	__u64 step_enter_sp;	/* likewise for the outermost backward pass */
 	__u64 gpu_calls;	/* top-level synchronising calls entered */
@@ -355,8 +398,8 @@ struct pp_thread {
 	__u64 launch_gaps;
 	__u64 launch_sync_mark;	/* gpu_calls at the previous launch */
 	/* The call of the wait being closed when it waits on an object with a timeout
-	 * (pp_retry_call), 0 otherwise or unread; read at its switch-in when an interrupt woke
-	 * it or it may be a retry. */
+	 * (pp_retry_call), 0 otherwise or unread; read at its wakeup (at its switch-in where
+	 * that went unseen) when an interrupt woke it or it may be a retry. */
 	__u64 wait_call;
 	/* OTHER, inside the window, of the timed-out waits the thread retried at once since its
 	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */

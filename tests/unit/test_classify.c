@@ -242,36 +242,50 @@ TEST(test_retry_actions)
 		    gil = 13ULL << 32, mutex = 14ULL << 32, pause = 15ULL << 32, get = 16ULL << 32;
 
 	/* Nothing held: a wait drops nothing (and, timed out, is held itself). */
-	CHECK_EQ_INT(pp_retry_action(0, poll5000, 0, 1, 0, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(0, poll5000, 0, 0, 1, 0, 0), PP_RETRY_DROP);
 	/* The DataLoader: poll(5000) timed out, then again, then the worker's batch. */
-	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll5000, 1, 0, 0), PP_RETRY_ADD);
-	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll5000, 0, 0, 0), PP_RETRY_NAME);
+	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll5000, 0, 1, 0, 0), PP_RETRY_ADD);
+	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll5000, 0, 0, 0, 0), PP_RETRY_NAME);
 	/* Its Queue.get preempted between reading the clock and polling: poll(4998) timed out,
 	 * the retry polls for 5000 (or the other way round). One call. */
-	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll | 4998, 0, 0, 0), PP_RETRY_NAME);
-	CHECK_EQ_INT(pp_retry_action(1, poll | 4998, poll5000, 1, 0, 0), PP_RETRY_ADD);
+	CHECK_EQ_INT(pp_retry_action(1, poll5000, poll | 4998, 0, 0, 0, 0), PP_RETRY_NAME);
+	CHECK_EQ_INT(pp_retry_action(1, poll | 4998, poll5000, 0, 1, 0, 0), PP_RETRY_ADD);
 	/* A thread's q.get(timeout=1): the GIL's 5 ms wait times out, its mutex is handed over,
 	 * or the GIL soon after, and the queue's lock again, the producer's put ending it. */
-	CHECK_EQ_INT(pp_retry_action(1, gil, queue_lock, 1, 1, 0), PP_RETRY_ADD);
-	CHECK_EQ_INT(pp_retry_action(1, mutex, queue_lock, 0, 1, 1), PP_RETRY_KEEP);
-	CHECK_EQ_INT(pp_retry_action(1, gil, queue_lock, 0, 1, 1), PP_RETRY_KEEP);
-	CHECK_EQ_INT(pp_retry_action(1, queue_lock, queue_lock, 0, 0, 0), PP_RETRY_NAME);
-	CHECK_EQ_INT(pp_retry_action(1, queue_lock, queue_lock, 0, 1, 1), PP_RETRY_NAME);
+	CHECK_EQ_INT(pp_retry_action(1, gil, queue_lock, 0, 1, 1, 0), PP_RETRY_ADD);
+	CHECK_EQ_INT(pp_retry_action(1, mutex, queue_lock, 0, 0, 1, 1), PP_RETRY_KEEP);
+	CHECK_EQ_INT(pp_retry_action(1, gil, queue_lock, 0, 0, 1, 1), PP_RETRY_KEEP);
+	CHECK_EQ_INT(pp_retry_action(1, queue_lock, queue_lock, 0, 0, 0, 0), PP_RETRY_NAME);
+	CHECK_EQ_INT(pp_retry_action(1, queue_lock, queue_lock, 0, 0, 1, 1), PP_RETRY_NAME);
 	/* The GIL timed out after a batch, and the queue's lock later: that long wait of another
 	 * call is held in the GIL's place (the GIL's 5 ms stay OTHER), and its retry names it. */
-	CHECK_EQ_INT(pp_retry_action(1, queue_lock, gil, 1, 0, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(1, queue_lock, gil, 0, 1, 0, 0), PP_RETRY_DROP);
 	/* stop.wait(0.1), the GIL on the way (its condition signalled by the thread that held
 	 * it), then q.get() for 100 ms: the pause stays OTHER. */
-	CHECK_EQ_INT(pp_retry_action(1, gil, pause, 1, 1, 0), PP_RETRY_ADD);
-	CHECK_EQ_INT(pp_retry_action(1, gil, pause, 0, 1, 1), PP_RETRY_KEEP);
-	CHECK_EQ_INT(pp_retry_action(1, get, pause, 0, 0, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(1, gil, pause, 0, 1, 1, 0), PP_RETRY_ADD);
+	CHECK_EQ_INT(pp_retry_action(1, gil, pause, 0, 0, 1, 1), PP_RETRY_KEEP);
+	CHECK_EQ_INT(pp_retry_action(1, get, pause, 0, 0, 0, 0), PP_RETRY_DROP);
 	/* A pause, then another call's 5 s timeout: not on the way; the pause stays OTHER. */
-	CHECK_EQ_INT(pp_retry_action(1, poll5000, pause, 1, 0, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(1, poll5000, pause, 0, 1, 0, 0), PP_RETRY_DROP);
 	/* A sleep (no retryable call) ends them; a quick handover of anything keeps them. */
-	CHECK_EQ_INT(pp_retry_action(1, 0, pause, 0, 0, 0), PP_RETRY_DROP);
-	CHECK_EQ_INT(pp_retry_action(1, 0, pause, 0, 1, 1), PP_RETRY_KEEP);
+	CHECK_EQ_INT(pp_retry_action(1, 0, pause, 0, 0, 0, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(1, 0, pause, 0, 0, 1, 1), PP_RETRY_KEEP);
+	/* A step that read the clock, computed 50 ms and was preempted for 80 ms: poll(869) timed
+	 * out, its retry polls for 1000. Its lead of 131 ms covers the difference; 100 ms do not.
+	 * A wait open at the attach had a lead unseen: any shorter timeout may be a remainder. */
+	CHECK_EQ_INT(pp_retry_action(1, poll | 1000, poll | 869, 131, 1, 0, 0), PP_RETRY_ADD);
+	CHECK_EQ_INT(pp_retry_action(1, poll | 1000, poll | 869, 130, 0, 0, 0), PP_RETRY_NAME);
+	CHECK_EQ_INT(pp_retry_action(1, poll | 1000, poll | 869, 100, 1, 0, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(1, poll | 1000, poll | 869, 100, 0, 0, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(1, poll | 1000, poll | 50, PP_LEAD_UNSEEN, 0, 0, 0),
+		     PP_RETRY_NAME);
+	/* A remainder is never longer than the full timeout, nor of another call, whatever the
+	 * lead. */
+	CHECK_EQ_INT(pp_retry_action(1, poll | 1000, poll | 2000, PP_LEAD_UNSEEN, 0, 0, 0),
+		     PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(1, poll5000, pause, PP_LEAD_UNSEEN, 1, 0, 0), PP_RETRY_DROP);
 	/* Ran too long since (holding 0): the retry names nothing. */
-	CHECK_EQ_INT(pp_retry_action(0, queue_lock, queue_lock, 0, 0, 0), PP_RETRY_DROP);
+	CHECK_EQ_INT(pp_retry_action(0, queue_lock, queue_lock, 0, 0, 0, 0), PP_RETRY_DROP);
 }
 
 /* Python's forced GIL switch: held waits named by the thread the waiter wakes as it takes
@@ -343,6 +357,18 @@ TEST(test_same_call)
 	CHECK(pp_same_call(futex_ts, futex_ts) && !pp_same_call(futex_ts, futex_ts + (1ULL << 32)));
 	/* No call is none. */
 	CHECK(!pp_same_call(0, 0));
+	/* A shorter timeout within the lead before it, or any where that is unseen; an infinite
+	 * one is no remainder. */
+	CHECK(pp_retry_of(poll | 869, poll | 1000, 131) && !pp_retry_of(poll | 869, poll | 1000, 129));
+	CHECK(pp_retry_of(poll | 869, poll | 1000, 130));
+	CHECK(pp_retry_of(poll | 1, poll | 5000, PP_LEAD_UNSEEN));
+	CHECK(!pp_retry_of(epoll | 100, epoll | 0xffffffff, PP_LEAD_UNSEEN));
+	CHECK(!pp_retry_of(poll | 869, epoll | 1000, PP_LEAD_UNSEEN));
+	CHECK(!pp_retry_of(0, 0, PP_LEAD_UNSEEN));
+	CHECK_EQ_INT(pp_lead_ms(0, 5000000), PP_LEAD_UNSEEN);
+	CHECK_EQ_INT(pp_lead_ms(1000000, 132999999), 131);
+	CHECK_EQ_INT(pp_lead_ms(1, 1ULL << 40), PP_LEAD_UNSEEN - 1);
+	CHECK_EQ_INT(pp_lead_ms(5, 4), PP_LEAD_UNSEEN);
 }
 
 /* Which waits a timeout may hold back (x86-64 numbers), and what makes a retry the same call. */
