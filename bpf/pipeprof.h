@@ -113,9 +113,9 @@ static inline __u32 pp_chain_cause(__u32 last_wait, __u32 depth, __u64 ran_ns, _
  * batches outlast its timeout read a whole timed-out wait as OTHER. So millisecond timeouts
  * within an eighth of the longer, plus 1 ms, are one call (pp_same_call); a pause of 100 ms
  * before a wait of 200 ms is not. A shorter timeout is also what remained of its retry's when
- * the thread spent at least the difference since its previous wait (its lead, less 1 ms for
- * the rounding up), or when that time is unseen: the wait began before the attach, or no wait
- * of the thread came before it since (pp_retry_of). A step that reads the clock, computes,
+ * the thread spent at least the difference since its previous wait or its birth (its lead,
+ * less PP_LEAD_SLACK_MS), or when that time is unseen: the wait began before the attach, or no
+ * wait of the thread came before it since (pp_retry_of). A step that reads the clock, computes,
  * then polls for what remains had its deadline shortened past that eighth by a busy machine:
  * poll(869) before a retry's 1000 after 131 ms of a 50 ms compute, preempted (two CPU hogs,
  * one attach in 3); and pipeprof's own attach, using the CPU just before the window, did the
@@ -202,22 +202,29 @@ static inline __attribute__((always_inline)) int pp_same_call(__u64 a, __u64 b)
 
 /* A thread's lead before its first held wait unseen (pp_retry_of): it began before the attach. */
 #define PP_LEAD_UNSEEN	0xffffU
+/* What a lead may fall short of the difference: the timeout's rounding up to milliseconds, and
+ * a scheduler tick (4 ms at HZ=250) by which a switch-in placed from the CPU clock (a host that
+ * traces none for some tasks) may end the previous wait late. */
+#define PP_LEAD_SLACK_MS	5
 
-/* The lead in milliseconds (PP_LEAD_UNSEEN - 1 at most) from a previous wait's end to a wait's
- * start: PP_LEAD_UNSEEN where no previous end was seen. */
+/* The lead in milliseconds (PP_LEAD_UNSEEN - 1 at most) from a previous wait's end (or the
+ * thread's birth) to a wait's start: PP_LEAD_UNSEEN where neither was seen (0), 0 where the
+ * start comes first. */
 static inline __u16 pp_lead_ms(__u64 prev_end_ns, __u64 start_ns)
 {
 	__u64 ms;
 
-	if (!prev_end_ns || start_ns < prev_end_ns)
+	if (!prev_end_ns)
 		return PP_LEAD_UNSEEN;
+	if (start_ns < prev_end_ns)
+		return 0;
 	ms = (start_ns - prev_end_ns) / 1000000;
 	return ms < PP_LEAD_UNSEEN - 1 ? (__u16)ms : PP_LEAD_UNSEEN - 1;
 }
 
 /* Whether call retries held, the first held wait: one call (pp_same_call), or milliseconds
- * where held's are fewer by no more than lead_ms + 1, the time the thread had before it (any,
- * with PP_LEAD_UNSEEN): what remained of the retry's deadline. */
+ * where held's are fewer by no more than lead_ms (+ PP_LEAD_SLACK_MS), the time the thread had
+ * before it (any, with PP_LEAD_UNSEEN): what remained of the retry's deadline. */
 static inline __attribute__((always_inline)) int pp_retry_of(__u64 held, __u64 call,
 							     __u32 lead_ms)
 {
@@ -227,7 +234,7 @@ static inline __attribute__((always_inline)) int pp_retry_of(__u64 held, __u64 c
 		return 1;
 	if (!held || held >> 32 != call >> 32 || (__s32)x < 0 || (__s32)y < 0 || x > y)
 		return 0;
-	return lead_ms == PP_LEAD_UNSEEN || y - x <= lead_ms + 1;
+	return lead_ms == PP_LEAD_UNSEEN || y - x <= lead_ms + PP_LEAD_SLACK_MS;
 }
 
 /* What the end of a wait does to the timed-out waits a thread holds (retry_after_timeouts()). */
@@ -398,8 +405,8 @@ struct pp_thread {
 	__u64 launch_gaps;
 	__u64 launch_sync_mark;	/* gpu_calls at the previous launch */
 	/* The call of the wait being closed when it waits on an object with a timeout
-	 * (pp_retry_call), 0 otherwise or unread; read at its wakeup (at its switch-in where
-	 * that went unseen) when an interrupt woke it or it may be a retry. */
+	 * (pp_retry_call), 0 otherwise or unread; read at its wakeup, or at its switch-in where
+	 * that read none, when an interrupt woke it or it may be a retry. */
 	__u64 wait_call;
 	/* OTHER, inside the window, of the timed-out waits the thread retried at once since its
 	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */

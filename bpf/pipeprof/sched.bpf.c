@@ -194,9 +194,11 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 		t->held_call = call;
 		t->held_one_call = 1;
 		/* A wait open at the attach had a lead unseen; last_wait_end_ns is still the
-		 * previous wait's (account_switch_in() moves it on after this). */
+		 * previous wait's (account_switch_in() moves it on after this), else the lead runs
+		 * from the thread's birth inside the window, or is unseen (running at the attach). */
 		t->held_lead_ms = t->phase == PP_PHASE_UNKNOWN ? PP_LEAD_UNSEEN :
-				  pp_lead_ms(t->last_wait_end_ns, since);
+				  pp_lead_ms(t->last_wait_end_ns ? t->last_wait_end_ns :
+					     t->first_ns > window_start_ns ? t->first_ns : 0, since);
 	}
 	return action;
 }
@@ -452,9 +454,10 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 		return 0;
 	judge_wakeup(t, p->pid, now);
 	/* Its call now, while it is still in it: a host that traces no switch-in for a task
-	 * handed a CPU back (a Firecracker guest) would leave the retry chain without it, and
-	 * 0.8 s of a DataLoader's 1 s timeout chain read OTHER (CI, one attach in three). */
-	if (!record_on && wait_call_wanted(t))
+	 * handed a CPU back (a Firecracker guest) left the retry chains of deadline_loader.py
+	 * without it (49-82% OTHER with one switch-in in three untraced). Only if asleep: one
+	 * whose switch-in went untraced may be on a CPU, entering its next wait. */
+	if (!record_on && wait_call_wanted(t) && task_asleep(p))
 		t->wait_call = retryable_wait_call(p);
 	/* Asleep since before the attach: its clock now starts the run this wakeup begins,
 	 * should its switch-in go untraced. One still on a CPU (racing its own switch-out) or
