@@ -203,14 +203,6 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	return action;
 }
 
-/* Whether the call of the wait a thread is in matters: a timer ended it (a timed-out wait, to
- * hold), or timed-out waits are held (the retry, to name them). */
-static __always_inline bool wait_call_wanted(struct pp_thread *t)
-{
-	return (t->wake_ctx != PP_WAKE_TASK || t->timed_out_ns) &&
-	       (t->phase == PP_PHASE_OFFCPU || t->phase == PP_PHASE_UNKNOWN);
-}
-
 /* Two builds of one program: rec is a constant, and userspace loads the one it needs, so the
  * report's program has no instruction of `record` (not even a test of record_on). */
 static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
@@ -286,7 +278,8 @@ static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
 		if (drop_switch_in_every &&
 		    __sync_fetch_and_add(&switch_ins_counted, 1) % drop_switch_in_every == 0)
 			return 0;
-		if (!rec && wait_call_wanted(t))
+		if (!rec && (t->wake_ctx != PP_WAKE_TASK || t->timed_out_ns) &&
+		    (t->phase == PP_PHASE_OFFCPU || t->phase == PP_PHASE_UNKNOWN))
 			t->wait_call = retryable_wait_call(next);
 		if (rec)
 			switch_in_rec(t, next->pid, now);
