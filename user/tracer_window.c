@@ -50,7 +50,7 @@ static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
 		    th.phase_start_ns < end_ns)
 			return true;
 		/* A wait open at the close that timed out, retried or about to be (on a CPU for
-		 * microseconds in between, or woken and not yet on one): the retry's waker names
+		 * milliseconds in between, or woken and not yet on one): the retry's waker names
 		 * it, at the retry's switch-in. Through the GIL's timeouts on the way and the
 		 * retry's own (a 2.5 s batch behind a 1 s timeout takes three): a thread that loops
 		 * on timeouts (`while t.is_alive(): t.join(1)`) is a wait that has not ended, and
@@ -58,7 +58,7 @@ static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
 		if (pp_retry_pending(&th) && th.timed_out_from_ns < end_ns &&
 		    (th.phase == PP_PHASE_OFFCPU || th.phase == PP_PHASE_RUNNABLE ||
 		     (th.phase == PP_PHASE_ONCPU &&
-		      monotonic_ns() - th.oncpu_since_ns <= PP_CHAIN_MAX_RUN_NS)))
+		      monotonic_ns() - th.oncpu_since_ns <= PP_RETRY_MAX_RUN_NS)))
 			return true;
 	}
 	return false;

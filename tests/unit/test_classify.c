@@ -226,9 +226,18 @@ TEST(test_close_retry_of_timed_out_wait)
 	t.timed_out_ns = 0;
 	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
 	CHECK_EQ_U64(r.open_wait_ns, 0);
+	/* 8.2 ms on a CPU in between, as the DataLoader's own check after its timeout ran on a
+	 * quiet machine: still its retry. */
+	t.wake_cause = PP_DATA_WAIT;
+	t.wake_ctx = PP_WAKE_TASK;
+	t.timed_out_ns = 500 * MS;
+	t.ran_since_wait_ns = 8200000;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 0);
+	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 950 * MS - 100000);
 	/* It ran more than briefly before waiting again: no retry, the timeout stays OTHER. */
 	t.wake_cause = PP_DATA_WAIT;
-	t.ran_since_wait_ns = PP_CHAIN_MAX_RUN_NS + 1;
+	t.ran_since_wait_ns = PP_RETRY_MAX_RUN_NS + 1;
 	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
 	CHECK_EQ_U64(r.ns[PP_OTHER], 500 * MS);
 	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 450 * MS - 100000);
