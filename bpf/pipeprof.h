@@ -411,8 +411,8 @@ struct pp_thread {
 	__u64 launch_gaps;
 	__u64 launch_sync_mark;	/* gpu_calls at the previous launch */
 	/* The call of the wait being closed when it waits on an object with a timeout
-	 * (pp_retry_call), 0 otherwise or unread; read at its switch-in when an interrupt woke
-	 * it or it may be a retry. */
+	 * (pp_retry_call), 0 otherwise or unread; read at its wakeup, or at its switch-in where
+	 * that read none, when an interrupt woke it or it may be a retry. */
 	__u64 wait_call;
 	/* OTHER, inside the window, of the timed-out waits the thread retried at once since its
 	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */

@@ -71,18 +71,24 @@ def test_step_longer_than_window(procs, tmp_path):
 
 
 def attach_and_check(procs, tmp_path, name, script, args, window_s, verdict, span_s=None,
-                     harder=False):
+                     harder=False, untraced=False):
     """script started with args, attached ATTACHES times for window_s each (its run sized for
     windows of span_s, default window_s), and every attach checked against the workload's truth
-    (check_attaches under name). harder: as many attaches again beside two CPU hogs, checked
-    on their own. Returns the attaches and the truth."""
+    (check_attaches under name). untraced: as many attaches again with one switch-in of the job
+    in three untraced; harder: those, then as many beside two CPU hogs. Each group is checked
+    on its own. Returns the attaches and the truth."""
     truth_path = str(tmp_path / (name + ".truth.json"))
-    groups = 2 if harder else 1
+    untraced = untraced or harder
+    groups = 1 + untraced + harder
     w, pid, tid = start_workload(procs, script, args, truth_path,
                                  duration=workload_duration(groups * ATTACHES,
                                                             span_s or window_s))
     runs = attach_repeatedly(w, pid, ATTACHES, window_s)
     checked = [(name, runs)]
+    if untraced:
+        checked.append((name + "_untraced_switch_ins",
+                        attach_repeatedly(w, pid, ATTACHES, window_s,
+                                          env=untraced_switch_ins(3))))
     if harder:
         start_hogs(procs, 2)
         checked.append((name + "_busy", attach_repeatedly(w, pid, ATTACHES, window_s)))
@@ -114,7 +120,8 @@ def test_batch_slower_than_the_loaders_timeout(procs, tmp_path):
     build before read them as OTHER, ~90% of the trainer's time, and said NO DOMINANT STALL for a
     job starved of data (and all of it, in windows inside one such wait)."""
     attach_and_check(procs, tmp_path, "loader_timeout", "data_bound.py", TIMEOUT_ARGS,
-                     TIMEOUT_WINDOW_S, "DATA-LOADING BOUND", span_s=2 * TIMEOUT_WINDOW_S)
+                     TIMEOUT_WINDOW_S, "DATA-LOADING BOUND", span_s=2 * TIMEOUT_WINDOW_S,
+                     untraced=True)
 
 
 # A batch every 2.5 s, asked for as the step begins. The trainer computes for 50 ms, polls for
@@ -122,6 +129,8 @@ def test_batch_slower_than_the_loaders_timeout(procs, tmp_path):
 # each batch is a 950 ms wait, a 1 s one, and a last one the worker ends. Beside CPU hogs the
 # compute takes longer and the first poll is shorter (poll(.., 869) after 131 ms); so is one
 # open at the attach, which pipeprof's own start-up delays (CI: OTHER 26.7%, one attach in 3).
+# A host that traces no switch-in for some tasks left the chain without the calls read there
+# (OTHER 49-82% with one switch-in in three untraced).
 DEADLINE_ARGS = ["--item-ms", "2500", "--work-ms", "50", "--timeout", "1"]
 DEADLINE_WINDOW_S = 3
 
@@ -131,7 +140,8 @@ def test_retry_for_what_remains_of_a_deadline(procs, tmp_path):
     timeout, are one call: the DataLoader's poll(5000) is one for 4998 when the trainer is
     preempted between reading the clock and polling, and the build that compared timeouts
     exactly read that whole wait as OTHER (about one attach in 50 on the DataLoader). Here every
-    batch starts with such a wait, on a quiet machine and on a busy one."""
+    batch starts with such a wait, on a quiet machine, on one that traces some switch-ins not,
+    and on a busy one."""
     attach_and_check(procs, tmp_path, "deadline_remainder", "deadline_loader.py", DEADLINE_ARGS,
                      DEADLINE_WINDOW_S, "DATA-LOADING BOUND", span_s=2 * DEADLINE_WINDOW_S,
                      harder=True)
@@ -170,7 +180,7 @@ def test_thread_waits_with_timeouts(procs, tmp_path, name, args, verdict):
     mutex read 5 s of such a batch as OTHER (THREAD_WAIT 21-93% where it was 100%). pause: the
     stop.wait(0.1) before each q.get() is a pause, not a timed-out wait retried (a deadline on
     one lock, then no timeout on another): OTHER, half the time; comparing syscalls alone read
-    it as THREAD_WAIT, all of it. Each also beside CPU hogs."""
+    it as THREAD_WAIT, all of it. Each also with some switch-ins untraced, and beside CPU hogs."""
     runs, truth = attach_and_check(procs, tmp_path, name, "thread_timeouts.py", args,
                                    THREAD_WINDOW_S, verdict, span_s=2 * THREAD_WINDOW_S,
                                    harder=True)
