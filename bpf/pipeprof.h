@@ -58,12 +58,6 @@ enum pp_wake_ctx {
 #define PP_LOCK_HANDOFF_MAX_NS	(5ULL * 1000000)	/* a lock taken back before a retry */
 #define PP_ON_THE_WAY_MAX_NS	(10ULL * 1000000)	/* the GIL's 5 ms timed wait, and its wakeup */
 #define PP_CHAIN_MAX_AGE_NS	(100ULL * 1000000)	/* wall time since it */
-/* On-CPU between a timed-out wait and its retry (pp_retry_pending): torch's DataLoader spent
- * 3.3-8.2 ms there after each of its 5 s timeouts (bpftrace on the trainer's switches, no
- * pipeprof attached; its poll alone 0.4 ms after a long timeout). Held to a relay's 5 ms
- * (PP_CHAIN_MAX_RUN_NS), the job's timed-out waits read OTHER in 3 attaches of 12 on a quiet
- * machine (92.6% of the window in CI). A retry is the same call: still one wait. */
-#define PP_RETRY_MAX_RUN_NS	(25ULL * 1000000)
 #define PP_NO_CAUSE		0xffffffffu
 
 /* The cause a waker passes on, or PP_NO_CAUSE. last_wait is the waker's last completed wait,
@@ -89,7 +83,7 @@ static inline __u32 pp_chain_cause(__u32 last_wait, __u32 depth, __u64 ran_ns, _
  * timeout, checks its workers and waits again: a batch slower than 5 s is a chain of waits the
  * timer ends and one the worker ends. A timer names none of them, so each waited with a
  * timeout on an object (poll, select, epoll, futex) and ended by an interrupt, then retried
- * after a brief run (PP_RETRY_MAX_RUN_NS), takes the cause of the retry that a waker ends.
+ * after a brief run (pp_retry_run_budget), takes the cause of the retry that a waker ends.
  * A deliberate sleep (nanosleep, or select and poll on no descriptor) is no retry and stays
  * OTHER.
  *
@@ -251,7 +245,7 @@ enum pp_retry_action {
 	PP_RETRY_KEEP,	/* a lock taken back on the way: they stay held */
 };
 
-/* holding: waits are held and the thread ran at most PP_RETRY_MAX_RUN_NS since; call: this
+/* holding: waits are held and the thread ran at most pp_retry_run_budget() since; call: this
  * wait's pp_retry_call(); held_call: that of the first wait held, the one a retry makes;
  * held_lead_ms: the thread's lead before it (pp_retry_of); timed_out: an interrupt ended it,
  * named nothing; brief: it ended within PP_ON_THE_WAY_MAX_NS; handoff: a task ended it within
@@ -429,12 +423,29 @@ struct pp_thread {
 	char comm[16];
 };
 
-/* Timed-out waits are held, and the thread has run at most PP_RETRY_MAX_RUN_NS since its last
+/*
+ * On-CPU between timed-out waits held_ns long and their retry (pp_retry_pending): a relay's
+ * 5 ms, or a sixty-fourth of them where that is more. torch's DataLoader runs 3.3-8.2 ms
+ * between its 5 s timeout and its retry (bpftrace on the trainer's switches, nothing else
+ * attached; its poll alone 0.4 ms after a long timeout): held to 5 ms, its timed-out waits read
+ * OTHER in 3 attaches of 12 on a quiet machine (92.6% of the window in CI). Python's 5 ms waits
+ * for the GIL, each followed by the switch interval's 5 ms of work, keep 5 ms: a flat 25 ms
+ * chained them past the 10 ms a takeover names (pp_takeover_names_held), and one attach in 3
+ * of a helper computing in bursts read 6.4% OTHER (gil_bursts, a CI rehearsal).
+ */
+static inline __u64 pp_retry_run_budget(__u64 held_ns)
+{
+	__u64 share = held_ns >> 6;
+
+	return share > PP_CHAIN_MAX_RUN_NS ? share : PP_CHAIN_MAX_RUN_NS;
+}
+
+/* Timed-out waits are held, and the thread has run at most pp_retry_run_budget() since its last
  * wait ended: a retry may yet name them (retry_after_timeouts(), and userspace's reading of a
  * record the programs may not have closed yet). */
 static inline int pp_retry_pending(const struct pp_thread *t)
 {
-	return t->timed_out_ns && t->ran_since_wait_ns <= PP_RETRY_MAX_RUN_NS;
+	return t->timed_out_ns && t->ran_since_wait_ns <= pp_retry_run_budget(t->timed_out_ns);
 }
 
 /*

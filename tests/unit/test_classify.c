@@ -226,21 +226,32 @@ TEST(test_close_retry_of_timed_out_wait)
 	t.timed_out_ns = 0;
 	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
 	CHECK_EQ_U64(r.open_wait_ns, 0);
-	/* 8.2 ms on a CPU in between, as the DataLoader's own check after its timeout ran on a
-	 * quiet machine: still its retry. */
+	/* 7 ms on a CPU in between, more than a relay's 5 ms and less than a sixty-fourth of the
+	 * 500 ms held: still its retry. */
 	t.wake_cause = PP_DATA_WAIT;
 	t.wake_ctx = PP_WAKE_TASK;
 	t.timed_out_ns = 500 * MS;
-	t.ran_since_wait_ns = 8200000;
+	t.ran_since_wait_ns = 7 * MS;
 	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
 	CHECK_EQ_U64(r.ns[PP_OTHER], 0);
 	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 950 * MS - 100000);
 	/* It ran more than briefly before waiting again: no retry, the timeout stays OTHER. */
 	t.wake_cause = PP_DATA_WAIT;
-	t.ran_since_wait_ns = PP_RETRY_MAX_RUN_NS + 1;
+	t.ran_since_wait_ns = pp_retry_run_budget(t.timed_out_ns) + 1;
 	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
 	CHECK_EQ_U64(r.ns[PP_OTHER], 500 * MS);
 	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 450 * MS - 100000);
+}
+
+/* The CPU a thread may spend between timed-out waits and their retry. */
+TEST(test_retry_run_budget)
+{
+	/* The GIL's 5 ms waits: a relay's 5 ms, as the switch interval's work between them. */
+	CHECK_EQ_U64(pp_retry_run_budget(5 * MS), PP_CHAIN_MAX_RUN_NS);
+	CHECK_EQ_U64(pp_retry_run_budget(0), PP_CHAIN_MAX_RUN_NS);
+	/* The DataLoader's 5 s: 78 ms, past the 3.3-8.2 ms its own check runs. */
+	CHECK_EQ_U64(pp_retry_run_budget(5000 * MS), 78125000);
+	CHECK_EQ_U64(pp_retry_run_budget(1000 * MS), 15625000);
 }
 
 /* What each wait does to the held ones, on the shapes the rules were made on. */
@@ -1237,6 +1248,7 @@ int main(void)
 	RUN_TEST(test_missed_switch_in);
 	RUN_TEST(test_close_woken_without_switch_in);
 	RUN_TEST(test_close_retry_of_timed_out_wait);
+	RUN_TEST(test_retry_run_budget);
 	RUN_TEST(test_retry_actions);
 	RUN_TEST(test_takeover);
 	RUN_TEST(test_same_call);
