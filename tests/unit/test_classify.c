@@ -236,7 +236,6 @@ TEST(test_close_retry_of_timed_out_wait)
 	CHECK_EQ_U64(r.ns[PP_OTHER], 0);
 	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 950 * MS - 100000);
 	/* It ran more than briefly before waiting again: no retry, the timeout stays OTHER. */
-	t.wake_cause = PP_DATA_WAIT;
 	t.ran_since_wait_ns = pp_retry_run_budget(t.timed_out_ns) + 1;
 	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
 	CHECK_EQ_U64(r.ns[PP_OTHER], 500 * MS);
