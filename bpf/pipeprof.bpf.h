@@ -235,6 +235,23 @@ PP_STATE struct {
 	__type(value, struct irq_ctx);
 } irq_ctx SEC(".maps");
 
+/* Where a thread's first record is built (thread_record_new()): a pp_thread on a program's
+ * frame takes most of the 512 bytes its calls may use between them. One per nesting level on
+ * each CPU: a hard interrupt's wakeup may come as a uprobe builds one. */
+#define PP_FRESH_NESTING	4
+struct pp_fresh_threads {
+	__u32 depth;
+	__u32 pad;
+	struct pp_thread rec[PP_FRESH_NESTING];
+};
+
+PP_STATE struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_fresh_threads);
+} fresh_threads SEC(".maps");
+
 /* Library notes to userspace: a few a second at most, so a small buffer holds them. */
 PP_STATE struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -607,21 +624,35 @@ static __always_inline void pid_set_tracked(__u32 tgid, __u8 kind, bool forked)
 		dispatch_mark(tgid, kind != PP_PID_UNTRACKED, forked);
 }
 
-/* A thread's first record: phase from start_ns, comm from comm_of. Only ever inlined into an
- * out-of-line function (thread_first_seen(), thread_born()), so that the zeroed record is built
- * on a frame of its own, and not on every switch of every task on the machine nor on the fork
- * program's frame (it would push either past 512 bytes). A thread seen at its fork replaces
- * the record of an exited thread of its tid; one first seen later (PP_PHASE_UNKNOWN) keeps a
- * record another CPU has just made. */
+/* A thread's first record: phase from start_ns, comm from comm_of, built in fresh_threads. A
+ * thread seen at its fork replaces the record of an exited thread of its tid; one first seen
+ * later (PP_PHASE_UNKNOWN) keeps a record another CPU has just made. Non-zero where it made
+ * none: the map full, or nested deeper than fresh_threads has room for (the callers count
+ * either as a full map). */
 static __always_inline int thread_record_new(struct task_struct *comm_of, __u32 tid, __u32 tgid,
 					     __u32 phase, __u64 start_ns)
 {
-	struct pp_thread fresh = {};
+	__u32 zero = 0, depth;
+	struct pp_fresh_threads *fresh = bpf_map_lookup_elem(&fresh_threads, &zero);
+	struct pp_thread *rec;
+	int err;
 
-	pp_thread_init(&fresh, tgid, phase, start_ns);
-	BPF_CORE_READ_STR_INTO(&fresh.comm, comm_of, comm);
-	return bpf_map_update_elem(&threads, &tid, &fresh,
-				   phase == PP_PHASE_UNKNOWN ? BPF_NOEXIST : BPF_ANY);
+	if (!fresh)
+		return 1;
+	/* Not atomic, and need not be: a program that interrupts this one on its CPU leaves the
+	 * depth as it found it. */
+	depth = fresh->depth;
+	if (depth >= PP_FRESH_NESTING)
+		return 1;
+	fresh->depth = depth + 1;
+	rec = &fresh->rec[depth];
+	__builtin_memset(rec, 0, sizeof(*rec));
+	pp_thread_init(rec, tgid, phase, start_ns);
+	BPF_CORE_READ_STR_INTO(&rec->comm, comm_of, comm);
+	err = bpf_map_update_elem(&threads, &tid, rec,
+				  phase == PP_PHASE_UNKNOWN ? BPF_NOEXIST : BPF_ANY);
+	fresh->depth = depth;
+	return err;
 }
 
 /* First sighting of a thread of a tracked process that predates the attach: its phase until
@@ -832,12 +863,32 @@ static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __
 	t->ran_since_wait_ns = 0;
 }
 
+/* The wakeup put aside for the wait after the one the record held (pp_wake_is_next_waits)
+ * becomes the record's. */
+static __always_inline void take_next_wake(struct pp_thread *t)
+{
+	t->woken_ns = t->next_woken_ns;
+	t->wake_cause = t->next_wake.cause;
+	t->waker_tid = t->next_wake.waker_tid;
+	t->waker_tgid = t->next_wake.waker_tgid;
+	t->wake_depth = t->next_wake.depth;
+	t->wake_ctx = t->next_wake.ctx;
+	t->next_woken_ns = 0;
+}
+
 /* The thread gets a CPU at `now`. */
 static __always_inline int do_switch_in(struct pp_thread *t, __u32 tid, __u64 now, const bool rec)
 {
 	if (!t)
 		return 0;
+	if (t->next_woken_ns && pp_next_wake_due(t->next_woken_ns, t->woken_ns, t->oncpu_since_ns, 0))
+		take_next_wake(t);
 	account_switch_in(t, tid, now, rec);
+	if (t->next_woken_ns) {
+		if (pp_next_wake_due(t->next_woken_ns, t->woken_ns, t->oncpu_since_ns, 1))
+			take_next_wake(t);
+		t->next_woken_ns = 0;
+	}
 	t->phase = PP_PHASE_ONCPU;
 	t->phase_start_ns = now;
 	t->oncpu_since_ns = now;

@@ -55,7 +55,11 @@ enum pp_wake_ctx {
  */
 #define PP_CHAIN_MAX_DEPTH	4
 #define PP_CHAIN_MAX_RUN_NS	(5ULL * 1000000)	/* on-CPU since the relay's own wait */
-#define PP_LOCK_HANDOFF_MAX_NS	(5ULL * 1000000)	/* a lock taken back before a retry */
+/* A lock taken back before a retry, by its wakeup: the GIL's 5 ms timed wait, ended by its
+ * holder before its timer (give or take the timer's slack). Judged at the enqueueing after the
+ * wakeup, 5 ms, a holder preempted beside CPU hogs that signalled at 4.998 ms read a thread's
+ * held Queue.get(timeout=1) waits as OTHER (3 s of a window, one attach in 30). */
+#define PP_LOCK_HANDOFF_MAX_NS	(6ULL * 1000000)
 #define PP_ON_THE_WAY_MAX_NS	(10ULL * 1000000)	/* the GIL's 5 ms timed wait, and its wakeup */
 #define PP_CHAIN_MAX_AGE_NS	(100ULL * 1000000)	/* wall time since it */
 #define PP_NO_CAUSE		0xffffffffu
@@ -265,6 +269,19 @@ static inline int pp_retry_action(int holding, __u64 call, __u64 held_call, __u3
 	return handoff ? PP_RETRY_KEEP : PP_RETRY_DROP;
 }
 
+/*
+ * A wait no wakeup was seen to end (PP_CNT_WAITS_UNWOKEN: its wakeup and its switch-in both
+ * untraced, as a Firecracker guest loses them beside CPU hogs) while timed-out waits are held
+ * (holding: pp_retry_pending): taken for one more of them where it lasted no longer than they
+ * did, for its call went unread. Ending them there, one lost wakeup read a thread's whole chain
+ * of Queue.get(timeout=1) waits as OTHER (83-100% of a window, 2 attaches in 80 beside two CPU
+ * hogs).
+ */
+static inline int pp_unseen_end_held(int holding, __u64 waited_ns, __u64 held_ns)
+{
+	return holding && waited_ns <= held_ns;
+}
+
 /* Whether a retry ended with cause names the timed-out waits before it. */
 static inline int pp_retry_names(__u32 cause)
 {
@@ -345,6 +362,16 @@ static inline __u8 pp_pid_kind(const struct pp_proc *p)
 	return p->is_root ? PP_PID_ROOT : PP_PID_PLAIN;
 }
 
+/* A wakeup as judge_wakeup() reads it: what it ends a wait as, and who ended it. */
+struct pp_wake {
+	__u32 cause;		/* enum pp_state the waker context implies */
+	__u32 waker_tid;	/* 0 for an interrupt */
+	__u32 waker_tgid;
+	__u16 depth;		/* relay hops behind cause */
+	__u8 ctx;		/* enum pp_wake_ctx */
+	__u8 pad;
+};
+
 /* threads value: cumulative time per state since the window opened */
 struct pp_thread {
 	__u32 tgid;
@@ -415,6 +442,11 @@ struct pp_thread {
 	/* THREAD_WAIT, inside the window, of held waits at the calls where the process waits for
 	 * the GIL (pp_takeover_call_known), however they were named. */
 	__u64 gil_ns;
+	/* A wakeup seen while the record holds a wait another wakeup ended already: the thread
+	 * runs, its switch-in untraced, and this one is of the wait it enters next. Taken up
+	 * once that switch-in is placed (take_next_wake()); next_woken_ns 0: none. */
+	__u64 next_woken_ns;
+	struct pp_wake next_wake;
 	/* Its waits' waker of late, summed here and added to the wakers map only when another
 	 * waker (or its exit) follows: a thread woken over and over by the same one then pays
 	 * no hash lookup and no atomics at each switch-in. Userspace adds it to the map's. */
@@ -584,6 +616,31 @@ static inline __u64 pp_missed_switch_in_ns(__u64 since_ns, __u64 now_ns, __u64 e
 static inline int pp_asleep_with_clock(__u32 phase, __u64 exec_at_out_ns)
 {
 	return phase == PP_PHASE_OFFCPU || (phase == PP_PHASE_UNKNOWN && exec_at_out_ns);
+}
+
+/*
+ * Whether a wakeup is of a wait after the one the thread's record holds open. A task is woken
+ * once per sleep: the wakeup makes it runnable, and only the task itself goes back to sleep.
+ * A second wakeup while the record holds a wait the first one ended means the thread has run
+ * since, its switch-in untraced (pp_missed_switch_in_ns), and is entering its next wait; it is
+ * put aside until that switch-in is placed (pp_next_wake_due). Taken as the end of the wait
+ * held open, it gave a timer's wakeup a waker: Python's GIL, signalled to a thread as it waited
+ * on it again, dropped the Queue.get(timeout=1) waits held before it to OTHER (25-54% of a
+ * window in one attach in 15, one switch-in in three untraced).
+ */
+static inline int pp_wake_is_next_waits(__u32 phase, __u64 exec_at_out_ns, __u64 woken_ns,
+					__u64 phase_start_ns)
+{
+	return pp_asleep_with_clock(phase, exec_at_out_ns) && woken_ns > phase_start_ns;
+}
+
+/* Whether the wakeup put aside at next_woken_ns is the record's now: once the wait held open is
+ * closed (closed), or before the close of a wait the record's wakeup predates, its last
+ * switch-in placed after it (the wakeup put aside raced the switch-out that placed it). */
+static inline int pp_next_wake_due(__u64 next_woken_ns, __u64 woken_ns, __u64 oncpu_since_ns,
+				   int closed)
+{
+	return next_woken_ns > woken_ns && (closed || woken_ns < oncpu_since_ns);
 }
 
 /*

@@ -165,9 +165,17 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	t->wait_call = 0;
 	timed_out = !t->gpu_depth && cause == PP_OTHER && call && t->wake_ctx != PP_WAKE_TASK &&
 		    t->woken_ns > since;
-	/* Woken as it slept, or as it went to sleep (the holder unlocks at once), soon. */
+	/* Woken as it slept, or as it went to sleep (the holder unlocks at once), soon: by the
+	 * wakeup, not the queueing after it that a busy machine drags out. */
 	handoff = !timed_out && t->wake_ctx == PP_WAKE_TASK && t->woken_ns >= t->oncpu_since_ns &&
-		  end <= since + PP_LOCK_HANDOFF_MAX_NS;
+		  (t->woken_ns > since ? t->woken_ns : end) <= since + PP_LOCK_HANDOFF_MAX_NS;
+	if (cause == PP_OTHER && !t->gpu_depth && t->phase == PP_PHASE_OFFCPU &&
+	    t->woken_ns < t->oncpu_since_ns &&
+	    pp_unseen_end_held(pp_retry_pending(t), waited, t->timed_out_ns)) {
+		t->timed_out_ns += waited;
+		t->held_one_call = 0;	/* its call went unread */
+		return PP_RETRY_ADD;
+	}
 	action = pp_retry_action(pp_retry_pending(t), call, t->held_call, t->held_lead_ms,
 				 timed_out, end <= since + PP_ON_THE_WAY_MAX_NS, handoff);
 	if (action == PP_RETRY_KEEP)
@@ -338,8 +346,9 @@ static __always_inline bool waker_is_exiting(void)
 }
 
 /* Which stall an off-CPU wait ends as, judged in the waker's context (stall model), and who
- * ended it. */
-static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_tid, __u64 now)
+ * ended it, into w (zeroed). */
+static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_tid, __u64 now,
+					 struct pp_wake *w)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 waker_tid = (__u32)id, waker_tgid = id >> 32, ctx = wake_context(), relayed, depth;
@@ -348,16 +357,14 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 	struct pp_thread *waker;
 	__u8 kind;
 
-	wakee->wake_ctx = ctx;
-	wakee->wake_depth = 0;
-	wakee->waker_tid = wakee->waker_tgid = 0;
+	w->ctx = ctx;
 	if (ctx != PP_WAKE_TASK) {
-		wakee->wake_cause = ctx == PP_WAKE_SOFTIRQ_NET ? network_cause() : PP_OTHER;
+		w->cause = ctx == PP_WAKE_SOFTIRQ_NET ? network_cause() : PP_OTHER;
 		return;
 	}
-	wakee->waker_tid = waker_tid;
-	wakee->waker_tgid = waker_tgid;
-	wakee->wake_cause = PP_OTHER;
+	w->waker_tid = waker_tid;
+	w->waker_tgid = waker_tgid;
+	w->cause = PP_OTHER;
 	if (waker_tid == wakee_tid)
 		return;
 	kind = pid_kind(waker_tgid);
@@ -366,7 +373,7 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 	if (kind == PP_PID_PLAIN) {
 		/* As its record would say below: a live descendant of no rank. */
 		if (!waker_is_exiting())
-			wakee->wake_cause = PP_DATA_WAIT;
+			w->cause = PP_DATA_WAIT;
 		return;
 	}
 	/* The live root (PP_PID_ROOT) is the job's own process: not a worker, not a rank's. */
@@ -382,7 +389,7 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 
 			if (wakee_proc && wakee_proc->rank_tgid &&
 			    wakee_proc->rank_tgid != waker_proc->rank_tgid) {
-				wakee->wake_cause = PP_COMM_WAIT;
+				w->cause = PP_COMM_WAIT;
 				return;
 			}
 		}
@@ -390,11 +397,11 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 		 * a batch, or feeding its own loop; a rank's own process is that rank's trainer. */
 		if (!waker_proc->is_root && waker_proc->rank_tgid != waker_tgid) {
 			if (!waker_is_exiting())
-				wakee->wake_cause = PP_DATA_WAIT;
+				w->cause = PP_DATA_WAIT;
 			return;
 		}
 	}
-	wakee->wake_cause = PP_THREAD_WAIT;
+	w->cause = PP_THREAD_WAIT;
 	if (waker_tgid != wakee->tgid)
 		return;	/* the job's process handing work to a worker */
 	waker = bpf_map_lookup_elem(&threads, &waker_tid);
@@ -434,13 +441,14 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 	}
 	if (relayed == PP_NO_CAUSE)
 		return;
-	wakee->wake_cause = relayed;
-	wakee->wake_depth = depth + 1;
+	w->cause = relayed;
+	w->depth = depth + 1;
 }
 
 SEC("tp_btf/sched_waking")
 int BPF_PROG(on_sched_waking, struct task_struct *p)
 {
+	struct pp_wake w = {};
 	struct pp_thread *t;
 	__u64 now;
 
@@ -452,7 +460,19 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	now = bpf_ktime_get_ns();
 	if (!naming(now))
 		return 0;
-	judge_wakeup(t, p->pid, now);
+	judge_wakeup(t, p->pid, now, &w);
+	/* Of the wait the thread enters next, its switch-in untraced: put aside until that
+	 * switch-in is placed (do_switch_in()). */
+	if (pp_wake_is_next_waits(t->phase, t->exec_at_out_ns, t->woken_ns, t->phase_start_ns)) {
+		t->next_wake = w;
+		t->next_woken_ns = now;
+		return 0;
+	}
+	t->wake_cause = w.cause;
+	t->waker_tid = w.waker_tid;
+	t->waker_tgid = w.waker_tgid;
+	t->wake_depth = w.depth;
+	t->wake_ctx = w.ctx;
 	/* Its call now, while it is still in it: a host that traces no switch-in for a task
 	 * handed a CPU back (a Firecracker guest) left the retry chains of deadline_loader.py
 	 * without it (49-82% OTHER with one switch-in in three untraced). Only if asleep: one
@@ -485,7 +505,9 @@ int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 	if (!t || t->phase == PP_PHASE_EXITED)
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (naming(now))
+	/* Not for a wakeup put aside (pp_wake_is_next_waits): the wait held open is still to
+	 * be closed, up to its own. */
+	if (naming(now) && !t->next_woken_ns)
 		t->enqueued_ns = now;
 	return 0;
 }

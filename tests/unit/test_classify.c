@@ -790,46 +790,6 @@ TEST(test_chain_rule)
 	CHECK_EQ_U64(pp_chain_cause(PP_DATA_WAIT, 0, 0, PP_CHAIN_MAX_AGE_NS + 1), PP_NO_CAUSE);
 }
 
-/* A switch-in the kernel never traced, placed from the thread's CPU clock: the ftrace of a
- * preempted trainer on a Firecracker guest, out at 425.719 ms, out again at 478.553 ms with no
- * switch-in between, having run 20 ms by its clock. */
-TEST(test_missed_switch_in)
-{
-	const __u64 out = 425719000, again = 478553000, exec = 7734000695ULL;
-
-	CHECK_EQ_U64(pp_missed_switch_in_ns(out, again, exec, exec + 20 * MS), again - 20 * MS);
-	/* It ran the whole gap: no wait at all. */
-	CHECK_EQ_U64(pp_missed_switch_in_ns(out, again, exec, exec + (again - out)), out);
-	/* Its clock gained more than the gap (a switch-out seen late): clamped to the gap. */
-	CHECK_EQ_U64(pp_missed_switch_in_ns(out, again, exec, exec + 60 * MS), out);
-	/* It never ran: the switch-in is now (a zero-length run). */
-	CHECK_EQ_U64(pp_missed_switch_in_ns(out, again, exec, exec), again);
-	/* No switch-out seen yet, a clock going back (a pid reused), time going back: unplaced. */
-	CHECK_EQ_U64(pp_missed_switch_in_ns(out, again, 0, exec), 0);
-	CHECK_EQ_U64(pp_missed_switch_in_ns(out, again, exec, exec - 1), 0);
-	CHECK_EQ_U64(pp_missed_switch_in_ns(again, out, exec, exec + MS), 0);
-}
-
-/* Which threads found on a CPU had a switch-in the kernel did not trace, and a clock to place
- * it by: one seen leaving a CPU always; one first seen asleep only once its wakeup gave it a
- * clock (else it may have run since the attach). The long_step scenario's CPU-BOUND for a
- * trainer starved of data came from a thread first seen asleep, woken, and read as running
- * since the attach. */
-TEST(test_switch_in_unseen)
-{
-	CHECK(pp_switch_in_unseen(PP_PHASE_RUNNABLE, 0));
-	CHECK(pp_switch_in_unseen(PP_PHASE_OFFCPU, 7734000695ULL));
-	CHECK(pp_switch_in_unseen(PP_PHASE_UNKNOWN, 7734000695ULL));
-	CHECK(!pp_switch_in_unseen(PP_PHASE_UNKNOWN, 0));
-	CHECK(!pp_switch_in_unseen(PP_PHASE_ONCPU, 7734000695ULL));
-	CHECK(!pp_switch_in_unseen(PP_PHASE_EXITED, 7734000695ULL));
-	/* Of those, the ones whose record holds a wait still open: not a preempted one. */
-	CHECK(!pp_asleep_with_clock(PP_PHASE_RUNNABLE, 7734000695ULL));
-	CHECK(pp_asleep_with_clock(PP_PHASE_OFFCPU, 7734000695ULL));
-	CHECK(pp_asleep_with_clock(PP_PHASE_UNKNOWN, 7734000695ULL));
-	CHECK(!pp_asleep_with_clock(PP_PHASE_UNKNOWN, 0));
-}
-
 /* What ended the trainer's waits: per waker, interrupts per context, most time first. */
 /* A trainer whose waits a process outside the job ends (a data service over a Unix socket):
  * no stall the model names, but the advice names that process. A minor outside waker does not
@@ -1244,7 +1204,6 @@ int main(void)
 	RUN_TEST(test_gpu_unprobed);
 	RUN_TEST(test_gpu_backlog);
 	RUN_TEST(test_chain_rule);
-	RUN_TEST(test_missed_switch_in);
 	RUN_TEST(test_close_woken_without_switch_in);
 	RUN_TEST(test_close_retry_of_timed_out_wait);
 	RUN_TEST(test_retry_run_budget);
@@ -1252,7 +1211,6 @@ int main(void)
 	RUN_TEST(test_takeover);
 	RUN_TEST(test_same_call);
 	RUN_TEST(test_retryable_wait_syscalls);
-	RUN_TEST(test_switch_in_unseen);
 	RUN_TEST(test_waited_on);
 	RUN_TEST(test_outside_waker);
 	RUN_TEST(test_waits_on_children);
