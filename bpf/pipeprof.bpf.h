@@ -236,13 +236,13 @@ PP_STATE struct {
 } irq_ctx SEC(".maps");
 
 /* Where a thread's first record is built (thread_record_new()): a pp_thread on a program's
- * frame takes most of the 512 bytes its calls may use between them. One per nesting level on
- * each CPU: a hard interrupt's wakeup may come as a uprobe builds one. */
-#define PP_FRESH_NESTING	4
+ * frame takes most of the 512 bytes its calls may use between them. A few slots on each CPU,
+ * each claimed while in use: a hard interrupt's wakeup may come as a uprobe builds one, and a
+ * uprobe's program may be preempted by another task's on its CPU. */
+#define PP_FRESH_SLOTS	4
 struct pp_fresh_threads {
-	__u32 depth;
-	__u32 pad;
-	struct pp_thread rec[PP_FRESH_NESTING];
+	__u64 busy[PP_FRESH_SLOTS];	/* 64-bit: the BPF atomics clang has without -mcpu=v3 */
+	struct pp_thread rec[PP_FRESH_SLOTS];
 };
 
 PP_STATE struct {
@@ -627,31 +627,33 @@ static __always_inline void pid_set_tracked(__u32 tgid, __u8 kind, bool forked)
 /* A thread's first record: phase from start_ns, comm from comm_of, built in fresh_threads. A
  * thread seen at its fork replaces the record of an exited thread of its tid; one first seen
  * later (PP_PHASE_UNKNOWN) keeps a record another CPU has just made. Non-zero where it made
- * none: the map full, or nested deeper than fresh_threads has room for (the callers count
- * either as a full map). */
+ * none: the map full, or every slot of fresh_threads in use (the callers count either as a
+ * full map). */
 static __always_inline int thread_record_new(struct task_struct *comm_of, __u32 tid, __u32 tgid,
 					     __u32 phase, __u64 start_ns)
 {
-	__u32 zero = 0, depth;
+	__u32 zero = 0, slot = PP_FRESH_SLOTS;
 	struct pp_fresh_threads *fresh = bpf_map_lookup_elem(&fresh_threads, &zero);
 	struct pp_thread *rec;
 	int err;
 
 	if (!fresh)
 		return 1;
-	/* Not atomic, and need not be: a program that interrupts this one on its CPU leaves the
-	 * depth as it found it. */
-	depth = fresh->depth;
-	if (depth >= PP_FRESH_NESTING)
+	for (__u32 i = 0; i < PP_FRESH_SLOTS; i++) {
+		if (!__sync_val_compare_and_swap(&fresh->busy[i], 0, 1)) {
+			slot = i;
+			break;
+		}
+	}
+	if (slot >= PP_FRESH_SLOTS)
 		return 1;
-	fresh->depth = depth + 1;
-	rec = &fresh->rec[depth];
+	rec = &fresh->rec[slot];
 	__builtin_memset(rec, 0, sizeof(*rec));
 	pp_thread_init(rec, tgid, phase, start_ns);
 	BPF_CORE_READ_STR_INTO(&rec->comm, comm_of, comm);
 	err = bpf_map_update_elem(&threads, &tid, rec,
 				  phase == PP_PHASE_UNKNOWN ? BPF_NOEXIST : BPF_ANY);
-	fresh->depth = depth;
+	__sync_lock_test_and_set(&fresh->busy[slot], 0);
 	return err;
 }
 
@@ -876,6 +878,17 @@ static __always_inline void take_next_wake(struct pp_thread *t)
 	t->next_woken_ns = 0;
 }
 
+/* The wait the record held is closed: a wakeup put aside is the record's, unless a later one
+ * is already. */
+static __always_inline void next_wake_settled(struct pp_thread *t)
+{
+	if (!t->next_woken_ns)
+		return;
+	if (pp_next_wake_due(t->next_woken_ns, t->woken_ns, t->oncpu_since_ns, 1))
+		take_next_wake(t);
+	t->next_woken_ns = 0;
+}
+
 /* The thread gets a CPU at `now`. */
 static __always_inline int do_switch_in(struct pp_thread *t, __u32 tid, __u64 now, const bool rec)
 {
@@ -884,11 +897,7 @@ static __always_inline int do_switch_in(struct pp_thread *t, __u32 tid, __u64 no
 	if (t->next_woken_ns && pp_next_wake_due(t->next_woken_ns, t->woken_ns, t->oncpu_since_ns, 0))
 		take_next_wake(t);
 	account_switch_in(t, tid, now, rec);
-	if (t->next_woken_ns) {
-		if (pp_next_wake_due(t->next_woken_ns, t->woken_ns, t->oncpu_since_ns, 1))
-			take_next_wake(t);
-		t->next_woken_ns = 0;
-	}
+	next_wake_settled(t);
 	t->phase = PP_PHASE_ONCPU;
 	t->phase_start_ns = now;
 	t->oncpu_since_ns = now;

@@ -395,8 +395,8 @@ struct pp_thread {
 	__u64 nccl_comm_ranks;	/* ... and how many ranks it has */
 	__u32 last_wait;	/* enum pp_state of the last completed off-CPU wait */
 	__u16 last_wait_depth;	/* relay hops behind last_wait (0: the cause itself) */
-	/* Small fields packed: thread_first_seen() builds a record on a stack whose frames the
-	 * verifier caps at 512 bytes, a few bytes away. */
+	/* Small fields packed: warm_threads() builds a record on a stack whose frames the
+	 * verifier caps at 512 bytes. */
 	__u8 held_one_call;	/* 1 while every held wait is of held_call */
 	__u8 offcpu_iowait;	/* task->in_iowait at the last switch-out */
 	__u64 held_call;	/* wait_call of the first timed-out wait held: its retry names
@@ -629,9 +629,14 @@ static inline int pp_asleep_with_clock(__u32 phase, __u64 exec_at_out_ns)
  * window in one attach in 15, one switch-in in three untraced).
  */
 static inline int pp_wake_is_next_waits(__u32 phase, __u64 exec_at_out_ns, __u64 woken_ns,
-					__u64 phase_start_ns)
+					__u64 phase_start_ns, __u64 oncpu_since_ns, __u64 enqueued_ns)
 {
-	return pp_asleep_with_clock(phase, exec_at_out_ns) && woken_ns > phase_start_ns;
+	if (!pp_asleep_with_clock(phase, exec_at_out_ns))
+		return 0;
+	/* Or its wakeup raced the switch-out (before it, yet after the thread's last switch-in)
+	 * and queued the thread after it: what a lock's holder that unlocks at once does. */
+	return woken_ns > phase_start_ns ||
+	       (woken_ns >= oncpu_since_ns && enqueued_ns > phase_start_ns);
 }
 
 /* Whether the wakeup put aside at next_woken_ns is the record's now: once the wait held open is

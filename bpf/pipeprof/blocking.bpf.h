@@ -45,6 +45,8 @@ static __always_inline struct pp_thread *blocking_call_return(__u32 tid, __u64 *
 		return NULL;
 
 	add_state(t, tid, pp_call_state(t->call_state), t->phase_start_ns, now);
+	/* A wait in the call whose switch-in went untraced ends here, as the call's. */
+	next_wake_settled(t);
 	t->phase = PP_PHASE_ONCPU;
 	t->phase_start_ns = now;
 	/* A thread back from a blocking call may relay that wait (stall model's chains). */

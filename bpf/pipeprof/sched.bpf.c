@@ -168,7 +168,7 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	/* Woken as it slept, or as it went to sleep (the holder unlocks at once), soon: by the
 	 * wakeup, not the queueing after it that a busy machine drags out. */
 	handoff = !timed_out && t->wake_ctx == PP_WAKE_TASK && t->woken_ns >= t->oncpu_since_ns &&
-		  (t->woken_ns > since ? t->woken_ns : end) <= since + PP_LOCK_HANDOFF_MAX_NS;
+		  t->woken_ns <= since + PP_LOCK_HANDOFF_MAX_NS;
 	if (cause == PP_OTHER && !t->gpu_depth && t->phase == PP_PHASE_OFFCPU &&
 	    t->woken_ns < t->oncpu_since_ns &&
 	    pp_unseen_end_held(pp_retry_pending(t), waited, t->timed_out_ns)) {
@@ -463,8 +463,11 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	judge_wakeup(t, p->pid, now, &w);
 	/* Of the wait the thread enters next, its switch-in untraced: put aside until that
 	 * switch-in is placed (do_switch_in()). */
-	if (pp_wake_is_next_waits(t->phase, t->exec_at_out_ns, t->woken_ns, t->phase_start_ns)) {
+	if (pp_wake_is_next_waits(t->phase, t->exec_at_out_ns, t->woken_ns, t->phase_start_ns,
+				  t->oncpu_since_ns, t->enqueued_ns)) {
 		t->next_wake = w;
+		/* The time last: it says the rest is there (take_next_wake() on another CPU). */
+		asm volatile("" ::: "memory");
 		t->next_woken_ns = now;
 		return 0;
 	}

@@ -59,21 +59,31 @@ TEST(test_wake_of_next_wait)
 	const __u64 out = 900 * MS, exec = 7734000695ULL;
 	const __u64 timer = out + 5070 * US, signal = out + 5250 * US;
 
-	/* The timer's wakeup is the first of the wait: the record's. */
-	CHECK(!pp_wake_is_next_waits(PP_PHASE_OFFCPU, exec, out - 1, out));
+	const __u64 last_in = out - 3 * MS, placed = out + 5100 * US;
+
+	/* The timer's wakeup is the first of the wait: the record's (the one before it ended the
+	 * wait before, queued before the switch-in). */
+	CHECK(!pp_wake_is_next_waits(PP_PHASE_OFFCPU, exec, last_in - MS, out, last_in,
+				     last_in - MS));
 	/* The holder's signal, with the timer's already in the record: put aside. */
-	CHECK(pp_wake_is_next_waits(PP_PHASE_OFFCPU, exec, timer, out));
+	CHECK(pp_wake_is_next_waits(PP_PHASE_OFFCPU, exec, timer, out, last_in, timer));
 	/* A thread first seen asleep, woken once with its clock read: likewise. */
-	CHECK(pp_wake_is_next_waits(PP_PHASE_UNKNOWN, exec, timer, out));
+	CHECK(pp_wake_is_next_waits(PP_PHASE_UNKNOWN, exec, timer, out, last_in, timer));
 	/* Without a clock its switch-in cannot be placed: nothing would take the wakeup up. */
-	CHECK(!pp_wake_is_next_waits(PP_PHASE_UNKNOWN, 0, timer, out));
+	CHECK(!pp_wake_is_next_waits(PP_PHASE_UNKNOWN, 0, timer, out, last_in, timer));
 	/* On a CPU or preempted, the record holds no wait: every wakeup is the record's. */
-	CHECK(!pp_wake_is_next_waits(PP_PHASE_ONCPU, exec, timer, out));
-	CHECK(!pp_wake_is_next_waits(PP_PHASE_RUNNABLE, exec, timer, out));
+	CHECK(!pp_wake_is_next_waits(PP_PHASE_ONCPU, exec, timer, out, last_in, timer));
+	CHECK(!pp_wake_is_next_waits(PP_PHASE_RUNNABLE, exec, timer, out, last_in, timer));
+	/* A first wakeup that raced the switch-out (a lock's holder unlocking at once) ended the
+	 * wait too: after the last switch-in, queued after the switch-out. */
+	CHECK(pp_wake_is_next_waits(PP_PHASE_OFFCPU, exec, out - 2 * US, out, last_in,
+				    out + 3 * US));
+	/* One that came while the thread ran on, and never slept, did not: queued before. */
+	CHECK(!pp_wake_is_next_waits(PP_PHASE_OFFCPU, exec, out - 2 * MS, out, last_in,
+				     out - 2 * MS));
 
 	/* The switch-out places the switch-in 5.1 ms in: the held wait is closed with the
 	 * timer's wakeup (its last switch-in long before), then the signal is the record's. */
-	const __u64 last_in = out - 3 * MS, placed = out + 5100 * US;
 
 	CHECK(!pp_next_wake_due(signal, timer, last_in, 0));
 	CHECK(pp_next_wake_due(signal, timer, last_in, 1));
