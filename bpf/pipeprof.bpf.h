@@ -865,16 +865,22 @@ static __always_inline void account_switch_in(struct pp_thread *t, __u32 tid, __
 	t->ran_since_wait_ns = 0;
 }
 
+/* The record's wakeup is w (its time, woken_ns, apart). */
+static __always_inline void wake_set(struct pp_thread *t, const struct pp_wake *w)
+{
+	t->wake_cause = w->cause;
+	t->waker_tid = w->waker_tid;
+	t->waker_tgid = w->waker_tgid;
+	t->wake_depth = w->depth;
+	t->wake_ctx = w->ctx;
+}
+
 /* The wakeup put aside for the wait after the one the record held (pp_wake_is_next_waits)
  * becomes the record's. */
 static __always_inline void take_next_wake(struct pp_thread *t)
 {
+	wake_set(t, &t->next_wake);
 	t->woken_ns = t->next_woken_ns;
-	t->wake_cause = t->next_wake.cause;
-	t->waker_tid = t->next_wake.waker_tid;
-	t->waker_tgid = t->next_wake.waker_tgid;
-	t->wake_depth = t->next_wake.depth;
-	t->wake_ctx = t->next_wake.ctx;
 	t->next_woken_ns = 0;
 }
 

@@ -153,7 +153,7 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	__u64 end, waited;
 	bool timed_out, handoff;
 	__u64 call;
-	int action;
+	int action, holding;
 
 	if (!t)
 		return 0;
@@ -169,14 +169,14 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	 * wakeup, not the queueing after it that a busy machine drags out. */
 	handoff = !timed_out && t->wake_ctx == PP_WAKE_TASK && t->woken_ns >= t->oncpu_since_ns &&
 		  t->woken_ns <= since + PP_LOCK_HANDOFF_MAX_NS;
+	holding = pp_retry_pending(t);
 	if (cause == PP_OTHER && !t->gpu_depth && t->phase == PP_PHASE_OFFCPU &&
-	    t->woken_ns < t->oncpu_since_ns &&
-	    pp_unseen_end_held(pp_retry_pending(t), waited, t->timed_out_ns)) {
+	    t->woken_ns < t->oncpu_since_ns && pp_unseen_end_held(holding, waited, t->timed_out_ns)) {
 		t->timed_out_ns += waited;
 		t->held_one_call = 0;	/* its call went unread */
 		return PP_RETRY_ADD;
 	}
-	action = pp_retry_action(pp_retry_pending(t), call, t->held_call, t->held_lead_ms,
+	action = pp_retry_action(holding, call, t->held_call, t->held_lead_ms,
 				 timed_out, end <= since + PP_ON_THE_WAY_MAX_NS, handoff);
 	if (action == PP_RETRY_KEEP)
 		return action;
@@ -471,11 +471,7 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 		t->next_woken_ns = now;
 		return 0;
 	}
-	t->wake_cause = w.cause;
-	t->waker_tid = w.waker_tid;
-	t->waker_tgid = w.waker_tgid;
-	t->wake_depth = w.depth;
-	t->wake_ctx = w.ctx;
+	wake_set(t, &w);
 	/* Its call now, while it is still in it: a host that traces no switch-in for a task
 	 * handed a CPU back (a Firecracker guest) left the retry chains of deadline_loader.py
 	 * without it (49-82% OTHER with one switch-in in three untraced). Only if asleep: one
