@@ -326,6 +326,13 @@ def check_attaches(name, runs, truth, tid, verdict, evidence, extra=None, alt_tr
             if r.get("pipeprof_stderr"):
                 details.append("  pipeprof stderr (attach %d):\n%s" % (
                     r["attach"], r["pipeprof_stderr"][-1000:]))
+            report = runs[r["attach"] - 1]["report"]
+            if report:
+                # What the tracer saw go missing (switch-ins placed from the clock, waits no
+                # wakeup ended, drops): a failure on a host that loses events says so.
+                details.append("  counters (attach %d, non-zero): %s" % (r["attach"], ", ".join(
+                    "%s=%s" % (k, v) for k, v in sorted(report.get("counters", {}).items())
+                    if isinstance(v, int) and not isinstance(v, bool) and v)))
         pytest.fail("%s\nfailed attaches: %s of %d\n\n%s\n\nevery attach:\n%s" % (
             summary, ", ".join(map(str, failed)), n, "\n".join(details),
             "\n\n".join(r["table"] for r in results)), pytrace=False)
