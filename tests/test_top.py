@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import PIPEPROF, ROOT, bpf_objects, finish_workload, start_workload
+from conftest import PIPEPROF, ROOT, bpf_objects, finish_workload, groundtruth, start_workload
 
 COLS, ROWS = 120, 40
 SHOWN_WITHIN_S = 3.0
@@ -219,25 +219,10 @@ def test_top_without_pid_finds_the_job(procs, pipeprof_bin, tmp_path):
     assert not set(map(int, workers.split())) & set(jobs), r.stdout
 
 
-def cpu_ticks(pids):
-    """CPU time (clock ticks) the processes and their children used so far."""
-    total = 0
-    for pid in pids:
-        kids = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
-        for p in [pid] + [int(k) for k in kids.split()]:
-            try:
-                with open("/proc/%d/stat" % p) as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            total += int(fields[11]) + int(fields[12])
-    return total
-
-
-def host_busy_ticks():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+def verdict_windows(text):
+    """{pid: seconds} of each job's verdict window, as the screen says it ("verdict (last 4 s)")."""
+    return {int(m.group(1)): int(m.group(2)) for m in re.finditer(
+        r"^PID (\d+) \(.*\n  verdict \(last (\d+) s\)", text, re.M)}
 
 
 def verdicts_shown(tmux, pids, until):
@@ -257,10 +242,15 @@ def verdicts_shown(tmux, pids, until):
 
 # The test's two jobs, and the verdict each must get.
 TWO_JOBS = (("data_bound.py", "DATA-LOADING BOUND"), ("cpu_bound.py", "CPU-BOUND"))
-# CPUs' worth of time processes other than the test's own may take before the cpu_bound job's
-# waits in the run queue are theirs: then CPU CONTENTION is its right verdict. The test's jobs
-# need the two CPUs between them, so that on a shared host they queue behind the others' work.
-OTHERS_CONTEND = 0.25
+# The test's jobs need about the machine's two CPUs between them (the cpu_bound trainer one, the
+# data_bound workers most of another), so the cpu_bound trainer queues behind them and anything
+# else: its run-queue share sits near the 20% threshold of CPU CONTENTION (18.5% in one CI
+# frame, 20+% in the one before, which said CPU CONTENTION). Either verdict is then right; which
+# one is judged by that job's own truth (its run_delay) over each frame's verdict window: CPU
+# CONTENTION needs RUNQ within NEAR_THRESHOLD of the threshold or over it, CPU-BOUND within it
+# or under it.
+CONTENTION_THRESHOLD = 0.20
+NEAR_THRESHOLD = 0.05
 
 
 def test_top_without_pid_watches_every_job(procs, pipeprof_bin, tmux, tmp_path):
@@ -268,14 +258,13 @@ def test_top_without_pid_watches_every_job(procs, pipeprof_bin, tmux, tmp_path):
     each with its own verdict; frames follow second by second with the right verdicts; q exits
     0 and every BPF program top held is unloaded. Other jobs on a shared host may be shown
     too: only ours are required."""
-    want, workloads = {}, []
+    want, workloads = {}, {}
     for script, verdict in TWO_JOBS:
-        w, pid, _ = start_workload(procs, script, [], str(tmp_path / (script + ".json")))
+        truth_path = str(tmp_path / (script + ".json"))
+        w, pid, _ = start_workload(procs, script, [], truth_path)
         want[pid] = verdict
-        workloads.append(w)
-    busy0, ours0 = host_busy_ticks(), cpu_ticks(list(want))
+        workloads[pid] = (w, truth_path)
     top_pid, status, started = start_top_args(tmux, tmp_path, "")
-    ours0 += cpu_ticks([top_pid])
 
     jobs, text = verdicts_shown(tmux, want, started + SHOWN_WITHIN_S)
     assert all(jobs.get(pid) for pid in want), not_shown("not both jobs with a verdict", text,
@@ -291,23 +280,35 @@ def test_top_without_pid_watches_every_job(procs, pipeprof_bin, tmux, tmp_path):
         m, text = wait_screen(tmux, r"elapsed (?!%s)\d+:\d\d" % first, time.monotonic() + 3)
         assert m, "the screen was not redrawn (elapsed still %s):\n%s" % (first, text)
         frames.append(text)
-        seen.append(shown_jobs(text))
-    others = (host_busy_ticks() - busy0 - cpu_ticks(list(want) + [top_pid]) + ours0) / (
-        os.sysconf("SC_CLK_TCK") * (time.monotonic() - started))
-    print("other processes took %.2f CPUs; verdicts: %s" % (others, seen))
-    for pid, verdict in want.items():
-        ok = {verdict}
-        if verdict == "CPU-BOUND" and others > OTHERS_CONTEND:
-            ok.add("CPU CONTENTION")
-        got = [j.get(pid) for j in seen]
-        assert set(got) <= ok, "PID %d: verdicts %s, want %s (others took %.2f CPUs); the " \
-            "last frame:\n%s" % (pid, got, sorted(ok), others, frames[-1])
+        seen.append((time.monotonic_ns(), shown_jobs(text), verdict_windows(text)))
     assert re.search(r"^ +TRAINER +\d+ +\|", frames[-1], re.M), frames[-1]
 
     tmux("send-keys", "-t", "top", "q")
     assert wait_exit(status) == "EXIT=0", "pipeprof top did not quit on q:\n%s" % screen(tmux)
     assert_detached(held)
-    assert all(w.p.poll() is None for w in workloads), "a job died with pipeprof top"
+    assert all(w.p.poll() is None for w, _ in workloads.values()), \
+        "a job died with pipeprof top"
+
+    truths = {pid: finish_workload(w, path) for pid, (w, path) in workloads.items()}
+    for pid, verdict in want.items():
+        got, runq = [], []
+        for at_ns, jobs, windows in seen:
+            # The frame was drawn at most a poll (0.1 s) before it was read.
+            share = groundtruth.shares(truths[pid], at_ns - int(windows.get(pid, 1) * 1e9),
+                                       at_ns)["RUNQ"]
+            runq.append(round(100 * share, 1))
+            ok = {verdict}
+            if verdict == "CPU-BOUND":
+                if share >= CONTENTION_THRESHOLD - NEAR_THRESHOLD:
+                    ok.add("CPU CONTENTION")
+                if share > CONTENTION_THRESHOLD + NEAR_THRESHOLD:
+                    ok.discard(verdict)
+            got.append((jobs.get(pid), sorted(ok)))
+        print("PID %d: verdicts (got, right) %s; the trainer's RUNQ by its truth %s%%" % (
+            pid, got, runq))
+        assert all(v in ok for v, ok in got), \
+            "PID %d: verdicts (got, right) per frame %s; the trainer's RUNQ by its truth %s%%; " \
+            "the last frame:\n%s" % (pid, got, runq, frames[-1])
 
 
 def bpftool_json(*args):
