@@ -639,6 +639,19 @@ static inline int pp_wake_is_next_waits(__u32 phase, __u64 exec_at_out_ns, __u64
 	       (woken_ns >= oncpu_since_ns && enqueued_ns > phase_start_ns);
 }
 
+/*
+ * Whether a thread found waking another runs with its switch-in untraced, to be placed there
+ * (judge_wakeup()): its record holds a wait, and a wakeup since it went into that wait says it
+ * may run. One not woken since cannot be running; a wakeup in its context then comes from its
+ * own way off the CPU, after the switch-out was traced, and a switch-in placed there would read
+ * its whole sleep as RUNNING. Runnable (preempted), it is left to its next switch-out.
+ */
+static inline int pp_waker_switch_in_unseen(__u32 phase, __u64 exec_at_out_ns, __u64 woken_ns,
+					    __u64 phase_start_ns)
+{
+	return pp_asleep_with_clock(phase, exec_at_out_ns) && woken_ns > phase_start_ns;
+}
+
 /* Whether the wakeup put aside at next_woken_ns is the record's now: once the wait held open is
  * closed (closed), or before the close of a wait the record's wakeup predates, its last
  * switch-in placed after it (the wakeup put aside raced the switch-out that placed it). */

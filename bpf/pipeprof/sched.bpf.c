@@ -407,12 +407,14 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
 	waker = bpf_map_lookup_elem(&threads, &waker_tid);
 	if (!waker)
 		return;
-	/* It runs, this wakeup in its context: a switch-in of it untraced is placed now, as its
-	 * next switch-out would, so that the waits it ended are closed and held before a
-	 * takeover is judged. Left to that switch-out, a Python thread's GIL waits ended by the
-	 * takeover read OTHER (THREAD_WAIT 1.3-6.3 pts short of a thread loader's 44%, one
-	 * switch-in in three untraced). */
-	seen_on_cpu(waker, waker_tid, now);
+	/* It runs, this wakeup in its context, woken since it slept: a switch-in of it untraced
+	 * is placed now, as its next switch-out would, so that the waits it ended are closed and
+	 * held before a takeover is judged. Left to that switch-out, a Python thread's GIL waits
+	 * ended by the takeover read OTHER (THREAD_WAIT 1.3-6.3 pts short of a thread loader's
+	 * 44%, one switch-in in three untraced). */
+	if (pp_waker_switch_in_unseen(waker->phase, waker->exec_at_out_ns, waker->woken_ns,
+				      waker->phase_start_ns))
+		seen_on_cpu(waker, waker_tid, now);
 	if (waker->timed_out_ns)
 		takeover_names_held(waker, wakee, now);
 	if (!may_relay(waker, waker_tid, waker_tgid))

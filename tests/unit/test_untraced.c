@@ -95,6 +95,22 @@ TEST(test_wake_of_next_wait)
 	CHECK(!pp_next_wake_due(signal, signal + MS, placed, 1));
 }
 
+/* A thread that wakes another runs: where its record holds a wait its wakeup ended, its
+ * switch-in went untraced and is placed there. Not where no wakeup came since it slept (a
+ * wakeup from its own way off the CPU would read its sleep as RUNNING), nor preempted. */
+TEST(test_waker_switch_in_unseen)
+{
+	const __u64 exec = 7 * MS, out = 100 * MS;
+
+	CHECK(pp_waker_switch_in_unseen(PP_PHASE_OFFCPU, exec, out + 5 * MS, out));
+	CHECK(pp_waker_switch_in_unseen(PP_PHASE_UNKNOWN, exec, out + 5 * MS, out));
+	CHECK(!pp_waker_switch_in_unseen(PP_PHASE_OFFCPU, exec, out - 2 * MS, out));
+	CHECK(!pp_waker_switch_in_unseen(PP_PHASE_OFFCPU, exec, out, out));
+	CHECK(!pp_waker_switch_in_unseen(PP_PHASE_UNKNOWN, 0, out + 5 * MS, out));
+	CHECK(!pp_waker_switch_in_unseen(PP_PHASE_RUNNABLE, exec, out + 5 * MS, out));
+	CHECK(!pp_waker_switch_in_unseen(PP_PHASE_ONCPU, exec, out + 5 * MS, out));
+}
+
 /* The wait whose end no event showed, in a chain of Queue.get(timeout=1) waits held beside two
  * CPU hogs: 1.0005 s after 3.03 s held. Taken for one more of them; one longer than all of them
  * is not (a wait of something else, for all that shows), nor one with nothing held. */
@@ -112,5 +128,6 @@ int main(void)
 	RUN_TEST(test_switch_in_unseen);
 	RUN_TEST(test_wake_of_next_wait);
 	RUN_TEST(test_unseen_end_held);
+	RUN_TEST(test_waker_switch_in_unseen);
 	return unit_summary();
 }
