@@ -624,48 +624,28 @@ static __always_inline void pid_set_tracked(__u32 tgid, __u8 kind, bool forked)
 		dispatch_mark(tgid, kind != PP_PID_UNTRACKED, forked);
 }
 
-/* A thread's first record: phase from start_ns, comm from comm_of, built in fresh_threads. A
- * thread seen at its fork replaces the record of an exited thread of its tid; one first seen
- * later (PP_PHASE_UNKNOWN) keeps a record another CPU has just made. Non-zero where it made
- * none: the map full, or every slot of fresh_threads in use (the callers count either as a
- * full map). */
-static __always_inline int thread_record_new(struct task_struct *comm_of, __u32 tid, __u32 tgid,
-					     __u32 phase, __u64 start_ns)
-{
-	__u32 zero = 0, slot = PP_FRESH_SLOTS;
-	struct pp_fresh_threads *fresh = bpf_map_lookup_elem(&fresh_threads, &zero);
-	struct pp_thread *rec;
-	int err;
+/* A task's comm, read by the caller of a global function: before 6.8 (__arg_trusted) a global
+ * function takes no pointer to a kernel object. */
+struct pp_comm {
+	char comm[16];
+};
 
-	if (!fresh)
-		return 1;
-	for (__u32 i = 0; i < PP_FRESH_SLOTS; i++) {
-		if (!__sync_val_compare_and_swap(&fresh->busy[i], 0, 1)) {
-			slot = i;
-			break;
-		}
-	}
-	if (slot >= PP_FRESH_SLOTS)
-		return 1;
-	rec = &fresh->rec[slot];
-	__builtin_memset(rec, 0, sizeof(*rec));
-	pp_thread_init(rec, tgid, phase, start_ns);
-	BPF_CORE_READ_STR_INTO(&rec->comm, comm_of, comm);
-	err = bpf_map_update_elem(&threads, &tid, rec,
-				  phase == PP_PHASE_UNKNOWN ? BPF_NOEXIST : BPF_ANY);
-	__sync_lock_test_and_set(&fresh->busy[slot], 0);
-	return err;
-}
+/* sched.bpf.c: a thread's first record (thread_born(), thread_first_seen()). */
+int thread_record_new(const struct pp_comm *comm, __u32 tid, __u32 tgid, __u32 phase,
+		      __u64 start_ns);
 
 /* First sighting of a thread of a tracked process that predates the attach: its phase until
  * this first event is unknown. */
 static __noinline struct pp_thread *thread_first_seen(struct task_struct *task, __u32 tid,
 						      __u32 tgid)
 {
+	struct pp_comm comm = {};
+
 	/* Born after the window closed: nothing of it is in the report. */
 	if (window_end_ns && bpf_ktime_get_ns() > window_end_ns)
 		return NULL;
-	if (thread_record_new(task, tid, tgid, PP_PHASE_UNKNOWN, window_start_ns) &&
+	BPF_CORE_READ_STR_INTO(&comm.comm, task, comm);
+	if (thread_record_new(&comm, tid, tgid, PP_PHASE_UNKNOWN, window_start_ns) &&
 	    !bpf_map_lookup_elem(&threads, &tid)) {
 		count(PP_CNT_THREADS_FULL);
 		return NULL;

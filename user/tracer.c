@@ -476,12 +476,19 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 		skip_irq_nesting(t);
 	skip_unused_probes(t);
 	/* Hash maps allocated as they fill, not at load: the thread records alone (32768 of 328
-	 * B) took ~4 ms of every attach to preallocate. Tracing and perf_event programs may use
-	 * them since 6.1 (34dd3bad1a6f, "bpf: Relax the requirement to use preallocated hash maps
-	 * in tracing progs"); every kernel with multi-uprobe links (6.6) has that. */
+	 * B) took ~4 ms of every attach to preallocate, the seven smaller ones ~6 ms together on
+	 * a 2-CPU VM. Tracing and perf_event programs may use them since 6.1 (34dd3bad1a6f, "bpf:
+	 * Relax the requirement to use preallocated hash maps in tracing progs"); every kernel
+	 * with multi-uprobe links (6.6) has that. Each CPU's cache of elements starts with 4 of
+	 * up to 256 B and 1 larger, refilled after the program: no program run inserts twice into
+	 * one map but into the thread and waker records, which tracer_warm_grown_maps() fills. */
 	if (t->kf.uprobe_multi) {
-		struct bpf_map *grown[] = { t->skel->maps.threads, t->skel->maps.wakers,
-					    t->skel->maps.dev_allocs };
+		struct bpf_map *grown[] = {
+			t->skel->maps.threads, t->skel->maps.wakers, t->skel->maps.dev_allocs,
+			t->skel->maps.tracked_procs, t->skel->maps.thread_gpu, t->skel->maps.dev_mem,
+			t->skel->maps.py_procs, t->skel->maps.runtime_text, t->skel->maps.nccl_comms,
+			t->skel->maps.pinned_regions,
+		};
 
 		for (size_t i = 0; i < sizeof(grown) / sizeof(grown[0]); i++)
 			bpf_map__set_map_flags(grown[i], bpf_map__map_flags(grown[i]) |

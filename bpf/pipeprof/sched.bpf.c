@@ -138,6 +138,57 @@ __noinline int held_at_takeover_call(struct pp_thread *t)
 	return 1;
 }
 
+/* retry_plan()'s answer: a pp_retry_action, and what else the caller needs of the wait. */
+#define PLAN_ACTION		0x3
+#define PLAN_RETRY_OF		0x4	/* ADD: the wait is the held waits' call (pp_retry_of) */
+#define PLAN_TIMED_OUT		0x8	/* a timer ended it: it is held if nothing holds it */
+#define PLAN_UNSEEN_END		0x10	/* ADD: its end went unseen (pp_unseen_end_held) */
+
+/* pp_retry_action() behind a call, its inputs as flags, and PLAN_RETRY_OF. */
+__noinline int retry_action(__u64 call, __u64 held_call, __u32 held_lead_ms, __u32 flags)
+{
+	int action = pp_retry_action(flags & 1, call, held_call, held_lead_ms, flags & 2,
+				     flags & 4, flags & 8);
+
+	if (action == PP_RETRY_ADD && pp_retry_of(held_call, call, held_lead_ms))
+		action |= PLAN_RETRY_OF;
+	return action;
+}
+
+/*
+ * What the end of a wait from since to end (its wakeup, or now) does to the timed-out waits
+ * the thread holds; retry_after_timeouts() acts on it. Global, as is retry_action(): each
+ * flag is a constant on the paths that computed it, and where a later test of it followed
+ * more branches the verifier walked them once for each combination of the flags' values
+ * (4,078 instructions verified in every program that closes a wait; 1,481 split in three).
+ */
+__noinline int retry_plan(struct pp_thread *t, __u32 cause, __u64 since, __u64 end, __u64 call)
+{
+	__u64 waited;
+	bool timed_out, handoff;
+	int holding, action;
+
+	if (!t)
+		return PP_RETRY_DROP;
+	/* What the window holds of it. */
+	waited = window_end_ns && end > window_end_ns ? window_end_ns : end;
+	waited = waited > since ? waited - since : 0;
+	timed_out = !t->gpu_depth && cause == PP_OTHER && call && t->wake_ctx != PP_WAKE_TASK &&
+		    t->woken_ns > since;
+	/* Woken as it slept, or as it went to sleep (the holder unlocks at once), soon: by the
+	 * wakeup, not the queueing after it that a busy machine drags out. */
+	handoff = !timed_out && t->wake_ctx == PP_WAKE_TASK && t->woken_ns >= t->oncpu_since_ns &&
+		  t->woken_ns <= since + PP_LOCK_HANDOFF_MAX_NS;
+	holding = pp_retry_pending(t);
+	if (cause == PP_OTHER && !t->gpu_depth && t->phase == PP_PHASE_OFFCPU &&
+	    t->woken_ns < t->oncpu_since_ns && pp_unseen_end_held(holding, waited, t->timed_out_ns))
+		return PP_RETRY_ADD | PLAN_UNSEEN_END;
+	action = retry_action(call, t->held_call, t->held_lead_ms,
+			      (holding ? 1 : 0) | (timed_out ? 2 : 0) |
+			      (end <= since + PP_ON_THE_WAY_MAX_NS ? 4 : 0) | (handoff ? 8 : 0));
+	return action | (timed_out ? PLAN_TIMED_OUT : 0);
+}
+
 /*
  * A timed-out wait retried at once is held back, OTHER in the meantime, and given the cause of
  * the retry a waker ends (pp_retry_call says why, and what may come between: a timeout of the
@@ -150,10 +201,8 @@ __noinline int held_at_takeover_call(struct pp_thread *t)
 __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 since, __u64 runq_from,
 				    __u64 now)
 {
-	__u64 end, waited;
-	bool timed_out, handoff;
-	__u64 call;
-	int action, holding;
+	__u64 end, waited, call;
+	int plan, action;
 
 	if (!t)
 		return 0;
@@ -163,27 +212,14 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	waited = waited > since ? waited - since : 0;
 	call = t->wait_call;
 	t->wait_call = 0;
-	timed_out = !t->gpu_depth && cause == PP_OTHER && call && t->wake_ctx != PP_WAKE_TASK &&
-		    t->woken_ns > since;
-	/* Woken as it slept, or as it went to sleep (the holder unlocks at once), soon: by the
-	 * wakeup, not the queueing after it that a busy machine drags out. */
-	handoff = !timed_out && t->wake_ctx == PP_WAKE_TASK && t->woken_ns >= t->oncpu_since_ns &&
-		  t->woken_ns <= since + PP_LOCK_HANDOFF_MAX_NS;
-	holding = pp_retry_pending(t);
-	if (cause == PP_OTHER && !t->gpu_depth && t->phase == PP_PHASE_OFFCPU &&
-	    t->woken_ns < t->oncpu_since_ns && pp_unseen_end_held(holding, waited, t->timed_out_ns)) {
-		t->timed_out_ns += waited;
-		t->held_one_call = 0;	/* its call went unread */
-		return PP_RETRY_ADD;
-	}
-	action = pp_retry_action(holding, call, t->held_call, t->held_lead_ms,
-				 timed_out, end <= since + PP_ON_THE_WAY_MAX_NS, handoff);
+	plan = retry_plan(t, cause, since, end, call);
+	action = plan & PLAN_ACTION;
 	if (action == PP_RETRY_KEEP)
 		return action;
 	if (action == PP_RETRY_ADD) {
 		t->timed_out_ns += waited;
-		if (!pp_retry_of(t->held_call, call, t->held_lead_ms))
-			t->held_one_call = 0;
+		if (!(plan & PLAN_RETRY_OF))
+			t->held_one_call = 0;	/* its call went unread, or is another */
 		return action;
 	}
 	if (action == PP_RETRY_NAME && !t->gpu_depth && pp_retry_names(cause)) {
@@ -196,7 +232,7 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	}
 	t->timed_out_ns = 0;
 	t->held_call = 0;
-	if (timed_out) {
+	if (plan & PLAN_TIMED_OUT) {
 		t->timed_out_ns = waited;
 		t->timed_out_from_ns = since;
 		t->held_call = call;
@@ -519,9 +555,47 @@ int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 	return 0;
 }
 
+/* A thread's first record: phase from start_ns, comm the task's, built in fresh_threads. A
+ * thread seen at its fork replaces the record of an exited thread of its tid; one first seen
+ * later (PP_PHASE_UNKNOWN) keeps a record another CPU has just made. Non-zero where it made
+ * none: the map full, or every slot of fresh_threads in use (the callers count either as a
+ * full map). Global: inlined, the verifier walked it on every path to a thread's first
+ * sighting, twice in each switch (1,900 instructions of on_sched_switch's 10,900). */
+__noinline int thread_record_new(const struct pp_comm *comm, __u32 tid, __u32 tgid, __u32 phase,
+				__u64 start_ns)
+{
+	__u32 zero = 0, slot = PP_FRESH_SLOTS;
+	struct pp_fresh_threads *fresh = bpf_map_lookup_elem(&fresh_threads, &zero);
+	struct pp_thread *rec;
+	int err;
+
+	if (!fresh)
+		return 1;
+	for (__u32 i = 0; i < PP_FRESH_SLOTS; i++) {
+		if (!__sync_val_compare_and_swap(&fresh->busy[i], 0, 1)) {
+			slot = i;
+			break;
+		}
+	}
+	if (slot >= PP_FRESH_SLOTS)
+		return 1;
+	rec = &fresh->rec[slot];
+	__builtin_memset(rec, 0, sizeof(*rec));
+	pp_thread_init(rec, tgid, phase, start_ns);
+	if (comm)
+		__builtin_memcpy(rec->comm, comm->comm, sizeof(rec->comm));
+	err = bpf_map_update_elem(&threads, &tid, rec,
+				  phase == PP_PHASE_UNKNOWN ? BPF_NOEXIST : BPF_ANY);
+	__sync_lock_test_and_set(&fresh->busy[slot], 0);
+	return err;
+}
+
 static __noinline int thread_born(struct task_struct *parent, __u32 tid, __u32 tgid, __u64 now)
 {
-	return thread_record_new(parent, tid, tgid, PP_PHASE_RUNNABLE, now);
+	struct pp_comm comm = {};
+
+	BPF_CORE_READ_STR_INTO(&comm.comm, parent, comm);
+	return thread_record_new(&comm, tid, tgid, PP_PHASE_RUNNABLE, now);
 }
 
 SEC("tp_btf/sched_process_fork")
