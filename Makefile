@@ -75,7 +75,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_a
 # Skeletons and BPF objects are outputs worth keeping (bpftool inspects them), not intermediates.
 .SECONDARY: $(SKELS) $(patsubst %.skel.h,$(OUTPUT)/bpf/%.bpf.o,$(notdir $(SKELS)))
 .PHONY: all clean deps test unit-test fixture-test scenario-test test-predictions test-distributed fixtures demo install bench bench-daemon \
-	fuzz fuzz-smoke fuzzers check-asan bench-compare bench-progs
+	fuzz fuzz-smoke fuzzers check-asan bench-compare bench-progs bench-attach
 
 all: pipeprof fixtures
 
@@ -219,7 +219,7 @@ bench-compare: pipeprof fixtures
 
 # Each BPF program's cost per run from the kernel's BPF statistics, and pipeprof's uprobes
 # against empty programs on the same instructions (tools/bench/prog_cost.py, ~12 min).
-BENCH_BINS := $(OUTPUT)/bench/empty_progs $(OUTPUT)/bench/cuda_loop
+BENCH_BINS := $(OUTPUT)/bench/empty_progs $(OUTPUT)/bench/cuda_loop $(OUTPUT)/bench/bpf_calls.so
 
 $(OUTPUT)/bench/empty_progs.bpf.o: tools/bench/empty_progs.bpf.c $(VMLINUX) | $(OUTPUT)/bench
 	$(BPF_CC)
@@ -233,6 +233,14 @@ $(OUTPUT)/bench/empty_progs: tools/bench/empty_progs.c $(OUTPUT)/bench/empty_pro
 
 $(OUTPUT)/bench/cuda_loop: tools/bench/cuda_loop.c | $(OUTPUT)/bench
 	$(CC) -O2 -g -Wall -Wextra $< -o $@ -ldl
+
+# tools/bench/attach_time.py --bpf-calls: the CPU time of each bpf() command of an attach.
+$(OUTPUT)/bench/bpf_calls.so: tools/bench/bpf_calls.c | $(OUTPUT)/bench
+	$(CC) -O2 -g -Wall -Wextra -shared -fPIC $< -o $@ -ldl
+
+# The attach's wall and CPU time, peak RSS, and its bpf() calls (tools/bench/attach_time.py).
+bench-attach: pipeprof fixtures $(OUTPUT)/bench/bpf_calls.so
+	tools/bench/attach_time.py --bpf-calls
 
 bench-progs: pipeprof fixtures $(BENCH_BINS)
 	tools/bench/prog_cost.py

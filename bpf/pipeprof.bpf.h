@@ -419,8 +419,9 @@ static __always_inline bool hist_on(__u32 kind)
 	return hist_kinds & (1u << kind);
 }
 
-/* The entry of key in a preallocated hash map, inserted as zero when new; NULL (counted as
- * full) when the map has no room. Another CPU may insert the same key first: then its entry. */
+/* The entry of key in a hash map, inserted as zero when new; NULL (counted as full) when
+ * the map has no room (or, grown as it fills, no element cached). Another CPU may insert the
+ * same key first: then its entry. */
 static __always_inline void *map_lookup_or_init(void *map, const void *key, const void *zero,
 						enum pp_counter full)
 {

@@ -18,6 +18,11 @@ empty cache directory of its own, as on a machine's first run.
 
 --trace sets the report's window (0.3 s by default): with a long one, the whole run's peak RSS
 is what holding a minute of samples, waits and steps costs.
+
+--bpf-calls runs pipeprof with .output/bench/bpf_calls.so preloaded (`make bench-attach`
+builds it) and adds, per round and as medians, the CPU time its bpf() calls took to create the
+maps, load the programs and create the links: where an attach's kernel time goes, by the
+calling thread's clock. The shim's own cost is two clock reads a call.
 """
 import argparse
 import os
@@ -31,6 +36,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PIPEPROF = os.path.join(ROOT, "pipeprof")
+BPF_CALLS_SO = os.path.join(ROOT, ".output", "bench", "bpf_calls.so")
+# bpf() commands (include/uapi/linux/bpf.h) the attach spends its kernel time in.
+BPF_CMDS = {0: "maps", 5: "programs", 28: "links"}
 
 
 def cpu_seconds(pid):
@@ -47,6 +55,20 @@ def peak_rss_mb(pid):
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def read_bpf_calls(path):
+    """ms of CPU per name of BPF_CMDS from the shim's file (none where it wrote nothing)."""
+    ms = {name: 0.0 for name in BPF_CMDS.values()}
+    try:
+        with open(path) as f:
+            for line in f:
+                _, cmd, _, ns = line.split()
+                if int(cmd) in BPF_CMDS:
+                    ms[BPF_CMDS[int(cmd)]] = int(ns) / 1e6
+    except FileNotFoundError:
+        sys.exit("the bpf() shim wrote nothing: is %s pipeprof's, dynamically linked?" % path)
+    return ms
 
 
 def one_attach(pipeprof, pid, hist, env, trace_s):
@@ -73,6 +95,14 @@ def one_attach(pipeprof, pid, hist, env, trace_s):
     return wall, cpu, attach_rss, run_rss
 
 
+def bpf_calls_text(calls, index):
+    """'; bpf() CPU ms: maps M, programs P, links L' for one round (index) or the medians."""
+    if not any(calls.values()):
+        return ""
+    pick = (lambda v: v[index]) if index is not None else statistics.median
+    return "; bpf() CPU ms: " + ", ".join("%s %.1f" % (name, pick(v)) for name, v in calls.items())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pid", type=int)
@@ -82,7 +112,11 @@ def main():
     ap.add_argument("--pipeprof", default=PIPEPROF, help="the binary (another build, to compare)")
     ap.add_argument("--trace", type=float, default=0.3,
                     help="seconds the report traces after the attach (default 0.3)")
+    ap.add_argument("--bpf-calls", action="store_true",
+                    help="the CPU time of its bpf() calls by command (%s)" % BPF_CALLS_SO)
     args = ap.parse_args()
+    if args.bpf_calls and not os.path.exists(BPF_CALLS_SO):
+        sys.exit("%s is missing: `make bench-attach` builds it" % BPF_CALLS_SO)
     workload = None
     pid = args.pid
     if not pid:
@@ -95,29 +129,40 @@ def main():
                 break
     try:
         walls, cpus, rsss, run_rsss = [], [], [], []
+        calls = {name: [] for name in BPF_CMDS.values()}
         for i in range(args.rounds):
             env = dict(os.environ)
             cold = tempfile.mkdtemp(prefix="pipeprof-cold-") if args.cold else None
             if cold:
                 env["PIPEPROF_CACHE_DIR"] = os.path.join(cold, "cache")
+            scratch = tempfile.mkdtemp(prefix="pipeprof-bpf-calls-") if args.bpf_calls else None
+            if scratch:
+                env["LD_PRELOAD"] = BPF_CALLS_SO
+                env["PIPEPROF_BENCH_BPF_CALLS"] = os.path.join(scratch, "calls")
             try:
                 wall, cpu, rss, run_rss = one_attach(args.pipeprof, pid, args.hist, env, args.trace)
+                if scratch:
+                    for name, ms in read_bpf_calls(os.path.join(scratch, "calls")).items():
+                        calls[name].append(ms)
             finally:
                 if cold:
                     shutil.rmtree(cold)
+                if scratch:
+                    shutil.rmtree(scratch)
             walls.append(wall)
             cpus.append(cpu)
             rsss.append(rss)
             run_rsss.append(run_rss)
             print("round %d: attach %.1f ms wall, %.1f ms CPU, peak RSS %.1f MB (whole run %.1f), "
-                  "load %.2f" % (i + 1, wall * 1e3, cpu * 1e3, rss, run_rss, os.getloadavg()[0]))
+                  "load %.2f%s" % (i + 1, wall * 1e3, cpu * 1e3, rss, run_rss, os.getloadavg()[0],
+                                   bpf_calls_text(calls, -1)))
             time.sleep(0.5)
         print("median: attach %.1f ms wall, %.1f ms CPU, peak RSS %.1f MB (whole run %.1f) "
               "(%d rounds, %s cache%s)" % (
             statistics.median(walls) * 1e3, statistics.median(cpus) * 1e3,
             statistics.median(rsss), statistics.median(run_rsss), args.rounds,
             "cold" if args.cold else "warm",
-            ", hist " + args.hist if args.hist else ""))
+            ", hist " + args.hist if args.hist else "") + bpf_calls_text(calls, None))
     finally:
         if workload:
             workload.kill()
