@@ -519,6 +519,14 @@ static __always_inline void add_state_ep(struct pp_thread *t, __u32 tid, __u32 s
 	}
 }
 
+/* What the window holds of the stretch from since to end. */
+static __always_inline __u64 window_part_ns(__u64 since, __u64 end)
+{
+	if (window_end_ns && end > window_end_ns)
+		end = window_end_ns;
+	return end > since ? end - since : 0;
+}
+
 static __always_inline void add_state(struct pp_thread *t, __u32 tid, __u32 state, __u64 from,
 				      __u64 to)
 {

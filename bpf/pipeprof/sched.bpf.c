@@ -142,7 +142,6 @@ __noinline int held_at_takeover_call(struct pp_thread *t)
 #define PLAN_ACTION		0x3
 #define PLAN_RETRY_OF		0x4	/* ADD: the wait is the held waits' call (pp_retry_of) */
 #define PLAN_TIMED_OUT		0x8	/* a timer ended it: it is held if nothing holds it */
-#define PLAN_UNSEEN_END		0x10	/* ADD: its end went unseen (pp_unseen_end_held) */
 
 /* pp_retry_action() behind a call, its inputs as flags, and PLAN_RETRY_OF. */
 __noinline int retry_action(__u64 call, __u64 held_call, __u32 held_lead_ms, __u32 flags)
@@ -170,9 +169,7 @@ __noinline int retry_plan(struct pp_thread *t, __u32 cause, __u64 since, __u64 e
 
 	if (!t)
 		return PP_RETRY_DROP;
-	/* What the window holds of it. */
-	waited = window_end_ns && end > window_end_ns ? window_end_ns : end;
-	waited = waited > since ? waited - since : 0;
+	waited = window_part_ns(since, end);
 	timed_out = !t->gpu_depth && cause == PP_OTHER && call && t->wake_ctx != PP_WAKE_TASK &&
 		    t->woken_ns > since;
 	/* Woken as it slept, or as it went to sleep (the holder unlocks at once), soon: by the
@@ -182,7 +179,7 @@ __noinline int retry_plan(struct pp_thread *t, __u32 cause, __u64 since, __u64 e
 	holding = pp_retry_pending(t);
 	if (cause == PP_OTHER && !t->gpu_depth && t->phase == PP_PHASE_OFFCPU &&
 	    t->woken_ns < t->oncpu_since_ns && pp_unseen_end_held(holding, waited, t->timed_out_ns))
-		return PP_RETRY_ADD | PLAN_UNSEEN_END;
+		return PP_RETRY_ADD;	/* its call went unread: no PLAN_RETRY_OF */
 	action = retry_action(call, t->held_call, t->held_lead_ms,
 			      (holding ? 1 : 0) | (timed_out ? 2 : 0) |
 			      (end <= since + PP_ON_THE_WAY_MAX_NS ? 4 : 0) | (handoff ? 8 : 0));
@@ -207,9 +204,7 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	if (!t)
 		return 0;
 	end = t->woken_ns > since && runq_from <= now ? runq_from : now;
-	/* What the window holds of it. */
-	waited = window_end_ns && end > window_end_ns ? window_end_ns : end;
-	waited = waited > since ? waited - since : 0;
+	waited = window_part_ns(since, end);
 	call = t->wait_call;
 	t->wait_call = 0;
 	plan = retry_plan(t, cause, since, end, call);
