@@ -91,6 +91,9 @@ int record_launch(struct pp_thread *t, __u32 tid, __u32 api, __u64 now);
 extern const volatile __s64 preempt_count_rq_delta;
 extern const volatile __u32 drop_switch_in_every;
 extern __u64 switch_ins_counted;
+extern const volatile __u32 drop_wakeup_every;
+extern __u64 wakeups_counted;
+extern __u32 wakeup_dropped_tid;
 
 /* 0 while pipeprof is still attaching: processes are followed but no time is accounted, so
  * the window opens only once every probe is in place. Threads first seen later are taken to

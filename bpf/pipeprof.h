@@ -181,10 +181,19 @@ static inline __u64 pp_retry_call(long nr, unsigned long di, unsigned long si, u
 	h = ((__u64)(nr + 1) * 0x9E3779B97F4A7C15ULL) ^ (timeout * 0xC2B2AE3D27D4EB4FULL) ^
 	    ((op + 1) * 0x165667B19E3779F9ULL);
 	h ^= h >> 32;
+	/* A pointer to no deadline waits for ever, as a timeout of -1 ms does. */
+	if (nr != 7 && nr != 232 && nr != 281 && !timeout)
+		ms = 0xffffffffU;
 	return (__u64)((__u32)h ? (__u32)h : 1) << 32 | ms;
 #else
 	return 0;
 #endif
+}
+
+/* Whether a wait's pp_retry_call() has a deadline: a timer may end it. */
+static inline int pp_call_has_deadline(__u64 call)
+{
+	return call && (__s32)(__u32)call >= 0;
 }
 
 /* Whether two waits' pp_retry_call() are one call: the same signature, and millisecond timeouts
@@ -270,16 +279,23 @@ static inline int pp_retry_action(int holding, __u64 call, __u64 held_call, __u3
 }
 
 /*
- * A wait no wakeup was seen to end (PP_CNT_WAITS_UNWOKEN: its wakeup and its switch-in both
- * untraced, as a Firecracker guest loses them beside CPU hogs) while timed-out waits are held
- * (holding: pp_retry_pending): taken for one more of them where it lasted no longer than they
- * did, for its call went unread. Ending them there, one lost wakeup read a thread's whole chain
- * of Queue.get(timeout=1) waits as OTHER (83-100% of a window, 2 attaches in 80 beside two CPU
- * hogs).
+ * A wait no wakeup was seen to end (PP_CNT_WAITS_UNWOKEN). This guest loses a wakeup now and then
+ * beside CPU hogs, with its switch-in (placed from the CPU clock) or without (the switch-in
+ * traced, no sched_waking nor sched_wakeup before it: a GIL wait's 5 ms timer, seen with a trace
+ * of every event of the thread, 2026-11-29). A timer or a waker may have ended it. While timed-out
+ * waits are held (holding: pp_retry_pending) it is taken for one more of them where it is their
+ * call (retry_of: pp_retry_of, its call read at the switch-in), or lasted no longer than they did
+ * (within_held; its call unread: a switch-in placed from the clock). Ending them there, one lost
+ * wakeup read a thread's whole chain of Queue.get(timeout=1) waits as OTHER: 83-100% of a window
+ * (2 attaches in 80 beside two CPU hogs) where its call went unread; 31.9% in CI (one attach in 3
+ * of a group: two 1 s waits) where it did not. One not taken for them is held itself where its
+ * call has a deadline (pp_call_has_deadline: a timer may have ended it, as it ends most waits of a
+ * chain), for a retry a waker ends to name, as a timed-out wait; left OTHER at once, a lost wakeup
+ * of a chain's first wait read it as OTHER however the chain ended.
  */
-static inline int pp_unseen_end_held(int holding, __u64 waited_ns, __u64 held_ns)
+static inline int pp_unseen_end_held(int holding, int retry_of, int within_held)
 {
-	return holding && waited_ns <= held_ns;
+	return holding && (retry_of || within_held);
 }
 
 /* Whether a retry ended with cause names the timed-out waits before it. */
@@ -287,6 +303,21 @@ static inline int pp_retry_names(__u32 cause)
 {
 	return cause == PP_DATA_WAIT || cause == PP_COMM_WAIT || cause == PP_IO_WAIT ||
 	       cause == PP_THREAD_WAIT || cause == PP_GPU_WAIT;
+}
+
+/*
+ * Whether held timed-out waits whose chain's end went unseen read as cause_before, the cause a
+ * retry of the same call named last. Unseen: still retried at the close, past the naming wait
+ * (the batch came between a timeout and its retry, which then never waited, and the chain ran
+ * on into the next batch's: OTHER 20.7% of a thread's Queue.get(timeout=1) chain beside two CPU
+ * hogs, one attach in 25); or ended by a wait no wakeup was seen to end, then a run past the
+ * retry's budget (held_end_unseen: the waker's wakeup lost, or a timer's that the thread gave up
+ * after; the DataLoader deadline loop read OTHER +21-27 pts at every attach with one wakeup in
+ * five lost). A chain whose last wait a timer was seen to end, then left, stays OTHER.
+ */
+static inline int pp_held_named_before(__u64 held_call, __u64 named_call, __u32 cause_before)
+{
+	return held_call && pp_same_call(named_call, held_call) && pp_retry_names(cause_before);
 }
 
 /* Per (wakee, waker): the wakee's off-CPU time that this waker's wakeups ended. */
@@ -442,6 +473,11 @@ struct pp_thread {
 	/* THREAD_WAIT, inside the window, of held waits at the calls where the process waits for
 	 * the GIL (pp_takeover_call_known), however they were named. */
 	__u64 gil_ns;
+	/* The call of the last held waits a retry named (pp_retry_names), and its cause: held
+	 * waits of that call whose end went unseen read as those did (pp_held_named_before). */
+	__u64 named_call;
+	__u32 named_cause;
+	__u32 held_end_unseen;	/* 1: the last held wait ended with no wakeup seen */
 	/* A wakeup seen while the record holds a wait another wakeup ended already: the thread
 	 * runs, its switch-in untraced, and this one is of the wait it enters next. Taken up
 	 * once that switch-in is placed (take_next_wake()); next_woken_ns 0: none. */

@@ -310,6 +310,13 @@ def untraced_switch_ins(every):
     return dict(os.environ, PIPEPROF_TEST_DROP_SWITCH_INS=str(every))
 
 
+def lost_wakeups(every):
+    """pipeprof's environment with one wakeup of the job in EVERY left untraced, its
+    sched_waking and sched_wakeup (PIPEPROF_TEST_DROP_WAKEUPS), as a Firecracker guest loses a
+    few beside CPU hogs (a timer's, its switch-in traced): met at every attach."""
+    return dict(os.environ, PIPEPROF_TEST_DROP_WAKEUPS=str(every))
+
+
 def attach_repeatedly(w, pid, attaches, seconds, extra=(), timeout=120, env=None):
     """Attaches `pipeprof -p PID -d SECONDS -j` ATTACHES times in a row to the one running
     workload w. Returns one dict per attach: report (None when that run failed), error (why),

@@ -137,7 +137,7 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 {
 	__u64 first = t->first_ns > window_start_ns ? t->first_ns : window_start_ns;
 	__u64 last = t->exit_ns && t->exit_ns < end_ns ? t->exit_ns : end_ns;
-	__u64 since = t->phase_start_ns, sum = 0, woke;
+	__u64 since = t->phase_start_ns, sum = 0, woke, retry_open = 0;
 	enum pp_state open_state;
 	bool retrying;
 	__u32 named;
@@ -166,7 +166,7 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 			name_timed_out(out, t, named);
 			retrying = false;
 		} else if (retrying && named == PP_OTHER && t->wake_ctx != PP_WAKE_TASK) {
-			out->open_wait_ns += woke - since;	/* timed out again: unnamed */
+			retry_open += woke - since;	/* timed out again: unnamed */
 		} else {
 			retrying = false;	/* named: not what the thread waited for */
 		}
@@ -176,12 +176,31 @@ void thread_close(const struct pp_thread *t, __u64 window_start_ns, __u64 end_ns
 	}
 	if (open_state < PP_NR_STATES && last > since) {
 		out->ns[open_state] += last - since;
-		if (open_state == PP_OTHER && t->phase != PP_PHASE_ONCPU && t->phase != PP_PHASE_RUNNABLE)
-			out->open_wait_ns += last - since;
+		if (open_state == PP_OTHER && t->phase != PP_PHASE_ONCPU && t->phase != PP_PHASE_RUNNABLE) {
+			if (retrying)
+				retry_open += last - since;
+			else
+				out->open_wait_ns += last - since;
+		}
 	}
-	/* Not woken yet: they are as unnamed as an open wait, and as long. */
-	if (retrying)
-		out->open_wait_ns += t->timed_out_ns;
+	/* Not woken yet: they are as unnamed as an open wait, and as long; unless a retry of
+	 * their call named the last ones held. So are those whose last wait ended unseen, the
+	 * thread on a CPU since (retry_after_timeouts() names them at its next wait, where it
+	 * ran past the retry's budget: the naming wait ends there, before that wait). */
+	if (retrying && pp_held_named_before(t->held_call, t->named_call, t->named_cause)) {
+		out->named_before_ns = t->timed_out_ns + retry_open;
+	} else if (retrying) {
+		out->open_wait_ns += t->timed_out_ns + retry_open;
+	} else if (t->timed_out_ns && t->held_end_unseen && !t->gpu_depth &&
+		   out->ns[PP_OTHER] >= t->timed_out_ns &&
+		   pp_held_named_before(t->held_call, t->named_call, t->named_cause)) {
+		out->named_before_ns = t->timed_out_ns;
+	}
+	if (out->named_before_ns) {
+		out->named_before_state = t->named_cause;
+		out->ns[PP_OTHER] -= out->named_before_ns;
+		out->ns[t->named_cause] += out->named_before_ns;
+	}
 
 	for (int s = 0; s < PP_NR_STATES; s++)
 		sum += out->ns[s];

@@ -40,6 +40,10 @@ struct thread_result {
 	__u64 ns[PP_NR_STATES];		/* sums to wall_ns */
 	__u64 gpu_calls;
 	__u64 open_wait_ns;		/* OTHER from a wait no wakeup named before the maps were read */
+	/* Timed-out waits open at the close named as the last ones of their call were
+	 * (pp_held_named_before), and as what. */
+	__u64 named_before_ns;
+	enum pp_state named_before_state;
 	__u64 gc_ns, gc_count;		/* Python garbage collections: pause time, how many */
 	__u64 gil_ns;		/* THREAD_WAIT waiting for the GIL (pp_thread) */
 };

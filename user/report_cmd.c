@@ -428,6 +428,12 @@ static void note_open_wait(struct report *r, int naming_ms)
 		report_not_traced(r, "the trainer's last wait (%.3f s of the window) had not ended %d ms "
 				  "after the window closed: its cause is unknown and it counts as OTHER",
 				  r->threads[i].open_wait_ns / 1e9, naming_ms);
+	if (i >= 0 && r->threads[i].named_before_ns)
+		report_not_traced(r, "the trainer's last timed-out waits (%.3f s of the window) were "
+				  "retried, and no end of that chain was seen %d ms after the window "
+				  "closed: they count as %s, as the last such chain at their call did",
+				  r->threads[i].named_before_ns / 1e9, naming_ms,
+				  state_name(r->threads[i].named_before_state));
 }
 
 /* Wakers pipeprof does not trace are named from /proc, while they still exist. */

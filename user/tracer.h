@@ -362,7 +362,7 @@ bool tracer_probed(struct tracer *t, const char *api);
 
 /* tracer_maps.c: sizes the maps before load (the pid filter to pid_max; the test hook
  * PIPEPROF_TEST_MAP_ENTRIES="threads=N,procs=M" shrinks those two), and applies the test hook
- * PIPEPROF_TEST_DROP_SWITCH_INS. -EINVAL for a bad hook. */
+ * PIPEPROF_TEST_DROP_SWITCH_INS and PIPEPROF_TEST_DROP_WAKEUPS. -EINVAL for a bad hook. */
 int tracer_size_maps(struct tracer *t);
 /* Fills each CPU's cache of the maps allocated as they fill (after load, before attach). */
 void tracer_warm_grown_maps(struct tracer *t);

@@ -281,6 +281,11 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 				  "its CPU clock was known: the time since its previous event is "
 				  "unclaimed (OTHER)",
 				  (unsigned long long)r->counters[PP_CNT_SWITCH_IN_UNPLACED]);
+	if (r->counters[PP_CNT_WAITS_UNWOKEN])
+		report_not_traced(r, "%llu waits ended with no wakeup traced (some hosts drop a few "
+				  "scheduler events under load): their cause is unknown and they count "
+				  "as OTHER, unless they retried timed-out waits a waker then named",
+				  (unsigned long long)r->counters[PP_CNT_WAITS_UNWOKEN]);
 	if (r->counters[PP_CNT_UNRETURNED_CALLS])
 		report_not_traced(r, "%llu probed calls never returned (longjmp or an exception through "
 				  "them): their time ends at the next call",

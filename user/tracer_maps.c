@@ -80,26 +80,46 @@ static int apply_test_sizes(struct tracer *t)
 	return 0;
 }
 
+/* One test hook's count from the environment into *every (0: unset); -EINVAL, said, if bad. */
+static int test_drop_every(const char *name, const char *what, __u32 *every)
+{
+	const char *env = getenv(name);
+	char *end;
+	long n;
+
+	*every = 0;
+	if (!env || !*env)
+		return 0;
+	n = strtol(env, &end, 10);
+	if (*end || n < 1 || n > 1000000) {
+		fprintf(stderr, "pipeprof: %s: '%s' is not a count from 1 to 1000000 (drop one %s "
+			"in N)\n", name, env, what);
+		return -EINVAL;
+	}
+	*every = n;
+	return 0;
+}
+
 /*
  * PIPEPROF_TEST_DROP_SWITCH_INS=N: ignore one in N of the job's switch-ins, as some hosts trace
  * none for a task handed a CPU back (a Firecracker guest's agent), so that tests meet the
  * placement of untraced switch-ins at every attach rather than at one attach in dozens.
+ * PIPEPROF_TEST_DROP_WAKEUPS=N: likewise one in N of its wakeups, which the same guest loses
+ * now and then beside CPU hogs.
  */
 static int apply_test_drops(struct tracer *t)
 {
-	const char *env = getenv("PIPEPROF_TEST_DROP_SWITCH_INS");
-	char *end;
-	long every;
+	__u32 every;
+	int err;
 
-	if (!env || !*env)
-		return 0;
-	every = strtol(env, &end, 10);
-	if (*end || every < 1 || every > 1000000) {
-		fprintf(stderr, "pipeprof: PIPEPROF_TEST_DROP_SWITCH_INS: '%s' is not a count from 1 "
-			"to 1000000 (drop one switch-in in N)\n", env);
-		return -EINVAL;
-	}
+	err = test_drop_every("PIPEPROF_TEST_DROP_SWITCH_INS", "switch-in", &every);
+	if (err)
+		return err;
 	t->skel->rodata->drop_switch_in_every = every;
+	err = test_drop_every("PIPEPROF_TEST_DROP_WAKEUPS", "wakeup", &every);
+	if (err)
+		return err;
+	t->skel->rodata->drop_wakeup_every = every;
 	return 0;
 }
 

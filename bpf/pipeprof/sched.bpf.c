@@ -141,15 +141,35 @@ __noinline int held_at_takeover_call(struct pp_thread *t)
 /* retry_plan()'s answer: a pp_retry_action, and what else the caller needs of the wait. */
 #define PLAN_ACTION		0x3
 #define PLAN_RETRY_OF		0x4	/* ADD: the wait is the held waits' call (pp_retry_of) */
-#define PLAN_TIMED_OUT		0x8	/* a timer ended it: it is held if nothing holds it */
+#define PLAN_TIMED_OUT		0x8	/* a timer ended it, or may have: it is held if nothing
+					 * holds it */
+#define PLAN_UNSEEN_END		0x10	/* no wakeup was seen to end it */
 
-/* pp_retry_action() behind a call, its inputs as flags, and PLAN_RETRY_OF. */
+/* retry_action()'s flags: pp_retry_action()'s inputs, and for a wait no wakeup was seen to end
+ * those of pp_unseen_end_held(). */
+#define ACT_HOLDING		0x1
+#define ACT_TIMED_OUT		0x2
+#define ACT_BRIEF		0x4
+#define ACT_HANDOFF		0x8
+#define ACT_UNSEEN_END		0x10
+#define ACT_WITHIN_HELD		0x20
+
+/* pp_retry_action() behind a call, or pp_unseen_end_held() (ACT_UNSEEN_END), and
+ * PLAN_RETRY_OF; for an unseen end, PLAN_TIMED_OUT where its call has a deadline. */
 __noinline int retry_action(__u64 call, __u64 held_call, __u32 held_lead_ms, __u32 flags)
 {
-	int action = pp_retry_action(flags & 1, call, held_call, held_lead_ms, flags & 2,
-				     flags & 4, flags & 8);
+	int retry_of = pp_retry_of(held_call, call, held_lead_ms), action;
 
-	if (action == PP_RETRY_ADD && pp_retry_of(held_call, call, held_lead_ms))
+	if (flags & ACT_UNSEEN_END) {
+		retry_of = retry_of && (flags & ACT_HOLDING);
+		if (pp_unseen_end_held(flags & ACT_HOLDING, retry_of, flags & ACT_WITHIN_HELD))
+			return PP_RETRY_ADD | PLAN_UNSEEN_END | (retry_of ? PLAN_RETRY_OF : 0);
+		return PP_RETRY_DROP | PLAN_UNSEEN_END |
+		       (pp_call_has_deadline(call) ? PLAN_TIMED_OUT : 0);
+	}
+	action = pp_retry_action(flags & ACT_HOLDING, call, held_call, held_lead_ms,
+				 flags & ACT_TIMED_OUT, flags & ACT_BRIEF, flags & ACT_HANDOFF);
+	if (action == PP_RETRY_ADD && retry_of)
 		action |= PLAN_RETRY_OF;
 	return action;
 }
@@ -178,11 +198,14 @@ __noinline int retry_plan(struct pp_thread *t, __u32 cause, __u64 since, __u64 e
 		  t->woken_ns <= since + PP_LOCK_HANDOFF_MAX_NS;
 	holding = pp_retry_pending(t);
 	if (cause == PP_OTHER && !t->gpu_depth && t->phase == PP_PHASE_OFFCPU &&
-	    t->woken_ns < t->oncpu_since_ns && pp_unseen_end_held(holding, waited, t->timed_out_ns))
-		return PP_RETRY_ADD;	/* its call went unread: no PLAN_RETRY_OF */
+	    t->woken_ns < t->oncpu_since_ns)
+		return retry_action(call, t->held_call, t->held_lead_ms,
+				    ACT_UNSEEN_END | (holding ? ACT_HOLDING : 0) |
+				    (waited <= t->timed_out_ns ? ACT_WITHIN_HELD : 0));
 	action = retry_action(call, t->held_call, t->held_lead_ms,
-			      (holding ? 1 : 0) | (timed_out ? 2 : 0) |
-			      (end <= since + PP_ON_THE_WAY_MAX_NS ? 4 : 0) | (handoff ? 8 : 0));
+			      (holding ? ACT_HOLDING : 0) | (timed_out ? ACT_TIMED_OUT : 0) |
+			      (end <= since + PP_ON_THE_WAY_MAX_NS ? ACT_BRIEF : 0) |
+			      (handoff ? ACT_HANDOFF : 0));
 	return action | (timed_out ? PLAN_TIMED_OUT : 0);
 }
 
@@ -213,6 +236,7 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 		return action;
 	if (action == PP_RETRY_ADD) {
 		t->timed_out_ns += waited;
+		t->held_end_unseen = !!(plan & PLAN_UNSEEN_END);
 		if (!(plan & PLAN_RETRY_OF))
 			t->held_one_call = 0;	/* its call went unread, or is another */
 		return action;
@@ -222,6 +246,12 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 		 * itself: at a GIL call, the held waits and that retry are the GIL's. */
 		if (held_named(t, cause) && cause == PP_THREAD_WAIT && held_at_gil_call(t))
 			t->gil_ns += t->timed_out_ns + waited;
+		t->named_call = t->held_call;
+		t->named_cause = cause;
+	} else if (action == PP_RETRY_DROP && t->timed_out_ns && t->held_end_unseen &&
+		   !t->gpu_depth && pp_held_named_before(t->held_call, t->named_call, t->named_cause)) {
+		/* The chain's end went unseen, and the thread has moved on. */
+		held_named(t, t->named_cause);
 	} else if (t->timed_out_ns) {
 		held_at_takeover_call(t);
 	}
@@ -229,6 +259,7 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	t->held_call = 0;
 	if (plan & PLAN_TIMED_OUT) {
 		t->timed_out_ns = waited;
+		t->held_end_unseen = !!(plan & PLAN_UNSEEN_END);
 		t->timed_out_from_ns = since;
 		t->held_call = call;
 		t->held_one_call = 1;
@@ -326,8 +357,11 @@ static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
 		if (drop_switch_in_every &&
 		    __sync_fetch_and_add(&switch_ins_counted, 1) % drop_switch_in_every == 0)
 			return 0;
-		/* Read at its wakeup (on_sched_waking) where that was seen. */
-		if (!rec && !t->wait_call && wait_call_wanted(t))
+		/* Read at its wakeup (on_sched_waking) where that was seen; here also where none
+		 * was (pp_unseen_end_held). */
+		if (!rec && !t->wait_call &&
+		    (wait_call_wanted(t) ||
+		     (t->phase == PP_PHASE_OFFCPU && t->woken_ns < t->oncpu_since_ns)))
 			t->wait_call = retryable_wait_call(next);
 		if (rec)
 			switch_in_rec(t, next->pid, now);
@@ -499,6 +533,11 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	now = bpf_ktime_get_ns();
 	if (!naming(now))
 		return 0;
+	if (drop_wakeup_every &&
+	    (__sync_fetch_and_add(&wakeups_counted, 1) + 1) % drop_wakeup_every == 0) {
+		wakeup_dropped_tid = p->pid;
+		return 0;
+	}
 	judge_wakeup(t, p->pid, now, &w);
 	/* Of the wait the thread enters next, its switch-in untraced: put aside until that
 	 * switch-in is placed (do_switch_in()). */
@@ -542,6 +581,10 @@ int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t || t->phase == PP_PHASE_EXITED)
 		return 0;
+	if (drop_wakeup_every && wakeup_dropped_tid == tid) {
+		wakeup_dropped_tid = 0;
+		return 0;
+	}
 	now = bpf_ktime_get_ns();
 	/* Not for a wakeup put aside (pp_wake_is_next_waits): the wait held open is still to
 	 * be closed, up to its own. */

@@ -38,6 +38,12 @@ const volatile __s64 preempt_count_rq_delta = 0;
  * prunes the test along with it. */
 const volatile __u32 drop_switch_in_every = 0;
 __u64 switch_ins_counted = 0;
+/* PIPEPROF_TEST_DROP_WAKEUPS=N (tests only): likewise one in N of the job's wakeups, its
+ * sched_waking and the sched_wakeup after it, as this guest loses a few beside CPU hogs
+ * (pp_unseen_end_held). */
+const volatile __u32 drop_wakeup_every = 0;
+__u64 wakeups_counted = 0;
+__u32 wakeup_dropped_tid = 0;
 
 /* 0 while pipeprof is still attaching: processes are followed but no time is accounted, so
  * the window opens only once every probe is in place. Threads first seen later are taken to

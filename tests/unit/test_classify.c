@@ -242,6 +242,87 @@ TEST(test_close_retry_of_timed_out_wait)
 	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 450 * MS - 100000);
 }
 
+/* A thread's Queue.get(timeout=1) chain still retried when the maps were read: its batch came
+ * between a timeout and its retry, and the chain went on into the next one's. Held 600 ms, the
+ * retry open for the window's last 400 ms: unnamed, unless the last waits held at that call
+ * were named, and then as they were. */
+TEST(test_close_chain_named_before)
+{
+	const __u64 queue_get = (13ULL << 32) | 0xffffffffU, gil = 14ULL << 32;
+	struct pp_thread t = { .phase = PP_PHASE_OFFCPU, .first_ns = 100 * MS,
+			       .phase_start_ns = 700 * MS, .oncpu_since_ns = 699 * MS,
+			       .exec_at_out_ns = 7 * MS, .woken_ns = 699 * MS - 10000,
+			       .wake_cause = PP_THREAD_WAIT, .ran_since_wait_ns = 100000,
+			       .timed_out_ns = 600 * MS, .held_call = queue_get };
+	struct thread_result r;
+
+	t.ns[PP_OTHER] = 600 * MS;
+	t.ns[PP_RUNNING] = 1 * MS;
+	t.ns[PP_THREAD_WAIT] = 1 * MS - 10000;
+	t.ns[PP_RUNQ] = 10000;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 1000 * MS);
+	CHECK_EQ_U64(r.open_wait_ns, 1000 * MS);
+	CHECK_EQ_U64(r.named_before_ns, 0);
+	/* The chain before it at that call was named THREAD_WAIT by the producer. */
+	t.named_call = queue_get;
+	t.named_cause = PP_THREAD_WAIT;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 0);
+	CHECK_EQ_U64(r.ns[PP_THREAD_WAIT], 1001 * MS - 10000);
+	CHECK_EQ_U64(r.open_wait_ns, 0);
+	CHECK_EQ_U64(r.named_before_ns, 1000 * MS);
+	CHECK_EQ_U64(r.named_before_state, PP_THREAD_WAIT);
+	/* Timed out again after the close, its switch-in not seen: the window's part still is. */
+	t.woken_ns = 1300 * MS;
+	t.wake_cause = PP_OTHER;
+	t.wake_ctx = PP_WAKE_HARDIRQ;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 0);
+	CHECK_EQ_U64(r.named_before_ns, 1000 * MS);
+	/* Another call named last (the GIL's), or nothing that names: unnamed, open. */
+	t.named_call = gil;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 1000 * MS);
+	CHECK_EQ_U64(r.open_wait_ns, 1000 * MS);
+	t.named_call = queue_get;
+	t.named_cause = PP_OTHER;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.named_before_ns, 0);
+	CHECK_EQ_U64(r.open_wait_ns, 1000 * MS);
+	/* It ran its step since (no retry pending): the held waits stay OTHER, and the wait
+	 * open at the close, not woken yet, is its own. */
+	t.named_cause = PP_THREAD_WAIT;
+	t.woken_ns = 699 * MS - 10000;
+	t.ran_since_wait_ns = pp_retry_run_budget(t.timed_out_ns) + 1;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.named_before_ns, 0);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 1000 * MS);
+	CHECK_EQ_U64(r.open_wait_ns, 400 * MS);
+	/* Unless the last of them ended with no wakeup seen: the producer's, lost, for all
+	 * that shows. Also while it is on a CPU after it, within the retry's budget or not. */
+	t.held_end_unseen = 1;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.named_before_ns, 600 * MS);
+	CHECK_EQ_U64(r.ns[PP_THREAD_WAIT], 601 * MS - 10000);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 400 * MS);
+	CHECK_EQ_U64(r.open_wait_ns, 400 * MS);
+	t.phase = PP_PHASE_ONCPU;
+	t.ran_since_wait_ns = 0;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.named_before_ns, 600 * MS);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 0);
+	CHECK_EQ_U64(r.ns[PP_RUNNING], 401 * MS);
+	/* Its last wait a timer was seen to end: they stay OTHER. */
+	t.held_end_unseen = 0;
+	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
+	CHECK_EQ_U64(r.named_before_ns, 0);
+	CHECK_EQ_U64(r.ns[PP_OTHER], 600 * MS);
+	CHECK(pp_held_named_before(queue_get, queue_get, PP_DATA_WAIT));
+	CHECK(!pp_held_named_before(0, 0, PP_DATA_WAIT));
+	CHECK(!pp_held_named_before(queue_get, 0, PP_DATA_WAIT));
+}
+
 /* The CPU a thread may spend between timed-out waits and their retry. */
 TEST(test_retry_run_budget)
 {
@@ -450,6 +531,20 @@ TEST(test_retryable_wait_syscalls)
 			    pp_retry_call(232, 3, 0x1000, 2, 100, 0)));
 	CHECK(pp_retry_call(23, 4, 0, 0, 0, ts) != pp_retry_call(270, 4, 0, 0, 0, ts));
 	CHECK(pp_retry_call(441, 1, 0, 0, ts, 0) != pp_retry_call(449, 1, 0, 0, ts, 0));
+	/* A deadline, which a timer may end a wait at, or none (a pointer to none, -1 ms). */
+	CHECK(pp_call_has_deadline(pp_retry_call(202, 0x5000, wait_bitset, 0, ts, 0)));
+	CHECK(!pp_call_has_deadline(pp_retry_call(202, 0x5000, wait_bitset_realtime, 0, 0, 0)));
+	CHECK(pp_call_has_deadline(pp_retry_call(7, 0x1000, 1, 100, 0, 0)));
+	CHECK(!pp_call_has_deadline(pp_retry_call(7, 0x1000, 1, -1, 0, 0)));
+	CHECK(pp_call_has_deadline(pp_retry_call(232, 3, 0x1000, 2, 1000, 0)));
+	CHECK(!pp_call_has_deadline(pp_retry_call(281, 3, 0x1000, 2, -1, 0)));
+	CHECK(pp_call_has_deadline(pp_retry_call(23, 4, 0, 0, 0, ts)));
+	CHECK(!pp_call_has_deadline(pp_retry_call(23, 4, 0, 0, 0, 0)));
+	CHECK(!pp_call_has_deadline(pp_retry_call(441, 3, 0, 0, 0, 0)));
+	CHECK(!pp_call_has_deadline(0));
+	/* Two waits with no deadline at one place are still one call. */
+	CHECK(pp_same_call(pp_retry_call(202, 0x5000, wait_bitset, 0, 0, 0),
+			   pp_retry_call(202, 0x6000, wait_bitset, 0, 0, 0)));
 #else
 	CHECK(!pp_retry_call(7, 1, 1, 5000, 0, 0));	/* held back nowhere else yet */
 #endif
@@ -1206,6 +1301,7 @@ int main(void)
 	RUN_TEST(test_chain_rule);
 	RUN_TEST(test_close_woken_without_switch_in);
 	RUN_TEST(test_close_retry_of_timed_out_wait);
+	RUN_TEST(test_close_chain_named_before);
 	RUN_TEST(test_retry_run_budget);
 	RUN_TEST(test_retry_actions);
 	RUN_TEST(test_takeover);
