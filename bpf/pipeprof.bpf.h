@@ -776,8 +776,9 @@ static __always_inline __u32 open_wait_cause(struct pp_thread *t, const bool end
 	if (t->woken_ns >= t->oncpu_since_ns)
 		/* Woken during this sleep, or raced with its switch-out. */
 		return t->wake_cause;
-	if (t->phase == PP_PHASE_UNKNOWN)
-		/* Runnable at attach (preempted before we looked). */
+	if (t->phase == PP_PHASE_UNKNOWN && !t->exec_at_out_ns)
+		/* Runnable at attach (preempted before we looked); not one seen asleep then
+		 * (seed_threads()), its wakeup untraced. */
 		return PP_RUNQ;
 	if (ending)
 		count(PP_CNT_WAITS_UNWOKEN);

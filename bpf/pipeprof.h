@@ -701,8 +701,8 @@ static inline int pp_next_wake_due(__u64 next_woken_ns, __u64 woken_ns, __u64 on
  * Whether a thread found on a CPU got it without a switch-in traced, and its CPU clock can place
  * that switch-in (pp_missed_switch_in_ns). A thread seen leaving a CPU, runnable or asleep,
  * must have got one. One first seen asleep (PP_PHASE_UNKNOWN) has no switch-out to count its
- * CPU time from; its wakeup gives one, and without that it may have been running since the
- * attach. Miss it, and a trainer woken after the window closed, its switch-in untraced, read
+ * CPU time from; its wakeup gives one (or, for a main thread asleep then, the attach:
+ * seed_threads()), and without that it may have been running since the attach. Miss it, and a trainer woken after the window closed, its switch-in untraced, read
  * its whole window as RUNNING: a confident CPU-BOUND for a job starved of data.
  */
 static inline int pp_switch_in_unseen(__u32 phase, __u64 exec_at_out_ns)

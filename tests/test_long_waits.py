@@ -257,6 +257,35 @@ def test_thread_waits_with_timeouts(procs, tmp_path, name, args, verdict):
         assert min(unwoken) > 0, "waits ended with no wakeup per attach: %s" % unwoken
 
 
+def test_sleep_at_attach_never_reads_running(procs, tmp_path):
+    """Every wakeup and every switch-in of the job untraced (both test hooks at 1): each wait is
+    placed from the CPU clock at the switch-out after it, and read as a wait nothing was seen to
+    end (OTHER). The trainer's first wait, asleep since before the attach, has no switch-out of
+    it to count the clock from: seeded with the clock at the attach, it is placed too. Without
+    that it read RUNNING, from the attach to the trainer's first switch-out (what one lost
+    wakeup and switch-in did on a quiet machine, one attach in 25: +25 pts of RUNNING)."""
+    truth_path = str(tmp_path / "all_lost.truth.json")
+    w, pid, tid = start_workload(procs, "thread_timeouts.py", THREAD_RETRY_ARGS, truth_path,
+                                 duration=workload_duration(ATTACHES, 2 * THREAD_WINDOW_S))
+    env = dict(lost_wakeups(1), PIPEPROF_TEST_DROP_SWITCH_INS="1")
+    runs = attach_repeatedly(w, pid, ATTACHES, THREAD_WINDOW_S, env=env)
+    truth = finish_workload(w, truth_path)
+    bad = []
+    for i, r in enumerate(runs, 1):
+        rep = r["report"]
+        assert rep, "attach %d: %s" % (i, r["error"])
+        window = rep["window"]
+        want = groundtruth.shares(truth, window["start_ns"], window["end_ns"])["RUNNING"]
+        got = trainer_fractions(rep)["RUNNING"]
+        c = rep["counters"]
+        if got > want + 0.05 or not c["switch_ins_missed"] or not c["waits_ended_without_wakeup"]:
+            bad.append("attach %d: RUNNING %.3f vs truth %.3f, verdict %r, switch-ins placed %d, "
+                       "waits unwoken %d" % (i, got, want, rep["verdict"]["name"],
+                                             c["switch_ins_missed"],
+                                             c["waits_ended_without_wakeup"]))
+    assert not bad, "\n".join(bad)
+
+
 BLOCKED = "import os, sys; r, w = os.pipe(); print('READY', flush=True); os.read(r, 1)"
 
 

@@ -180,6 +180,17 @@ char proc_thread_state(const char *procfs, pid_t tgid, pid_t tid)
 	return state;
 }
 
+unsigned long long proc_thread_exec_ns(const char *procfs, pid_t tgid, pid_t tid)
+{
+	char path[PATH_MAX], line[128];
+	unsigned long long ns;
+
+	snprintf(path, sizeof(path), "%s/%d/task/%d/schedstat", procfs, tgid, tid);
+	if (proc_read_line(path, line, sizeof(line)) || sscanf(line, "%llu", &ns) != 1)
+		return 0;
+	return ns;
+}
+
 void proc_cmdline(const char *procfs, pid_t pid, char *buf, size_t size)
 {
 	char path[PATH_MAX];

@@ -47,6 +47,10 @@ pid_t proc_ppid(const char *procfs, pid_t pid);
 /* State letter of one thread ('R', 'S', 'D', ...), or 0 when it cannot be read. */
 char proc_thread_state(const char *procfs, pid_t tgid, pid_t tid);
 
+/* One thread's CPU time in nanoseconds (schedstat's first field, the scheduler's
+ * se.sum_exec_runtime), or 0 when it cannot be read. */
+unsigned long long proc_thread_exec_ns(const char *procfs, pid_t tgid, pid_t tid);
+
 /* The command line with NULs turned into spaces; "" when unreadable. */
 void proc_cmdline(const char *procfs, pid_t pid, char *buf, size_t size);
 

@@ -62,7 +62,14 @@ static int track_process(struct tracer *t, pid_t pid, pid_t parent, bool root)
 	return tracer_mark_pid(t, pid, pp_pid_kind(&proc));
 }
 
-/* Threads that sleep through the whole window leave no events; seed them so they show. */
+/*
+ * Threads that sleep through the whole window leave no events; seed them so they show. A
+ * process's main thread (the trainer, by default) asleep now also gets its CPU clock, as its
+ * wakeup would give it (pp_switch_in_unseen): should that wakeup and its switch-in both go
+ * untraced, its first switch-out places the switch-in, and the sleep reads as a wait nothing
+ * was seen to end. Without it, that sleep read RUNNING (+25 pts of a thread loader's trainer,
+ * one attach in 25 on a quiet machine, 2026-11-29). Two more reads of /proc a process.
+ */
 static void seed_threads(struct tracer *t, pid_t pid)
 {
 	int fd = bpf_map__fd(t->skel->maps.threads);
@@ -73,9 +80,15 @@ static void seed_threads(struct tracer *t, pid_t pid)
 		t->seed_truncated = true;
 	for (int i = 0; i < n; i++) {
 		struct pp_thread th = {};
+		char state;
 
 		pp_thread_init(&th, pid, PP_PHASE_UNKNOWN, t->start_ns);
 		proc_comm(PROCFS, pid, tids[i], th.comm, sizeof(th.comm));
+		if (tids[i] == pid) {
+			state = proc_thread_state(PROCFS, pid, tids[i]);
+			if (state == 'S' || state == 'D')
+				th.exec_at_out_ns = proc_thread_exec_ns(PROCFS, pid, tids[i]);
+		}
 		if (bpf_map_update_elem(fd, &tids[i], &th, BPF_NOEXIST) && errno != EEXIST)
 			t->seed_failures++;
 	}
