@@ -257,30 +257,42 @@ def test_thread_waits_with_timeouts(procs, tmp_path, name, args, verdict):
         assert min(unwoken) > 0, "waits ended with no wakeup per attach: %s" % unwoken
 
 
-def test_sleep_at_attach_never_reads_running(procs, tmp_path):
+@pytest.mark.parametrize("trainer", ["main", "thread"])
+def test_sleep_at_attach_never_reads_running(procs, tmp_path, trainer):
     """Every wakeup and every switch-in of the job untraced (both test hooks at 1): each wait is
     placed from the CPU clock at the switch-out after it, and read as a wait nothing was seen to
     end (OTHER). The trainer's first wait, asleep since before the attach, has no switch-out of
     it to count the clock from: seeded with the clock at the attach, it is placed too. Without
     that it read RUNNING, from the attach to the trainer's first switch-out (what one lost
-    wakeup and switch-in did on a quiet machine, one attach in 25: +25 pts of RUNNING)."""
+    wakeup and switch-in did on a quiet machine, one attach in 25: +25 pts of RUNNING). The
+    same with the trainer a thread of its own (`--tid`), not the main thread, which the seed
+    once left out (RUNNING +23 pts at 2 attaches in 3), and there also with wakeups alone
+    untraced: its first wait read RUNQ (+14 to +24 pts at every attach)."""
     truth_path = str(tmp_path / "all_lost.truth.json")
-    w, pid, tid = start_workload(procs, "thread_timeouts.py", THREAD_RETRY_ARGS, truth_path,
-                                 duration=workload_duration(ATTACHES, 2 * THREAD_WINDOW_S))
-    env = dict(lost_wakeups(1), PIPEPROF_TEST_DROP_SWITCH_INS="1")
-    runs = attach_repeatedly(w, pid, ATTACHES, THREAD_WINDOW_S, env=env)
+    args = THREAD_RETRY_ARGS + (["--trainer-thread"] if trainer == "thread" else [])
+    groups = [("RUNNING", dict(lost_wakeups(1), PIPEPROF_TEST_DROP_SWITCH_INS="1"))]
+    if trainer == "thread":
+        groups.append(("RUNQ", lost_wakeups(1)))
+    w, pid, tid = start_workload(procs, "thread_timeouts.py", args, truth_path,
+                                 duration=workload_duration(len(groups) * ATTACHES,
+                                                            2 * THREAD_WINDOW_S))
+    extra = ("--tid", str(tid)) if trainer == "thread" else ()
+    runs = [(state, env, r) for state, env in groups
+            for r in attach_repeatedly(w, pid, ATTACHES, THREAD_WINDOW_S, extra=extra, env=env)]
     truth = finish_workload(w, truth_path)
+    assert (truth["tid"] == pid) == (trainer == "main"), (truth["tid"], pid)
     bad = []
-    for i, r in enumerate(runs, 1):
+    for i, (state, env, r) in enumerate(runs, 1):
         rep = r["report"]
         assert rep, "attach %d: %s" % (i, r["error"])
         window = rep["window"]
-        want = groundtruth.shares(truth, window["start_ns"], window["end_ns"])["RUNNING"]
-        got = trainer_fractions(rep)["RUNNING"]
+        want = groundtruth.shares(truth, window["start_ns"], window["end_ns"])[state]
+        got = trainer_fractions(rep)[state]
         c = rep["counters"]
-        if got > want + 0.05 or not c["switch_ins_missed"] or not c["waits_ended_without_wakeup"]:
-            bad.append("attach %d: RUNNING %.3f vs truth %.3f, verdict %r, switch-ins placed %d, "
-                       "waits unwoken %d" % (i, got, want, rep["verdict"]["name"],
+        placed = c["switch_ins_missed"] or "PIPEPROF_TEST_DROP_SWITCH_INS" not in env
+        if got > want + 0.05 or not placed or not c["waits_ended_without_wakeup"]:
+            bad.append("attach %d: %s %.3f vs truth %.3f, verdict %r, switch-ins placed %d, "
+                       "waits unwoken %d" % (i, state, got, want, rep["verdict"]["name"],
                                              c["switch_ins_missed"],
                                              c["waits_ended_without_wakeup"]))
     assert not bad, "\n".join(bad)

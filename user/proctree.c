@@ -180,6 +180,46 @@ char proc_thread_state(const char *procfs, pid_t tgid, pid_t tid)
 	return state;
 }
 
+int proc_parse_stat_comm(const char *text, size_t len, char *comm, size_t size, char *state)
+{
+	const char *open = memchr(text, '(', len), *close = NULL;
+	size_t n;
+
+	/* The name is raw between the first '(' and the last ')': it may hold either, and '\n'. */
+	for (const char *p = text + len; p > text; p--)
+		if (p[-1] == ')') {
+			close = p - 1;
+			break;
+		}
+	if (!open || !close || close < open || close + 3 > text + len || close[1] != ' ')
+		return -EINVAL;
+	if (comm && size) {
+		n = (size_t)(close - open - 1);
+		n = n < size - 1 ? n : size - 1;
+		memcpy(comm, open + 1, n);
+		comm[n] = '\0';
+	}
+	if (state)
+		*state = close[2];
+	return 0;
+}
+
+int proc_thread_stat(const char *procfs, pid_t tgid, pid_t tid, char *comm, size_t size,
+		     char *state)
+{
+	char path[PATH_MAX], text[1024];
+	size_t len;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%d/task/%d/stat", procfs, tgid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	len = fread(text, 1, sizeof(text), f);
+	fclose(f);
+	return proc_parse_stat_comm(text, len, comm, size, state);
+}
+
 unsigned long long proc_thread_exec_ns(const char *procfs, pid_t tgid, pid_t tid)
 {
 	char path[PATH_MAX], line[128];

@@ -47,6 +47,13 @@ pid_t proc_ppid(const char *procfs, pid_t pid);
 /* State letter of one thread ('R', 'S', 'D', ...), or 0 when it cannot be read. */
 char proc_thread_state(const char *procfs, pid_t tgid, pid_t tid);
 
+/* A thread's name (into comm, truncated to size) and state letter from one read of its stat
+ * file, where /proc's comm and stat files would take two: 0, or -errno (-EINVAL when it does
+ * not parse). The _comm form parses len bytes of a stat file's text. */
+int proc_thread_stat(const char *procfs, pid_t tgid, pid_t tid, char *comm, size_t size,
+		     char *state);
+int proc_parse_stat_comm(const char *text, size_t len, char *comm, size_t size, char *state);
+
 /* One thread's CPU time in nanoseconds (schedstat's first field, the scheduler's
  * se.sum_exec_runtime), or 0 when it cannot be read. */
 unsigned long long proc_thread_exec_ns(const char *procfs, pid_t tgid, pid_t tid);

@@ -63,12 +63,13 @@ static int track_process(struct tracer *t, pid_t pid, pid_t parent, bool root)
 }
 
 /*
- * Threads that sleep through the whole window leave no events; seed them so they show. A
- * process's main thread (the trainer, by default) asleep now also gets its CPU clock, as its
- * wakeup would give it (pp_switch_in_unseen): should that wakeup and its switch-in both go
- * untraced, its first switch-out places the switch-in, and the sleep reads as a wait nothing
- * was seen to end. Without it, that sleep read RUNNING (+25 pts of a thread loader's trainer,
- * one attach in 25 on a quiet machine, 2026-11-29). Two more reads of /proc a process.
+ * Threads that sleep through the whole window leave no events; seed them so they show. A thread
+ * asleep now also gets its CPU clock, as its wakeup would give it (pp_switch_in_unseen): should
+ * that wakeup and its switch-in both go untraced, its first switch-out places the switch-in,
+ * and the sleep reads as a wait nothing was seen to end (OTHER). Without it, that sleep read
+ * RUNNING (+25 pts of a thread loader's trainer, one attach in 25 on a quiet machine,
+ * 2026-11-29), and a sleep whose wakeup alone went untraced read RUNQ. One read of the stat
+ * file gives the name and the state; a sleeping thread's schedstat is one more.
  */
 static void seed_threads(struct tracer *t, pid_t pid)
 {
@@ -80,15 +81,14 @@ static void seed_threads(struct tracer *t, pid_t pid)
 		t->seed_truncated = true;
 	for (int i = 0; i < n; i++) {
 		struct pp_thread th = {};
-		char state;
+		char state = 0;
 
 		pp_thread_init(&th, pid, PP_PHASE_UNKNOWN, t->start_ns);
-		proc_comm(PROCFS, pid, tids[i], th.comm, sizeof(th.comm));
-		if (tids[i] == pid) {
-			state = proc_thread_state(PROCFS, pid, tids[i]);
-			if (state == 'S' || state == 'D')
-				th.exec_at_out_ns = proc_thread_exec_ns(PROCFS, pid, tids[i]);
-		}
+		/* Gone since the listing: it has no record to seed. */
+		if (proc_thread_stat(PROCFS, pid, tids[i], th.comm, sizeof(th.comm), &state))
+			continue;
+		if (state == 'S' || state == 'D')
+			th.exec_at_out_ns = proc_thread_exec_ns(PROCFS, pid, tids[i]);
 		if (bpf_map_update_elem(fd, &tids[i], &th, BPF_NOEXIST) && errno != EEXIST)
 			t->seed_failures++;
 	}

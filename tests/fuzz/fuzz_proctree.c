@@ -6,7 +6,8 @@
  *   1   /proc/1/cmdline            proc_cmdline(), into a large and a tiny buffer
  *   2   /proc/1/task/1/comm        proc_comm()
  *   3.. /proc/N/stat and /proc/1/task/N/stat for N = 1, 2, ...: proc_parse_stat(),
- *       proc_parse_stat_start(), proc_descendants(), proc_threads(), proc_thread_state()
+ *       proc_parse_stat_start(), proc_parse_stat_comm(), proc_descendants(), proc_threads(),
+ *       proc_thread_state(), proc_thread_stat()
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -153,6 +154,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		proc_parse_stat(line, &ppid, &state);
 		free(line);
 		proc_thread_state(root, 1, pid);
+		/* Unterminated bytes: the file's text as read, NULs and all. */
+		{
+			uint8_t *text = malloc(n ? n : 1);
+			char comm[16];
+
+			memcpy(text, rec[2 + pid], n);
+			if (!proc_parse_stat_comm((const char *)text, n, comm, sizeof(comm), &state))
+				FUZZ_CHECK(FUZZ_TERMINATED(comm));
+			free(text);
+			if (!proc_thread_stat(root, 1, pid, tiny, sizeof(tiny), &state))
+				FUZZ_CHECK(FUZZ_TERMINATED(tiny));
+		}
 	}
 	check_descendants();
 	FUZZ_CHECK(proc_threads(root, 1, tids, MAX_PIDS + 1) <= MAX_PIDS + 1);

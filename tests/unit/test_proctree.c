@@ -132,7 +132,40 @@ TEST(test_threads_and_state)
 		proc_comm(root, 100, 999, comm, sizeof(comm));
 		CHECK_STR(comm, "");
 	}
+	{
+		char comm[16] = "stale", state = 0;
+
+		CHECK_EQ_INT(proc_thread_stat(root, 100, 103, comm, sizeof(comm), &state), 0);
+		CHECK_STR(comm, "pt_autograd_0");
+		CHECK_EQ_INT(state, 'R');
+		CHECK_EQ_INT(proc_thread_stat(root, 100, 999, comm, sizeof(comm), &state), -ENOENT);
+	}
 	CHECK_EQ_INT(proc_threads(root, 999, tids, 8), -ESRCH);
+}
+
+/* A name is any 15 bytes but NUL: parentheses, a ") S " of its own, a newline. */
+TEST(test_stat_comm)
+{
+	static const char odd[] = "7 (a) S (\nb)) D 1 7 7 0\n";
+	char comm[16], state = 0;
+
+	CHECK_EQ_INT(proc_parse_stat_comm(odd, strlen(odd), comm, sizeof(comm), &state), 0);
+	CHECK_STR(comm, "a) S (\nb)");
+	CHECK_EQ_INT(state, 'D');
+	/* Truncated to the buffer; either output may be left out. */
+	CHECK_EQ_INT(proc_parse_stat_comm(odd, strlen(odd), comm, 3, NULL), 0);
+	CHECK_STR(comm, "a)");
+	CHECK_EQ_INT(proc_parse_stat_comm(odd, strlen(odd), NULL, 0, &state), 0);
+	CHECK_EQ_INT(state, 'D');
+	CHECK_EQ_INT(proc_parse_stat_comm("8 () S 1", 8, comm, sizeof(comm), &state), 0);
+	CHECK_STR(comm, "");
+	CHECK_EQ_INT(state, 'S');
+	/* Cut short, or no name at all. */
+	CHECK_EQ_INT(proc_parse_stat_comm("9 (x)", 5, comm, sizeof(comm), &state), -EINVAL);
+	CHECK_EQ_INT(proc_parse_stat_comm("9 (x) ", 6, comm, sizeof(comm), &state), -EINVAL);
+	CHECK_EQ_INT(proc_parse_stat_comm("9 x) S", 6, comm, sizeof(comm), &state), -EINVAL);
+	CHECK_EQ_INT(proc_parse_stat_comm(")9 (x S", 7, comm, sizeof(comm), &state), -EINVAL);
+	CHECK_EQ_INT(proc_parse_stat_comm("", 0, comm, sizeof(comm), &state), -EINVAL);
 }
 
 TEST(test_cmdline_and_cpu)
@@ -201,6 +234,7 @@ int main(void)
 	RUN_TEST(test_parse_stat_start);
 	RUN_TEST(test_descendants);
 	RUN_TEST(test_threads_and_state);
+	RUN_TEST(test_stat_comm);
 	RUN_TEST(test_cmdline_and_cpu);
 	RUN_TEST(test_cpu_window);
 	status = unit_summary();

@@ -267,7 +267,9 @@ def run(rec, args, warmup, step, cleanup=None):
     warmup() returns a dict of extra info (or None); step() does one training step and
     records its own segments; the step end is recorded here.
     """
-    rec.install_signal_handlers()
+    # Only the main thread may; a trainer thread's main thread installs them (thread_timeouts.py).
+    if threading.current_thread() is threading.main_thread():
+        rec.install_signal_handlers()
     prof = None
     try:
         info = warmup() or {}

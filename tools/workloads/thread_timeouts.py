@@ -17,6 +17,10 @@ another lock, with no timeout; a 'thread' segment) for the batch the producer, b
 time, makes into a queue of one. With --item-ms twice --pause-ms, half of each step is the
 pause and half the wait. The pause is no timed-out wait retried, however soon the batch's wait
 follows it.
+
+--trainer-thread: the trainer is a thread of its own, the main thread only joins it (and takes
+the signals, which only it may handle), as in jobs that train from a worker thread. READY names
+the trainer's tid, for pipeprof's --tid.
 """
 import argparse
 import os
@@ -49,8 +53,33 @@ def main(argv=None):
     p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=os.cpu_count() >= 2,
                    help="pin the trainer to CPU 0 and the producer to CPU 1 (default: on with "
                    ">= 2 CPUs)")
+    p.add_argument("--trainer-thread", action="store_true",
+                   help="train in a thread of its own, not the main thread")
     args = p.parse_args(argv)
+    if not args.trainer_thread:
+        return train(args)
+    made, done = threading.Event(), {}
+
+    def trainer():
+        try:
+            done["rc"] = train(args, lambda rec: (done.update(rec=rec), made.set()))
+        finally:
+            made.set()  # a trainer that failed first must not leave main waiting
+
+    t = threading.Thread(target=trainer, name="trainer")
+    t.start()
+    made.wait()
+    if "rec" in done:
+        done["rec"].install_signal_handlers()
+    t.join()
+    return done.get("rc", 1)
+
+
+def train(args, made=None):
+    """The training loop, in the calling thread: its Recorder's (made() is handed it first)."""
     rec = groundtruth.Recorder("thread_timeouts_" + args.mode, args.truth)
+    if made is not None:
+        made(rec)
     q, stop = queue.Queue(maxsize=1), threading.Event()
     started = {}
 
