@@ -219,7 +219,8 @@ bench-compare: pipeprof fixtures
 
 # Each BPF program's cost per run from the kernel's BPF statistics, and pipeprof's uprobes
 # against empty programs on the same instructions (tools/bench/prog_cost.py, ~12 min).
-BENCH_BINS := $(OUTPUT)/bench/empty_progs $(OUTPUT)/bench/cuda_loop $(OUTPUT)/bench/bpf_calls.so
+BENCH_BINS := $(OUTPUT)/bench/empty_progs $(OUTPUT)/bench/cuda_loop $(OUTPUT)/bench/bpf_calls.so \
+	$(OUTPUT)/bench/subprog_cost
 
 $(OUTPUT)/bench/empty_progs.bpf.o: tools/bench/empty_progs.bpf.c $(VMLINUX) | $(OUTPUT)/bench
 	$(BPF_CC)
@@ -234,13 +235,23 @@ $(OUTPUT)/bench/empty_progs: tools/bench/empty_progs.c $(OUTPUT)/bench/empty_pro
 $(OUTPUT)/bench/cuda_loop: tools/bench/cuda_loop.c | $(OUTPUT)/bench
 	$(CC) -O2 -g -Wall -Wextra $< -o $@ -ldl
 
+$(OUTPUT)/bench/subprog_cost.bpf.o: tools/bench/subprog_cost.bpf.c $(VMLINUX) | $(OUTPUT)/bench
+	$(BPF_CC)
+
+$(OUTPUT)/bench/subprog_cost.skel.h: $(OUTPUT)/bench/subprog_cost.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@
+
+$(OUTPUT)/bench/subprog_cost: tools/bench/subprog_cost.c $(OUTPUT)/bench/subprog_cost.skel.h
+	$(CC) $(CFLAGS) $(INCLUDES) -I$(OUTPUT)/bench $< $(LDLIBS) -o $@
+
 # tools/bench/attach_time.py --bpf-calls: the CPU time of each bpf() command of an attach.
 $(OUTPUT)/bench/bpf_calls.so: tools/bench/bpf_calls.c | $(OUTPUT)/bench
 	$(CC) -O2 -g -Wall -Wextra -shared -fPIC $< -o $@ -ldl
 
 # The attach's wall and CPU time, peak RSS, and its bpf() calls (tools/bench/attach_time.py).
-bench-attach: pipeprof fixtures $(OUTPUT)/bench/bpf_calls.so
+bench-attach: pipeprof fixtures $(OUTPUT)/bench/bpf_calls.so $(OUTPUT)/bench/subprog_cost
 	tools/bench/attach_time.py --bpf-calls
+	$(OUTPUT)/bench/subprog_cost
 
 bench-progs: pipeprof fixtures $(BENCH_BINS)
 	tools/bench/prog_cost.py
