@@ -1,13 +1,10 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """pipeprof -p PID as a user meets it: errors, exits, signals, launching, library discovery,
 and that nothing is left attached afterwards. Loads BPF for real: run as root."""
-import ctypes
 import json
 import os
-import re
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
