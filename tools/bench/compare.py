@@ -542,7 +542,11 @@ def rate_of(rec, truth):
     if "_seg_t0" not in truth:
         truth["_seg_t0"] = [seg[1] for seg in truth["segments"]]
         truth["_seg_t1"] = [seg[2] for seg in truth["segments"]]
-    per_step = truth["extra"].get("launches_per_step", 1)
+    # launches/s for the launch-heavy loop only: data_bound.py says launches_per_step too (its
+    # --launches, 0 here), and taken as the unit that zeroed the DataLoader row's every rate.
+    per_step = 1
+    if truth["scenario"] == "launch_heavy":
+        per_step = truth["extra"].get("launches_per_step", 1)
     rec["rate"], rec["steps"] = window_rate(truth["steps"], rec["t0_ns"], rec["t1_ns"], per_step)
     runq = window_runq(truth, rec["t0_ns"], rec["t1_ns"])
     rec["loop_runq"] = round(runq, 4) if runq is not None else None
