@@ -219,8 +219,7 @@ bench-compare: pipeprof fixtures
 
 # Each BPF program's cost per run from the kernel's BPF statistics, and pipeprof's uprobes
 # against empty programs on the same instructions (tools/bench/prog_cost.py, ~12 min).
-BENCH_BINS := $(OUTPUT)/bench/empty_progs $(OUTPUT)/bench/cuda_loop $(OUTPUT)/bench/bpf_calls.so \
-	$(OUTPUT)/bench/subprog_cost
+BENCH_BINS := $(OUTPUT)/bench/empty_progs $(OUTPUT)/bench/cuda_loop $(OUTPUT)/bench/bpf_calls.so
 
 $(OUTPUT)/bench/empty_progs.bpf.o: tools/bench/empty_progs.bpf.c $(VMLINUX) | $(OUTPUT)/bench
 	$(BPF_CC)

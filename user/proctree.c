@@ -170,15 +170,6 @@ pid_t proc_ppid(const char *procfs, pid_t pid)
 	return ppid;
 }
 
-char proc_thread_state(const char *procfs, pid_t tgid, pid_t tid)
-{
-	char path[PATH_MAX], line[1024], state;
-
-	snprintf(path, sizeof(path), "%s/%d/task/%d/stat", procfs, tgid, tid);
-	if (proc_read_line(path, line, sizeof(line)) || proc_parse_stat(line, NULL, &state))
-		return 0;
-	return state;
-}
 
 int proc_parse_stat_comm(const char *text, size_t len, char *comm, size_t size, char *state)
 {
@@ -218,6 +209,14 @@ int proc_thread_stat(const char *procfs, pid_t tgid, pid_t tid, char *comm, size
 	len = fread(text, 1, sizeof(text), f);
 	fclose(f);
 	return proc_parse_stat_comm(text, len, comm, size, state);
+}
+
+/* Through proc_thread_stat(): a first line alone ends inside a name that holds a newline. */
+char proc_thread_state(const char *procfs, pid_t tgid, pid_t tid)
+{
+	char state;
+
+	return proc_thread_stat(procfs, tgid, tid, NULL, 0, &state) ? 0 : state;
 }
 
 unsigned long long proc_thread_exec_ns(const char *procfs, pid_t tgid, pid_t tid)

@@ -118,6 +118,8 @@ TEST(test_threads_and_state)
 	CHECK_EQ_INT(proc_thread_state(root, 100, 103), 'R');
 	CHECK_EQ_INT(proc_thread_state(root, 100, 100), 'S');
 	CHECK_EQ_INT(proc_thread_state(root, 100, 999), 0);
+	put("100/task/104/stat", "104 (a\nb) D 1 100 100 0\n");
+	CHECK_EQ_INT(proc_thread_state(root, 100, 104), 'D');
 	put("100/task/100/schedstat", "2839201078 1172366 5309\n");
 	CHECK_EQ_U64(proc_thread_exec_ns(root, 100, 100), 2839201078ULL);
 	put("100/task/103/schedstat", "garbage\n");
