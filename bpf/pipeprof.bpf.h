@@ -94,6 +94,8 @@ extern __u64 switch_ins_counted;
 extern const volatile __u32 drop_wakeup_every;
 extern __u64 wakeups_counted;
 extern __u32 wakeup_dropped_tid;
+extern const volatile bool drop_woken_switch_in;
+extern __u32 switch_in_dropped_tid;
 
 /* 0 while pipeprof is still attaching: processes are followed but no time is accounted, so
  * the window opens only once every probe is in place. Threads first seen later are taken to

@@ -284,8 +284,8 @@ static inline int pp_retry_action(int holding, __u64 call, __u64 held_call, __u3
  * traced, no sched_waking nor sched_wakeup before it: a GIL wait's 5 ms timer, seen with a trace
  * of every event of the thread, 2026-11-29). A timer or a waker may have ended it. While timed-out
  * waits are held (holding: pp_retry_pending) it is taken for one more of them where it is their
- * call (retry_of: pp_retry_of, its call read at the switch-in), or lasted no longer than they did
- * (within_held; its call unread: a switch-in placed from the clock). Ending them there, one lost
+ * call (retry_of: pp_retry_of, its call read at the switch-out into it), or lasted no longer than
+ * they did (within_held; its call unread: a wait open at the attach). Ending them there, one lost
  * wakeup read a thread's whole chain of Queue.get(timeout=1) waits as OTHER: 83-100% of a window
  * (2 attaches in 80 beside two CPU hogs) where its call went unread; 31.9% in CI (one attach in 3
  * of a group: two 1 s waits) where it did not. One not taken for them is held itself where its
@@ -463,8 +463,8 @@ struct pp_thread {
 	__u64 launch_gaps;
 	__u64 launch_sync_mark;	/* gpu_calls at the previous launch */
 	/* The call of the wait being closed when it waits on an object with a timeout
-	 * (pp_retry_call), 0 otherwise or unread; read at its wakeup, or at its switch-in where
-	 * that read none, when an interrupt woke it or it may be a retry. */
+	 * (pp_retry_call), 0 otherwise or unread; read at the switch-out into it, or for a wait
+	 * open at the attach at its wakeup or switch-in where an interrupt woke it. */
 	__u64 wait_call;
 	/* OTHER, inside the window, of the timed-out waits the thread retried at once since its
 	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */

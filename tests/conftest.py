@@ -317,6 +317,14 @@ def lost_wakeups(every):
     return dict(os.environ, PIPEPROF_TEST_DROP_WAKEUPS=str(every))
 
 
+def lost_wakeups_unplaced(every):
+    """lost_wakeups(EVERY), and each lost wakeup's switch-in lost with it
+    (PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS): a wait no event was seen to end, placed from the CPU
+    clock at the thread's next switch-out, as the same guest leaves one now and then beside CPU
+    hogs."""
+    return dict(lost_wakeups(every), PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS="1")
+
+
 def attach_repeatedly(w, pid, attaches, seconds, extra=(), timeout=120, env=None):
     """Attaches `pipeprof -p PID -d SECONDS -j` ATTACHES times in a row to the one running
     workload w. Returns one dict per attach: report (None when that run failed), error (why),

@@ -121,6 +121,24 @@ def test_bad_arguments(args, msg):
     assert msg in r.stderr
 
 
+@pytest.mark.parametrize("env,msg", [
+    ({"PIPEPROF_TEST_DROP_WAKEUPS": "0"}, "is not a count from 1 to 1000000"),
+    ({"PIPEPROF_TEST_DROP_SWITCH_INS": "3x"}, "is not a count from 1 to 1000000"),
+    ({"PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS": "1"}, "PIPEPROF_TEST_DROP_WAKEUPS is unset"),
+    ({"PIPEPROF_TEST_DROP_WAKEUPS": "3", "PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS": "2"},
+     "is not 0 or 1"),
+])
+def test_bad_test_hooks(env, msg):
+    """A test hook set wrong is said in one line and nothing is traced, rather than a run that
+    silently drops no event (or every one)."""
+    links_before = link_count()
+    r = run(["-p", str(os.getpid()), "-d", "1"], env=dict(os.environ, **env))
+    assert r.returncode != 0, r
+    lines = [l for l in r.stderr.splitlines() if msg in l]
+    assert len(lines) == 1, r.stderr
+    assert_detached(links_before)
+
+
 def test_help_has_examples():
     r = run(["--help"])
     assert r.returncode == 0

@@ -21,7 +21,8 @@ import time
 import pytest
 
 from conftest import (PIPEPROF, PYTHON, ROOT, attach_repeatedly, finish_workload, groundtruth,
-                      keep_report, lost_wakeups, start_workload, untraced_switch_ins)
+                      keep_report, lost_wakeups, lost_wakeups_unplaced, start_workload,
+                      untraced_switch_ins)
 from test_scenarios import check_attaches, start_hogs, trainer_fractions, workload_duration
 
 ATTACHES = 3
@@ -71,18 +72,21 @@ def test_step_longer_than_window(procs, tmp_path):
 
 
 def attach_and_check(procs, tmp_path, name, script, args, window_s, verdict, span_s=None,
-                     harder=False, untraced=False, busy_window_s=None, unwoken=False):
+                     harder=False, untraced=False, busy_window_s=None, unwoken=False,
+                     unplaced=False):
     """script started with args, attached ATTACHES times for window_s each (its run sized for
     windows of span_s, default window_s), and every attach checked against the workload's truth
     (check_attaches under name). untraced: as many attaches again with one switch-in of the job
     in three untraced; unwoken: as many with one wakeup of the job in LOST_WAKEUP_EVERY lost;
+    unplaced: as many with one in UNPLACED_WAKEUP_EVERY lost, each with its switch-in;
     harder: the untraced ones, then as many beside two CPU hogs, for busy_window_s each
     (default window_s). Each group is checked on its own. Returns the groups ({name: attaches},
     the first the plain one) and the truth."""
     truth_path = str(tmp_path / (name + ".truth.json"))
     untraced = untraced or harder
     busy_window_s = busy_window_s or window_s
-    duration = workload_duration((1 + untraced + unwoken) * ATTACHES, span_s or window_s)
+    duration = workload_duration((1 + untraced + unwoken + unplaced) * ATTACHES,
+                                 span_s or window_s)
     if harder:
         duration += workload_duration(ATTACHES, max(span_s or window_s, 2 * busy_window_s))
     w, pid, tid = start_workload(procs, script, args, truth_path, duration=duration)
@@ -96,6 +100,10 @@ def attach_and_check(procs, tmp_path, name, script, args, window_s, verdict, spa
         checked.append((name + "_lost_wakeups",
                         attach_repeatedly(w, pid, ATTACHES, window_s,
                                           env=lost_wakeups(LOST_WAKEUP_EVERY))))
+    if unplaced:
+        checked.append((name + "_lost_wakeups_unplaced",
+                        attach_repeatedly(w, pid, ATTACHES, window_s,
+                                          env=lost_wakeups_unplaced(UNPLACED_WAKEUP_EVERY))))
     if harder:
         start_hogs(procs, 2)
         checked.append((name + "_busy", attach_repeatedly(w, pid, ATTACHES, busy_window_s)))
@@ -203,6 +211,13 @@ THREAD_BUSY_WINDOW_S = 6
 # (NO DOMINANT STALL in one). thread_pause is not attached so: its q.get() has no deadline, and
 # one with no wakeup seen has no cause to read (OTHER, counted and said).
 LOST_WAKEUP_EVERY = 5
+# One wakeup of the job in 3 lost with its switch-in, so that the thread's next switch-out
+# places the wait's end from its CPU clock: thread_retry's chains of q.get(timeout=1) read
+# 37-77% OTHER at 7 attaches in 8 with the wait's call read at its wakeup or switch-in (none
+# seen; beside two CPU hogs without the hook, 1-2 s of OTHER at 3 attaches in 21 and once in
+# CI), and DATA-LOADING BOUND (thread loader) at one. Read at the switch-out into the wait: 8
+# in 8 within 0.2 pts of the truth.
+UNPLACED_WAKEUP_EVERY = 3
 # thread_pause's THREAD_WAIT, pipeprof's less the truth's averaged over a group's attaches:
 # -1.0 to +0.6 pts at any attach, quiet or with some switch-ins untraced (4 runs of this test).
 PAUSE_BIAS_MAX = 0.015
@@ -219,13 +234,14 @@ def test_thread_waits_with_timeouts(procs, tmp_path, name, args, verdict):
     stop.wait(0.1) before each q.get() is a pause, not a timed-out wait retried (a deadline on
     one lock, then no timeout on another): OTHER, half the time; comparing syscalls alone read
     it as THREAD_WAIT, all of it. Each also with some switch-ins untraced, and beside CPU hogs;
-    retry also with some wakeups lost."""
+    retry also with some wakeups lost, and with some lost along with their switch-ins."""
     groups, truth = attach_and_check(procs, tmp_path, name, "thread_timeouts.py", args,
                                      THREAD_WINDOW_S, verdict, span_s=2 * THREAD_WINDOW_S,
                                      harder=True,
                                      busy_window_s=THREAD_BUSY_WINDOW_S
                                      if name == "thread_retry" else None,
-                                     unwoken=name == "thread_retry")
+                                     unwoken=name == "thread_retry",
+                                     unplaced=name == "thread_retry")
     runs = groups[name]
     if name == "thread_pause":
         # The GIL taken back after each q.get() is the batch's wait too: two 5 ms waits the
@@ -255,6 +271,12 @@ def test_thread_waits_with_timeouts(procs, tmp_path, name, args, verdict):
         unwoken = [r["report"]["counters"]["waits_ended_without_wakeup"]
                    for r in groups[name + "_lost_wakeups"]]
         assert min(unwoken) > 0, "waits ended with no wakeup per attach: %s" % unwoken
+        # And there, placed from the CPU clock at a switch-out.
+        placed = [(r["report"]["counters"]["waits_ended_without_wakeup"],
+                   r["report"]["counters"]["switch_ins_missed"])
+                  for r in groups[name + "_lost_wakeups_unplaced"]]
+        assert min(min(p) for p in placed) > 0, (
+            "(waits ended with no wakeup, switch-ins placed) per attach: %s" % placed)
 
 
 @pytest.mark.parametrize("trainer", ["main", "thread"])

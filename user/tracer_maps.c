@@ -105,10 +105,12 @@ static int test_drop_every(const char *name, const char *what, __u32 *every)
  * none for a task handed a CPU back (a Firecracker guest's agent), so that tests meet the
  * placement of untraced switch-ins at every attach rather than at one attach in dozens.
  * PIPEPROF_TEST_DROP_WAKEUPS=N: likewise one in N of its wakeups, which the same guest loses
- * now and then beside CPU hogs.
+ * now and then beside CPU hogs; with PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS=1 the switch-in after
+ * each of them too, as that guest loses both for a task at times.
  */
 static int apply_test_drops(struct tracer *t)
 {
+	const char *woken = getenv("PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS");
 	__u32 every;
 	int err;
 
@@ -120,6 +122,14 @@ static int apply_test_drops(struct tracer *t)
 	if (err)
 		return err;
 	t->skel->rodata->drop_wakeup_every = every;
+	if (woken && *woken && strcmp(woken, "0")) {
+		if (strcmp(woken, "1") || !every) {
+			fprintf(stderr, "pipeprof: PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS: '%s' is not 0 or "
+				"1, or PIPEPROF_TEST_DROP_WAKEUPS is unset\n", woken);
+			return -EINVAL;
+		}
+		t->skel->rodata->drop_woken_switch_in = true;
+	}
 	return 0;
 }
 

@@ -273,12 +273,12 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	return action;
 }
 
-/* Whether the call of the wait a thread is in matters: a timer ended it (a timed-out wait, to
- * hold), or timed-out waits are held (the retry, to name them). */
-static __always_inline bool wait_call_wanted(struct pp_thread *t)
+/* Whether the call of the wait a thread is in is still to be read, and matters: the wait was
+ * open at the attach (no switch-out into it was seen, where every other wait's is read), and a
+ * timer ended it (a timed-out wait, to hold). */
+static __always_inline bool wait_call_unread(struct pp_thread *t)
 {
-	return (t->wake_ctx != PP_WAKE_TASK || t->timed_out_ns) &&
-	       (t->phase == PP_PHASE_OFFCPU || t->phase == PP_PHASE_UNKNOWN);
+	return t->phase == PP_PHASE_UNKNOWN && t->wake_ctx != PP_WAKE_TASK;
 }
 
 /* Two builds of one program: rec is a constant, and userspace loads the one it needs, so the
@@ -339,7 +339,12 @@ static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
 			t->phase = PP_PHASE_RUNNABLE;
 		} else {
 			t->phase = PP_PHASE_OFFCPU;
-			t->wait_call = 0;
+			/* Its call now, as it goes to sleep in it: read at its wakeup or its
+			 * switch-in instead, a wait whose wakeup this guest lost and whose
+			 * switch-in it left untraced (placed from the CPU clock) had none, and a
+			 * chain of Queue.get(timeout=1) read 1-2 s of OTHER, one attach in 7 beside
+			 * two CPU hogs. */
+			t->wait_call = rec ? 0 : retryable_wait_call(prev);
 			t->offcpu_iowait = task_in_iowait(prev);
 			/* prev is still the current task: its stack is readable here. */
 			if (wants_wait_stack(prev->pid, prev->tgid))
@@ -357,11 +362,12 @@ static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
 		if (drop_switch_in_every &&
 		    __sync_fetch_and_add(&switch_ins_counted, 1) % drop_switch_in_every == 0)
 			return 0;
-		/* Read at its wakeup (on_sched_waking) where that was seen; here also where none
-		 * was (pp_unseen_end_held). */
-		if (!rec && !t->wait_call &&
-		    (wait_call_wanted(t) ||
-		     (t->phase == PP_PHASE_OFFCPU && t->woken_ns < t->oncpu_since_ns)))
+		if (drop_woken_switch_in && switch_in_dropped_tid == next->pid) {
+			switch_in_dropped_tid = 0;
+			return 0;
+		}
+		/* Read at its wakeup (on_sched_waking) where that was seen. */
+		if (!rec && !t->wait_call && wait_call_unread(t))
 			t->wait_call = retryable_wait_call(next);
 		if (rec)
 			switch_in_rec(t, next->pid, now);
@@ -536,6 +542,8 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	if (drop_wakeup_every &&
 	    (__sync_fetch_and_add(&wakeups_counted, 1) + 1) % drop_wakeup_every == 0) {
 		wakeup_dropped_tid = p->pid;
+		if (drop_woken_switch_in)
+			switch_in_dropped_tid = p->pid;
 		return 0;
 	}
 	judge_wakeup(t, p->pid, now, &w);
@@ -550,11 +558,11 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 		return 0;
 	}
 	wake_set(t, &w);
-	/* Its call now, while it is still in it: a host that traces no switch-in for a task
-	 * handed a CPU back (a Firecracker guest) left the retry chains of deadline_loader.py
-	 * without it (49-82% OTHER with one switch-in in three untraced). Only if asleep: one
-	 * whose switch-in went untraced may be on a CPU, entering its next wait. */
-	if (!record_on && wait_call_wanted(t) && task_asleep(p))
+	/* A wait open at the attach: its call now, while it is still in it (a host that traces
+	 * no switch-in for a task handed a CPU back, a Firecracker guest, leaves none to read it
+	 * at). Only if asleep: one whose switch-in went untraced may be on a CPU, entering its
+	 * next wait. */
+	if (!record_on && wait_call_unread(t) && task_asleep(p))
 		t->wait_call = retryable_wait_call(p);
 	/* Asleep since before the attach: its clock now starts the run this wakeup begins,
 	 * should its switch-in go untraced. One still on a CPU (racing its own switch-out) or

@@ -44,6 +44,10 @@ __u64 switch_ins_counted = 0;
 const volatile __u32 drop_wakeup_every = 0;
 __u64 wakeups_counted = 0;
 __u32 wakeup_dropped_tid = 0;
+/* PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS=1 (tests only, with the above): the switch-in after each
+ * wakeup lost is lost too, as this guest loses both for a task now and then beside CPU hogs. */
+const volatile bool drop_woken_switch_in = false;
+__u32 switch_in_dropped_tid = 0;
 
 /* 0 while pipeprof is still attaching: processes are followed but no time is accounted, so
  * the window opens only once every probe is in place. Threads first seen later are taken to
