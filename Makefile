@@ -170,7 +170,7 @@ fixture-test: fixtures
 	$(PYTHON) tools/fakecuda/smoke.py
 
 scenario-test: pipeprof fixtures
-	$(PYTHON) -m pytest -v -p no:cacheprovider --ignore=tests/test_recommendations.py \
+	$(PYTHON) -m pytest -v -p no:cacheprovider --durations=20 --ignore=tests/test_recommendations.py \
 		--ignore=tests/test_ranks_data.py tests/
 
 # A distributed job of three ranks and their workers: six busy processes on this VM's two CPUs

@@ -405,43 +405,77 @@ struct pp_wake {
 
 /* threads value: cumulative time per state since the window opened */
 struct pp_thread {
+	/* First, together, what a switch or a wakeup of the thread reads or writes: each cache
+	 * line of it that another CPU wrote last is a miss, and a DataLoader job's wakeups cross
+	 * CPUs (spread over the record, they cost its sched_wakeup 9-13% more and its
+	 * sched_waking 4-5%, interleaved runs of 6 and 8 rounds). */
 	__u32 tgid;
 	__u32 phase;		/* enum pp_phase */
 	__u64 phase_start_ns;	/* when the current phase (or its unaccounted part) began */
-	__u64 ns[PP_NR_STATES];
-	__u64 first_ns;		/* start of this thread's life inside the window */
-	__u64 exit_ns;		/* 0 while alive */
 	__u64 oncpu_since_ns;	/* last switch-in (or first sighting) */
 	__u64 woken_ns;		/* last sched_waking of this thread */
 	__u64 enqueued_ns;	/* last sched_wakeup: on a run queue from here (RUNQ starts) */
+	__u64 exec_at_out_ns;	/* the task's own CPU clock (se.sum_exec_runtime) at its last
+				 * switch-out, or at the wakeup of a thread first seen asleep
+				 * (pp_switch_in_unseen); 0 before either */
+	/* A wakeup seen while the record holds a wait another wakeup ended already: the thread
+	 * runs, its switch-in untraced, and this one is of the wait it enters next. Taken up
+	 * once that switch-in is placed (take_next_wake()); next_woken_ns 0: none. */
+	__u64 next_woken_ns;
 	__u32 wake_cause;	/* enum pp_state the waker context implies, at woken_ns */
+	__u32 waker_tid;	/* who ended the wait at woken_ns: 0 for an interrupt */
+	__u32 waker_tgid;
+	__u32 wake_ctx;		/* enum pp_wake_ctx at woken_ns */
+	__u16 wake_depth;	/* relay hops behind wake_cause */
+	/* Small fields packed: warm_threads() builds a record on a stack whose frames the
+	 * verifier caps at 512 bytes. */
+	__u16 last_wait_depth;	/* relay hops behind last_wait (0: the cause itself) */
+	__u32 last_wait;	/* enum pp_state of the last completed off-CPU wait */
+	__u64 last_wait_end_ns;	/* when that wait (or a GPU sync call) ended */
+	__u64 ran_since_wait_ns; /* on-CPU time since then, up to the last switch-out */
 	__u32 gpu_depth;	/* nested blocking calls (GPU syncs, NCCL) in progress */
-	__u32 gpu_api;		/* api id (attach cookie) of the outermost call in progress */
 	__u32 call_state;	/* enum pp_state its time reads: GPU_WAIT, or COMM_WAIT for NCCL */
+	__u64 gpu_calls;	/* top-level synchronising calls entered */
+	__u64 ns[PP_NR_STATES];
+	/* The call of the wait being closed when it waits on an object with a timeout
+	 * (pp_retry_call), 0 otherwise or unread; read at the switch-out into it, or for a wait
+	 * open at the attach at its wakeup or switch-in where an interrupt woke it. */
+	__u64 wait_call;
+	/* OTHER, inside the window, of the timed-out waits the thread retried at once since its
+	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */
+	__u64 timed_out_ns;
+	__u64 held_call;	/* wait_call of the first timed-out wait held: its retry names
+				 * them (the GIL's 5 ms waits are on the way to it) */
+	__u16 held_lead_ms;	/* pp_lead_ms() before the first held wait (pp_retry_of) */
+	__u8 held_one_call;	/* 1 while every held wait is of held_call */
+	__u8 offcpu_iowait;	/* task->in_iowait at the last switch-out */
+	__u32 held_end_unseen;	/* 1: the last held wait ended with no wakeup seen */
+	/* Its waits' waker of late, summed here and added to the wakers map only when another
+	 * waker (or its exit) follows: a thread woken over and over by the same one then pays
+	 * no hash lookup and no atomics at each switch-in. Userspace adds it to the map's. */
+	struct pp_waker_key waker_key;
+	struct pp_waker_val waker_sum;	/* count 0: nothing held */
+
+	__u64 timed_out_from_ns;	/* start of the first held wait */
+	/* THREAD_WAIT, inside the window, of held waits at the calls where the process waits for
+	 * the GIL (pp_takeover_call_known), however they were named. */
+	__u64 gil_ns;
+	/* The call of the last held waits a retry named (pp_retry_names), and its cause: held
+	 * waits of that call whose end went unseen read as those did (pp_held_named_before). */
+	__u64 named_call;
+	__u32 named_cause;
+	__u32 gpu_api;		/* api id (attach cookie) of the outermost call in progress */
+	struct pp_wake next_wake;	/* the wakeup at next_woken_ns */
+	__u64 first_ns;		/* start of this thread's life inside the window */
+	__u64 exit_ns;		/* 0 while alive */
 	__u32 nccl_op;		/* enum pp_nccl_op of the outermost NCCL call in progress */
 	__u32 gc_count;		/* Python collections that began inside the window (gc_ns: their
 				 * pauses), in what would be a hole */
 	__u64 nccl_bytes;	/* ... and its bytes, PP_NCCL_UNSIZED when unknown */
 	__u64 nccl_comm_out;	/* communicator being created: where NCCL stores its handle */
 	__u64 nccl_comm_ranks;	/* ... and how many ranks it has */
-	__u32 last_wait;	/* enum pp_state of the last completed off-CPU wait */
-	__u16 last_wait_depth;	/* relay hops behind last_wait (0: the cause itself) */
-	/* Small fields packed: warm_threads() builds a record on a stack whose frames the
-	 * verifier caps at 512 bytes. */
-	__u8 held_one_call;	/* 1 while every held wait is of held_call */
-	__u8 offcpu_iowait;	/* task->in_iowait at the last switch-out */
-	__u64 held_call;	/* wait_call of the first timed-out wait held: its retry names
-				 * them (the GIL's 5 ms waits are on the way to it) */
-	__u64 last_wait_end_ns;	/* when that wait (or a GPU sync call) ended */
-	__u64 ran_since_wait_ns; /* on-CPU time since then, up to the last switch-out */
-	__u32 waker_tid;	/* who ended the wait at woken_ns: 0 for an interrupt */
-	__u32 waker_tgid;
-	__u32 wake_ctx;		/* enum pp_wake_ctx at woken_ns */
-	__u16 wake_depth;	/* relay hops behind wake_cause */
-	__u16 held_lead_ms;	/* pp_lead_ms() before the first held wait (pp_retry_of) */
 	__u64 gpu_enter_sp;	/* stack pointer at the outermost call's entry */
 	__u64 step_enter_sp;	/* likewise for the outermost backward pass */
-	__u64 gpu_calls;	/* top-level synchronising calls entered */
 	__u64 gpu_enter_ns;	/* entry time of the outermost call in progress */
 	__u64 last_launch_ns;	/* previous kernel launch (hist launch gaps) */
 	__u64 copy_enter_ns;	/* synchronous copy in progress (hist memcpy throughput) */
@@ -453,41 +487,12 @@ struct pp_thread {
 	__u64 last_step_ns;	/* start of the previous backward pass (hist step) */
 	__u64 gc_start_ns;	/* Python garbage collection in progress since, 0 when none */
 	__u64 gc_ns;		/* its pauses inside the window */
-	__u64 exec_at_out_ns;	/* the task's own CPU clock (se.sum_exec_runtime) at its last
-				 * switch-out, or at the wakeup of a thread first seen asleep
-				 * (pp_switch_in_unseen); 0 before either */
 	/* Kernel launches since the window opened, kept here rather than in thread_gpu: the
 	 * launch probe is the hot one, and this record is already in hand there. */
 	__u64 launches;
 	__u64 launch_gap_ns;	/* between consecutive launches with no sync call between */
 	__u64 launch_gaps;
 	__u64 launch_sync_mark;	/* gpu_calls at the previous launch */
-	/* The call of the wait being closed when it waits on an object with a timeout
-	 * (pp_retry_call), 0 otherwise or unread; read at the switch-out into it, or for a wait
-	 * open at the attach at its wakeup or switch-in where an interrupt woke it. */
-	__u64 wait_call;
-	/* OTHER, inside the window, of the timed-out waits the thread retried at once since its
-	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */
-	__u64 timed_out_ns;
-	__u64 timed_out_from_ns;	/* start of the first of those waits */
-	/* THREAD_WAIT, inside the window, of held waits at the calls where the process waits for
-	 * the GIL (pp_takeover_call_known), however they were named. */
-	__u64 gil_ns;
-	/* The call of the last held waits a retry named (pp_retry_names), and its cause: held
-	 * waits of that call whose end went unseen read as those did (pp_held_named_before). */
-	__u64 named_call;
-	__u32 named_cause;
-	__u32 held_end_unseen;	/* 1: the last held wait ended with no wakeup seen */
-	/* A wakeup seen while the record holds a wait another wakeup ended already: the thread
-	 * runs, its switch-in untraced, and this one is of the wait it enters next. Taken up
-	 * once that switch-in is placed (take_next_wake()); next_woken_ns 0: none. */
-	__u64 next_woken_ns;
-	struct pp_wake next_wake;
-	/* Its waits' waker of late, summed here and added to the wakers map only when another
-	 * waker (or its exit) follows: a thread woken over and over by the same one then pays
-	 * no hash lookup and no atomics at each switch-in. Userspace adds it to the map's. */
-	struct pp_waker_key waker_key;
-	struct pp_waker_val waker_sum;	/* count 0: nothing held */
 	char comm[16];
 };
 
