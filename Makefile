@@ -74,7 +74,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_a
 .DELETE_ON_ERROR:
 # Skeletons and BPF objects are outputs worth keeping (bpftool inspects them), not intermediates.
 .SECONDARY: $(SKELS) $(patsubst %.skel.h,$(OUTPUT)/bpf/%.bpf.o,$(notdir $(SKELS)))
-.PHONY: all clean deps test unit-test fixture-test scenario-test test-predictions test-distributed fixtures demo install bench bench-daemon \
+.PHONY: all clean deps test unit-test fixture-test scenario-test test-predictions test-distributed soak fixtures demo install bench bench-daemon \
 	fuzz fuzz-smoke fuzzers check-asan bench-compare bench-progs bench-attach
 
 all: pipeprof fixtures
@@ -178,6 +178,12 @@ scenario-test: pipeprof fixtures
 # VM the kernel's run_delay, which the ranks' records read, can still overstate their RUNQ).
 test-distributed: pipeprof fixtures
 	$(PYTHON) -m pytest -v -p no:cacheprovider tests/test_ranks_data.py
+
+# The daemon's soak for 600 s rather than `test`'s 90: RSS, descriptors and scrapes over a
+# traced job, where a slow leak has time to show.
+soak: pipeprof fixtures
+	PIPEPROF_SOAK_S=600 $(PYTHON) -m pytest -v -p no:cacheprovider -s \
+		tests/test_daemon.py::test_soak_bounded
 
 # Predicted steps/s held against measured rates: timings of two runs side by side, which this
 # VM's host perturbs unseen by the guest (a vCPU slowed 2.7x for one run, a 1 -> 2 thread

@@ -684,20 +684,35 @@ static __always_inline struct pp_thread *thread_of(struct task_struct *task)
 	return t ? t : thread_first_seen(task, tid, tgid);
 }
 
+/* A syscall's number and arguments, as its task saved them. */
+struct pp_syscall_regs {
+	__u64 nr, di, si, dx, r10, r8;
+};
+
+/* sched.bpf.c: pp_retry_call() of them. */
+__u64 retry_call_of(const struct pp_syscall_regs *r);
+
 /* The call of task's wait, getting a CPU, when it waits on an object with a timeout
  * (pp_retry_call), else 0: its number and arguments are still in its saved registers
  * (x86-64's orig_ax, di, si, dx, r10, r8). bpf_task_pt_regs() came in 5.15 (dd6e10fbd9fb). */
 static __always_inline __u64 retryable_wait_call(struct task_struct *task)
 {
 #if defined(__TARGET_ARCH_x86)
+	struct pp_syscall_regs args;
 	struct pt_regs *regs;
 
 	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	if (regs)
-		return pp_retry_call(regs->orig_ax, regs->di, regs->si, regs->dx, regs->r10,
-				     regs->r8);
+	if (!regs)
+		return 0;
+	args.nr = regs->orig_ax;
+	args.di = regs->di;
+	args.si = regs->si;
+	args.dx = regs->dx;
+	args.r10 = regs->r10;
+	args.r8 = regs->r8;
+	return retry_call_of(&args);
 #endif
 	return 0;
 }

@@ -21,6 +21,15 @@ __noinline int switch_in(struct pp_thread *t, __u32 tid, __u64 now)
 	return do_switch_in(t, tid, now, false);
 }
 
+/* Global: its cases walked once per program. Inlined at the switch-out into a wait, each
+ * case's answer split the paths after it (+1,266 instructions walked in on_sched_switch). */
+__noinline __u64 retry_call_of(const struct pp_syscall_regs *r)
+{
+	if (!r)
+		return 0;
+	return pp_retry_call(r->nr, r->di, r->si, r->dx, r->r10, r->r8);
+}
+
 /* What the thread holds of its waker (pp_thread.waker_sum) into the wakers map. Global, as
  * record_waker(): verified once per program rather than on each path to them. */
 __noinline int flush_waker(struct pp_thread *t)
