@@ -1522,9 +1522,9 @@ def test_verdict_change_event(daemons, procs, job_python, nccl_lib, tmp_path):
 # -- 5. soak (bounded) -----------------------------------------------------------------------
 
 def test_soak_bounded(daemons, procs, job_python, tmp_path):
-    """SOAK: about 2 minutes (`make soak`: 11). One daemon, /metrics scraped every second throughout; 10 s with no
-    job, then a data-loading job traced for SOAK_WARMUP_S + SOAK_S seconds with the daemon's
-    RSS sampled every 10 s. RSS must be flat after the warm-up (within RSS_SLACK_KB) and the
+    """SOAK: about 2 minutes (`make soak`: 11). One daemon, /metrics scraped every second
+    throughout; 10 s with no job, then a data-loading job traced for SOAK_WARMUP_S + SOAK_S
+    seconds with the daemon's RSS sampled every 10 s. RSS must be flat after the warm-up (within RSS_SLACK_KB) and the
     daemon's CPU time is printed for 0 and 1 traced jobs."""
     d = daemons(["--window", "2"])
     stop = threading.Event()
