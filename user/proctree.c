@@ -170,7 +170,6 @@ pid_t proc_ppid(const char *procfs, pid_t pid)
 	return ppid;
 }
 
-
 int proc_parse_stat_comm(const char *text, size_t len, char *comm, size_t size, char *state)
 {
 	const char *open = memchr(text, '(', len), *close = NULL;

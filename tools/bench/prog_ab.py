@@ -9,50 +9,37 @@ by more than that within minutes.
   sudo tools/bench/prog_ab.py --pid 1234 --rounds 6 ./pipeprof /tmp/pipeprof.old
 
 Each build gets an attach cache of its own (PIPEPROF_CACHE_DIR), so neither reads the other's.
-Needs root, bpftool and kernel.bpf_stats_enabled (set here, and restored)."""
+Needs root and bpftool; the kernel's BPF statistics are on while it runs."""
 import argparse
-import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import unrelated_cost as uc  # noqa: E402  (enable_stats, wait_attached, prog_stats, delta)
+
 PROGRAMS = ("on_sched_switch", "on_sched_waking", "on_sched_wakeup")
 
 
-def snapshot(names):
-    """{name: (run_time_ns, run_cnt, id)} of the newest loaded program of each name."""
-    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
-                         check=True).stdout
-    newest = {}
-    for p in json.loads(out):
-        name = p.get("name")
-        if name in names and p["id"] > newest.get(name, {"id": -1})["id"]:
-            newest[name] = p
-    return {n: (p.get("run_time_ns", 0), p.get("run_cnt", 0), p["id"]) for n, p in newest.items()}
-
-
-def one_window(build, pid, window, settle, measure, names, cache):
-    """ns per run of each program over `measure` seconds of one attach of build."""
+def one_window(build, pid, window, measure, names, cache):
+    """ns per run of each program over `measure` seconds of one attach of build, from its own
+    programs' statistics once every probe is in."""
     env = dict(os.environ, PIPEPROF_CACHE_DIR=cache)
     p = subprocess.Popen([build, "-p", str(pid), "-d", str(window)], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(settle)
-    before = snapshot(names)
+    ids = uc.wait_attached(p)
+    before = uc.prog_stats(ids)
     time.sleep(measure)
-    after = snapshot(names)
+    after = uc.prog_stats(ids)
     _, err = p.communicate()
     if p.returncode:
         sys.exit("prog_ab.py: %s exited %d: %s" % (build, p.returncode, err.strip()[-500:]))
-    got = {}
-    for n in names:
-        a, z = before.get(n), after.get(n)
-        # The same program (id) at both ends, and it ran: else another tracer's, or idle.
-        if a and z and a[2] == z[2] and z[1] > a[1]:
-            got[n] = (z[0] - a[0]) / (z[1] - a[1])
-    return got
+    return {name: ns / cnt for name, ns, cnt in uc.delta(before, after).values()
+            if name in names and cnt > 0}
 
 
 def main():
@@ -80,27 +67,21 @@ def main():
     except OSError:
         sys.exit("prog_ab.py: no such process: %d" % args.pid)
     names = tuple(n for n in args.programs.split(",") if n)
-    stats = "/proc/sys/kernel/bpf_stats_enabled"
-    with open(stats) as f:
-        was = f.read().strip()
     res = {b: {n: [] for n in names} for b in args.builds}
     caches = {b: tempfile.mkdtemp(prefix="prog_ab.") for b in args.builds}
+    restore = uc.enable_stats()
     try:
-        with open(stats, "w") as f:
-            f.write("1")
         for r in range(args.rounds):
             for b in args.builds:
-                got = one_window(b, args.pid, args.window, 1.5, args.window - 3, names,
-                                 caches[b])
+                got = one_window(b, args.pid, args.window, args.window - 2, names, caches[b])
                 for n, v in got.items():
                     res[b][n].append(v)
                 print("round %d %s: %s" % (r + 1, b, ", ".join(
                     "%s %.0f" % (n, v) for n, v in sorted(got.items()))), flush=True)
     finally:
-        with open(stats, "w") as f:
-            f.write(was)
+        restore()
         for c in caches.values():
-            subprocess.run(["rm", "-rf", c])
+            shutil.rmtree(c, ignore_errors=True)
     print("\nmedian ns per run over %d rounds:" % args.rounds)
     print("%-40s %s" % ("build", " ".join("%16s" % n for n in names)))
     for b in args.builds:
