@@ -94,6 +94,7 @@ extern __u64 switch_ins_counted;
 extern const volatile __u32 drop_wakeup_every;
 extern __u64 wakeups_counted;
 extern __u32 wakeup_dropped_tid;
+extern struct pp_dropped_wake task_wakeups_dropped[PP_TEST_WAKE_SLOTS];
 extern const volatile bool drop_woken_switch_in;
 extern __u32 switch_in_dropped_tid;
 

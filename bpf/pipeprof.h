@@ -403,6 +403,16 @@ struct pp_wake {
 	__u8 pad;
 };
 
+/* PIPEPROF_TEST_DROP_WAKEUPS (tests only): of the last thread of a slot (tid %
+ * PP_TEST_WAKE_SLOTS) a wakeup from a task was ignored of, the calls of the waits those ended,
+ * a bit each by a hash of the call, until a wakeup of a wait of that call is not ignored. */
+#define PP_TEST_WAKE_SLOTS 64
+struct pp_dropped_wake {
+	__u64 calls;
+	__u32 tid;
+	__u32 pad;
+};
+
 /* threads value: cumulative time per state since the window opened */
 struct pp_thread {
 	/* First, together, what a switch or a wakeup of the thread reads or writes: each cache

@@ -313,7 +313,9 @@ def untraced_switch_ins(every):
 def lost_wakeups(every):
     """pipeprof's environment with one wakeup of the job in EVERY left untraced, its
     sched_waking and sched_wakeup (PIPEPROF_TEST_DROP_WAKEUPS), as a Firecracker guest loses a
-    few beside CPU hogs (a timer's, its switch-in traced): met at every attach."""
+    few beside CPU hogs (a timer's, its switch-in traced): met at every attach. Never two in a
+    row from a task of one thread's waits of one call, so that a periodic job does not lose
+    the same wakeup (its batch's delivery) in every cycle."""
     return dict(os.environ, PIPEPROF_TEST_DROP_WAKEUPS=str(every))
 
 

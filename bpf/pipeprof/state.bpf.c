@@ -44,6 +44,8 @@ __u64 switch_ins_counted = 0;
 const volatile __u32 drop_wakeup_every = 0;
 __u64 wakeups_counted = 0;
 __u32 wakeup_dropped_tid = 0;
+/* The calls whose wakeups from a task were last dropped, by thread (wakeup_drop_due()). */
+struct pp_dropped_wake task_wakeups_dropped[PP_TEST_WAKE_SLOTS];
 /* PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS=1 (tests only, with the above): the switch-in after each
  * wakeup lost is lost too, as this guest loses both for a task now and then beside CPU hogs. */
 const volatile bool drop_woken_switch_in = false;
