@@ -62,6 +62,7 @@ extern const volatile __u32 hist_keying;
 extern const volatile __u64 hist_time_div;
 extern const volatile __u32 wait_stack_tid;
 extern const volatile __u32 wait_stack_scope;
+extern __u32 verifier_blind_zero;
 extern const volatile bool step_records_on;
 extern const volatile bool step_probe_on;
 extern const volatile __u32 step_wait_tid;

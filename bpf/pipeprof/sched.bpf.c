@@ -664,6 +664,11 @@ __noinline int thread_record_new(const struct pp_comm *comm, __u32 tid, __u32 tg
 	}
 	if (slot >= PP_FRESH_SLOTS)
 		return 1;
+	/* Each slot claimed above is a path of its own, which the verifier would walk the rest on
+	 * four times (8 programs build records: 2,944 instructions of an attach's 32,417). */
+	slot ^= verifier_blind_zero;
+	if (slot >= PP_FRESH_SLOTS)
+		return 1;
 	rec = &fresh->rec[slot];
 	__builtin_memset(rec, 0, sizeof(*rec));
 	pp_thread_init(rec, tgid, phase, start_ns);

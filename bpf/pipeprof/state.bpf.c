@@ -74,6 +74,11 @@ bool job_is_distributed = false;
  * many (launch_sample.c), and a step counts its launches only if one burst spans it whole. */
 __u32 launch_epoch = 0;
 
+/* 0, and never written. Loaded from .bss, which the verifier does not read ahead as it reads
+ * .rodata, it turns a value the verifier knows into one it does not: paths that differ only in
+ * that value are then verified once (thread_record_new()'s slot). */
+__u32 verifier_blind_zero = 0;
+
 struct pp_hist zero_hist;
 struct pp_thread_gpu zero_thread_gpu;
 struct pp_dev_mem zero_dev_mem;
