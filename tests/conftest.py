@@ -313,9 +313,9 @@ def untraced_switch_ins(every):
 def lost_wakeups(every):
     """pipeprof's environment with one wakeup of the job in EVERY left untraced, its
     sched_waking and sched_wakeup (PIPEPROF_TEST_DROP_WAKEUPS), as a Firecracker guest loses a
-    few beside CPU hogs (a timer's, its switch-in traced): met at every attach. Never two in a
-    row from a task of one thread's waits of one call, so that a periodic job does not lose
-    the same wakeup (its batch's delivery) in every cycle."""
+    few beside CPU hogs (a timer's, its switch-in traced): met at every attach. With EVERY above 1,
+    never two in a row from a task of one thread's waits of one call, so that a periodic job
+    does not lose the same wakeup (its batch's delivery) in every cycle."""
     return dict(os.environ, PIPEPROF_TEST_DROP_WAKEUPS=str(every))
 
 
@@ -323,7 +323,8 @@ def lost_wakeups_unplaced(every):
     """lost_wakeups(EVERY), and each lost wakeup's switch-in lost with it
     (PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS): a wait no event was seen to end, placed from the CPU
     clock at the thread's next switch-out, as the same guest leaves one now and then beside CPU
-    hogs."""
+    hogs. A task's wakeup of a thread holding timed-out waits is not lost then: nothing would
+    be left to say what ended them."""
     return dict(lost_wakeups(every), PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS="1")
 
 
