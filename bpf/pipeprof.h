@@ -405,7 +405,7 @@ struct pp_wake {
 
 /* PIPEPROF_TEST_DROP_WAKEUPS (tests only): of the last thread of a slot (tid %
  * PP_TEST_WAKE_SLOTS) a wakeup from a task was ignored of, the calls of the waits those ended,
- * a bit each by the call's signature, until a wakeup of a wait of that call is not ignored. */
+ * a bit each by the call's signature (mod 64), until a wakeup of that call is spared for it. */
 #define PP_TEST_WAKE_SLOTS 64
 struct pp_dropped_wake {
 	__u64 calls;

@@ -323,8 +323,8 @@ def lost_wakeups_unplaced(every):
     """lost_wakeups(EVERY), and each lost wakeup's switch-in lost with it
     (PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS): a wait no event was seen to end, placed from the CPU
     clock at the thread's next switch-out, as the same guest leaves one now and then beside CPU
-    hogs. A task's wakeup of a thread holding timed-out waits is not lost then: nothing would
-    be left to say what ended them."""
+    hogs. With EVERY above 1, a task's wakeup of a thread holding timed-out waits is not lost
+    then: nothing would be left to say what ended them."""
     return dict(lost_wakeups(every), PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS="1")
 
 

@@ -216,7 +216,8 @@ LOST_WAKEUP_EVERY = 5
 # 37-77% OTHER at 7 attaches in 8 with the wait's call read at its wakeup or switch-in (none
 # seen; beside two CPU hogs without the hook, 1-2 s of OTHER at 3 attaches in 21 and once in
 # CI), and DATA-LOADING BOUND (thread loader) at one. Read at the switch-out into the wait: 8
-# in 8 within 0.2 pts of the truth.
+# in 8 within 0.2 pts of the truth. The hook never loses the batch's delivery that ends a held
+# chain this way (nothing would be left to name it); the chain's own timer wakeups it does.
 UNPLACED_WAKEUP_EVERY = 3
 # thread_pause's THREAD_WAIT, pipeprof's less the truth's averaged over a group's attaches:
 # -1.0 to +0.6 pts at any attach, quiet or with some switch-ins untraced (4 runs of this test).
