@@ -542,9 +542,10 @@ static __always_inline void judge_wakeup(struct pp_thread *wakee, __u32 wakee_ti
  * every cycle in some attaches (each batch's delivery: a chain of timed-out waits no waker was
  * ever seen to end, 2 to 4 attaches in 12), which no guest does. A wakeup spared is not counted,
  * which moves the cycle on. With PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS (and N above 1), a task's
- * wakeup of a thread holding timed-out waits is spared too: lost with its switch-in, nothing is left to say what
- * ended the chain, and where the next batch came after the naming wait the chain read OTHER
- * whatever pipeprof did (3 attaches in 24 where batches came slower than the window).
+ * wakeup of a thread holding timed-out waits is spared too: lost with its switch-in, nothing is
+ * left to say what ended the chain, and where the next batch came after the naming wait the
+ * chain read OTHER whatever pipeprof did (3 attaches in 24 where batches came slower than the
+ * window).
  */
 static __always_inline bool wakeup_drop_due(const struct pp_thread *t, __u32 tid)
 {
@@ -672,7 +673,8 @@ __noinline int thread_record_new(const struct pp_comm *comm, __u32 tid, __u32 tg
 		return 1;
 	/* Each slot claimed above is a path of its own: known to the verifier, it walked the rest
 	 * once per slot (592 instructions in each of the 8 programs that build records, 211 now, less
-	 * the check added: 2,944 fewer of an attach's 32,417). The test below never holds: verifier_blind_zero is 0. */
+	 * the check added: 2,944 fewer of an attach's 32,417). The test below never holds:
+	 * verifier_blind_zero is 0. */
 	slot ^= verifier_blind_zero;
 	if (slot >= PP_FRESH_SLOTS)
 		return 1;
