@@ -17,7 +17,8 @@ the CPU for longer (the truth's run_delay says).
 Threads: the whole tree has exactly --threads threads. Each worker process runs its loop in its
 main thread plus idle threads (blocked on an Event for good); the root has the trainer, a storm
 thread and idle threads for the rest. The layout (every pid and its thread count, read back
-from /proc once all are up) is printed before READY as `LAYOUT {json}`.
+from /proc once all are up, and the storm thread's tid) is printed before READY as
+`LAYOUT {json}`.
 
 Fork storm: on SIGUSR1 the storm thread forks --storm processes back to back; every
 --storm-every-th child forks one grandchild. Each lives 10-300 ms (spread over the storm) and
@@ -26,6 +27,14 @@ runs it and it forks them (a hundred in a fraction of a second; Python's own for
 dozen a second on a busy 2-CPU VM). Once all are gone it prints `STORM {json}`: every pid
 (children, grandchildren, the helper) with its fork time (CLOCK_MONOTONIC ns, taken by the
 parent just before fork()).
+
+Send the SIGUSR1 to the storm thread (tgkill with the layout's storm_tid) where the trainer's
+states are checked: the kernel hands a signal sent to the process to its main thread, the
+trainer, and in its wait for a batch (the workers deliver in bursts, so a wait lasts up to
+0.8 s) the signal ends that wait early. The stall model reads a wait a signal ended as OTHER,
+while the truth counts the whole read as data: the part cut off read up to 5.8% of a 5 s window
+as OTHER. Sent to the storm thread, the signal interrupts only that thread's read; Python runs
+the handler in the main thread once its read returns.
 
 On SIGUSR2 the trainer writes its truth file so far (without stopping), so that a test can
 check attaches to one long-running instance as they come; SIGTERM ends the run as usual.
@@ -216,11 +225,16 @@ def main(argv=None):
         _read_exact(ready_r, workers)
         os.close(ready_r)
 
+        storm_up = threading.Event()
+
         def storm_loop():
+            st["storm_tid"] = threading.get_native_id()
+            storm_up.set()
             while os.read(storm_r, 1):
                 storm(args.storm, args.storm_every, sys.stdout)
 
         threading.Thread(target=storm_loop, name="storm", daemon=True).start()
+        storm_up.wait()
         _idle_threads(root_idle, "idle")
         signal.signal(signal.SIGUSR1, lambda s, f: os.write(storm_w, b"s"))
         signal.signal(signal.SIGUSR2, lambda s, f: st.update(snapshot=True))
@@ -232,7 +246,8 @@ def main(argv=None):
         layout = {str(pid): len(os.listdir("/proc/%d/task" % pid)) for pid in st["pids"]}
         root_threads = len(os.listdir("/proc/self/task"))
         sys.stdout.write("LAYOUT %s\n" % json.dumps({
-            "root": os.getpid(), "root_threads": root_threads, "workers": layout,
+            "root": os.getpid(), "root_threads": root_threads, "storm_tid": st["storm_tid"],
+            "workers": layout,
             "threads": root_threads + sum(layout.values())}))
         sys.stdout.flush()
         return {"workers": workers, "threads_per_worker": per_worker,
