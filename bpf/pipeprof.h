@@ -263,19 +263,22 @@ enum pp_retry_action {
  * held_lead_ms: the thread's lead before it (pp_retry_of); timed_out: an interrupt ended it,
  * named nothing; brief: it ended within PP_ON_THE_WAY_MAX_NS; handoff: a task ended it within
  * PP_LOCK_HANDOFF_MAX_NS. */
-static inline int pp_retry_action(int holding, __u64 call, __u64 held_call, __u32 held_lead_ms,
-				  int timed_out, int brief, int handoff)
+static inline int pp_retry_action_of(int holding, int retry, int timed_out, int brief, int handoff)
 {
-	int retry;
-
 	if (!holding)
 		return PP_RETRY_DROP;
-	retry = pp_retry_of(held_call, call, held_lead_ms);
 	if (timed_out)
 		return retry || brief ? PP_RETRY_ADD : PP_RETRY_DROP;
 	if (retry)
 		return PP_RETRY_NAME;
 	return handoff ? PP_RETRY_KEEP : PP_RETRY_DROP;
+}
+
+static inline int pp_retry_action(int holding, __u64 call, __u64 held_call, __u32 held_lead_ms,
+				  int timed_out, int brief, int handoff)
+{
+	return pp_retry_action_of(holding, holding && pp_retry_of(held_call, call, held_lead_ms),
+				  timed_out, brief, handoff);
 }
 
 /*
@@ -449,7 +452,8 @@ struct pp_thread {
 	__u64 ns[PP_NR_STATES];
 	/* The call of the wait being closed when it waits on an object with a timeout
 	 * (pp_retry_call), 0 otherwise or unread; read at the switch-out into it, or for a wait
-	 * open at the attach at its wakeup or switch-in where an interrupt woke it. */
+	 * open at the attach at its wakeup or switch-in where an interrupt woke it or no wakeup
+	 * was seen. */
 	__u64 wait_call;
 	/* OTHER, inside the window, of the timed-out waits the thread retried at once since its
 	 * last named wait: the cause of the retry that succeeds is theirs (pp_retry_names). */

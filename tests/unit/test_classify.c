@@ -334,6 +334,22 @@ TEST(test_retry_run_budget)
 	CHECK_EQ_U64(pp_retry_run_budget(1000 * MS), 15625000);
 }
 
+/* The decision once the match is known (the BPF side works the match out once for both of its
+ * rules): every combination of its inputs. */
+TEST(test_retry_action_of_a_known_match)
+{
+	for (int retry = 0; retry < 2; retry++)
+		for (int brief = 0; brief < 2; brief++)
+			for (int handoff = 0; handoff < 2; handoff++) {
+				CHECK_EQ_INT(pp_retry_action_of(0, retry, 1, brief, handoff), PP_RETRY_DROP);
+				CHECK_EQ_INT(pp_retry_action_of(0, retry, 0, brief, handoff), PP_RETRY_DROP);
+				CHECK_EQ_INT(pp_retry_action_of(1, retry, 1, brief, handoff),
+					     retry || brief ? PP_RETRY_ADD : PP_RETRY_DROP);
+				CHECK_EQ_INT(pp_retry_action_of(1, retry, 0, brief, handoff),
+					     retry ? PP_RETRY_NAME : handoff ? PP_RETRY_KEEP : PP_RETRY_DROP);
+			}
+}
+
 /* What each wait does to the held ones, on the shapes the rules were made on. */
 TEST(test_retry_actions)
 {
@@ -1303,6 +1319,7 @@ int main(void)
 	RUN_TEST(test_close_retry_of_timed_out_wait);
 	RUN_TEST(test_close_chain_named_before);
 	RUN_TEST(test_retry_run_budget);
+	RUN_TEST(test_retry_action_of_a_known_match);
 	RUN_TEST(test_retry_actions);
 	RUN_TEST(test_takeover);
 	RUN_TEST(test_same_call);
