@@ -129,7 +129,6 @@ static __always_inline bool held_at_gil_call(struct pp_thread *t)
  * retry_after_timeouts(). */
 __noinline int takeover_names_held(struct pp_thread *waker, struct pp_thread *wakee, __u64 now)
 {
-	struct pp_proc *proc;
 	__u32 tgid;
 
 	if (!waker || !wakee || waker->phase != PP_PHASE_ONCPU || waker->gpu_depth ||
@@ -139,10 +138,10 @@ __noinline int takeover_names_held(struct pp_thread *waker, struct pp_thread *wa
 				    wakee->phase, wakee->phase_start_ns, wakee->last_wait_end_ns))
 		return 0;
 	held_taken_over(waker);
-	tgid = waker->tgid;
-	proc = bpf_map_lookup_elem(&tracked_procs, &tgid);
-	if (proc && waker->held_one_call)
-		takeover_call_learn(proc, waker->held_call);
+	if (waker->held_one_call) {
+		tgid = waker->tgid;
+		takeover_call_learn(bpf_map_lookup_elem(&tracked_procs, &tgid), waker->held_call);
+	}
 	waker->timed_out_ns = 0;
 	waker->held_call = 0;
 	return 1;
