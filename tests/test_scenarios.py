@@ -333,6 +333,10 @@ def check_attaches(name, runs, truth, tid, verdict, evidence, extra=None, alt_tr
                 details.append("  counters (attach %d, non-zero): %s" % (r["attach"], ", ".join(
                     "%s=%s" % (k, v) for k, v in sorted(report.get("counters", {}).items())
                     if isinstance(v, int) and not isinstance(v, bool) and v)))
+                # What the report itself said it could not see (a wait still open after the
+                # naming grace, waits no wakeup ended): a failure it owned up to says so.
+                for note in report.get("not_traced") or []:
+                    details.append("  not traced (attach %d): %s" % (r["attach"], note))
         pytest.fail("%s\nfailed attaches: %s of %d\n\n%s\n\nevery attach:\n%s" % (
             summary, ", ".join(map(str, failed)), n, "\n".join(details),
             "\n\n".join(r["table"] for r in results)), pytrace=False)

@@ -58,7 +58,7 @@ static bool open_wait_pending(struct tracer *t, __u64 end_ns, pid_t tid)
 		if (pp_retry_pending(&th) && th.timed_out_from_ns < end_ns &&
 		    (th.phase == PP_PHASE_OFFCPU || th.phase == PP_PHASE_RUNNABLE ||
 		     (th.phase == PP_PHASE_ONCPU &&
-		      monotonic_ns() - th.oncpu_since_ns <= pp_retry_run_budget(th.timed_out_ns))))
+		      monotonic_ns() - th.oncpu_since_ns <= pp_held_run_budget(&th))))
 			return true;
 	}
 	return false;

@@ -101,7 +101,8 @@ static __always_inline void held_taken_over(struct pp_thread *t)
 
 /* pp_takeover_call_known() and pp_takeover_call_learn() of a process. Global: their loops over
  * the slots were walked on every path to them (held_at_takeover_call() 1.7x its size,
- * takeover_names_held() 3.2x). */
+ * takeover_names_held() 3.2x). The learning calls the known test rather than inlining it,
+ * whose matches split the store's paths (718 instructions walked for its 193, 3.7x). */
 __noinline int takeover_call_known(struct pp_proc *proc, __u64 call)
 {
 	return proc && pp_takeover_call_known(proc->takeover_calls, call);
@@ -109,8 +110,8 @@ __noinline int takeover_call_known(struct pp_proc *proc, __u64 call)
 
 __noinline int takeover_call_learn(struct pp_proc *proc, __u64 call)
 {
-	if (proc)
-		pp_takeover_call_learn(proc->takeover_calls, call);
+	if (proc && call && !takeover_call_known(proc, call))
+		pp_takeover_call_store(proc->takeover_calls, call);
 	return 0;
 }
 
@@ -160,7 +161,8 @@ __noinline int held_at_takeover_call(struct pp_thread *t)
 	return 1;
 }
 
-/* retry_plan()'s answer: a pp_retry_action, and what else the caller needs of the wait. */
+/* What retry_after_timeouts() plans for a wait's end: a pp_retry_action, and what else it needs
+ * of the wait. */
 #define PLAN_ACTION		0x3
 #define PLAN_RETRY_OF		0x4	/* ADD: the wait is the held waits' call (pp_retry_of) */
 #define PLAN_TIMED_OUT		0x8	/* a timer ended it, or may have: it is held if nothing
@@ -197,40 +199,35 @@ __noinline int retry_action(__u64 call, __u64 held_call, __u32 held_lead_ms, __u
 }
 
 /*
- * What the end of a wait from since to end (its wakeup, or now) does to the timed-out waits
- * the thread holds; retry_after_timeouts() acts on it. Global, as is retry_action(): each
- * flag is a constant on the paths that computed it, and where a later test of it followed
- * more branches the verifier walked them once for each combination of the flags' values
- * (4,078 instructions verified in every program that closes a wait; 1,481 split in three).
+ * retry_action()'s flags for the end of a wait from since to end (its wakeup, or now), what it
+ * does to the timed-out waits the thread holds. Global, and apart from retry_action(): each
+ * flag is a constant on the paths that computed it, and a later test of it split every path
+ * after it, so the verifier walked what followed once for each combination of their values
+ * (retry_plan(), which also called retry_action(), 3.8x its size in every program that closes
+ * a wait). Here the paths end at the return, and the caller has one unknown word.
  */
-__noinline int retry_plan(struct pp_thread *t, __u32 cause, __u64 since, __u64 end, __u64 call)
+__noinline __u32 retry_flags(struct pp_thread *t, __u32 cause, __u64 since, __u64 end, __u64 call)
 {
-	__u64 waited;
+	__u32 holding;
 	bool timed_out, handoff;
-	int holding, action;
 
 	if (!t)
-		return PP_RETRY_DROP;
-	waited = window_part_ns(since, end);
+		return 0;
+	holding = pp_retry_pending(t) ? ACT_HOLDING : 0;
+	/* A wait open at the attach too: its wakeup lost, its call read at the switch-in. */
+	if (cause == PP_OTHER && !t->gpu_depth &&
+	    (t->phase == PP_PHASE_OFFCPU || t->phase == PP_PHASE_UNKNOWN) &&
+	    t->woken_ns < t->oncpu_since_ns)
+		return ACT_UNSEEN_END | holding |
+		       (window_part_ns(since, end) <= t->timed_out_ns ? ACT_WITHIN_HELD : 0);
 	timed_out = !t->gpu_depth && cause == PP_OTHER && call && t->wake_ctx != PP_WAKE_TASK &&
 		    t->woken_ns > since;
 	/* Woken as it slept, or as it went to sleep (the holder unlocks at once), soon: by the
 	 * wakeup, not the queueing after it that a busy machine drags out. */
 	handoff = !timed_out && t->wake_ctx == PP_WAKE_TASK && t->woken_ns >= t->oncpu_since_ns &&
 		  t->woken_ns <= since + PP_LOCK_HANDOFF_MAX_NS;
-	holding = pp_retry_pending(t);
-	/* A wait open at the attach too: its wakeup lost, its call read at the switch-in. */
-	if (cause == PP_OTHER && !t->gpu_depth &&
-	    (t->phase == PP_PHASE_OFFCPU || t->phase == PP_PHASE_UNKNOWN) &&
-	    t->woken_ns < t->oncpu_since_ns)
-		return retry_action(call, t->held_call, t->held_lead_ms,
-				    ACT_UNSEEN_END | (holding ? ACT_HOLDING : 0) |
-				    (waited <= t->timed_out_ns ? ACT_WITHIN_HELD : 0));
-	action = retry_action(call, t->held_call, t->held_lead_ms,
-			      (holding ? ACT_HOLDING : 0) | (timed_out ? ACT_TIMED_OUT : 0) |
-			      (end <= since + PP_ON_THE_WAY_MAX_NS ? ACT_BRIEF : 0) |
-			      (handoff ? ACT_HANDOFF : 0));
-	return action | (timed_out ? PLAN_TIMED_OUT : 0);
+	return holding | (timed_out ? ACT_TIMED_OUT : 0) |
+	       (end <= since + PP_ON_THE_WAY_MAX_NS ? ACT_BRIEF : 0) | (handoff ? ACT_HANDOFF : 0);
 }
 
 /*
@@ -247,6 +244,7 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 {
 	__u64 end, waited, call;
 	int plan, action;
+	__u32 flags;
 
 	if (!t)
 		return 0;
@@ -254,7 +252,10 @@ __noinline int retry_after_timeouts(struct pp_thread *t, __u32 cause, __u64 sinc
 	waited = window_part_ns(since, end);
 	call = t->wait_call;
 	t->wait_call = 0;
-	plan = retry_plan(t, cause, since, end, call);
+	flags = retry_flags(t, cause, since, end, call);
+	/* For an unseen end retry_action() says whether it is held (PLAN_TIMED_OUT). */
+	plan = retry_action(call, t->held_call, t->held_lead_ms, flags) |
+	       (flags & ACT_TIMED_OUT ? PLAN_TIMED_OUT : 0);
 	action = plan & PLAN_ACTION;
 	if (action == PP_RETRY_KEEP)
 		return action;

@@ -236,7 +236,7 @@ TEST(test_close_retry_of_timed_out_wait)
 	CHECK_EQ_U64(r.ns[PP_OTHER], 0);
 	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 950 * MS - 100000);
 	/* It ran more than briefly before waiting again: no retry, the timeout stays OTHER. */
-	t.ran_since_wait_ns = pp_retry_run_budget(t.timed_out_ns) + 1;
+	t.ran_since_wait_ns = pp_held_run_budget(&t) + 1;
 	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
 	CHECK_EQ_U64(r.ns[PP_OTHER], 500 * MS);
 	CHECK_EQ_U64(r.ns[PP_DATA_WAIT], 450 * MS - 100000);
@@ -294,7 +294,7 @@ TEST(test_close_chain_named_before)
 	 * open at the close, not woken yet, is its own. */
 	t.named_cause = PP_THREAD_WAIT;
 	t.woken_ns = 699 * MS - 10000;
-	t.ran_since_wait_ns = pp_retry_run_budget(t.timed_out_ns) + 1;
+	t.ran_since_wait_ns = pp_held_run_budget(&t) + 1;
 	thread_close(&t, 100 * MS, 1100 * MS, 0, &r);
 	CHECK_EQ_U64(r.named_before_ns, 0);
 	CHECK_EQ_U64(r.ns[PP_OTHER], 1000 * MS);
@@ -332,6 +332,35 @@ TEST(test_retry_run_budget)
 	/* The DataLoader's 5 s: 78 ms, past the 3.3-8.2 ms its own check runs. */
 	CHECK_EQ_U64(pp_retry_run_budget(5000 * MS), 78125000);
 	CHECK_EQ_U64(pp_retry_run_budget(1000 * MS), 15625000);
+}
+
+/* A held wait the window's end cut: its budget is a whole wait's of its call, not the part the
+ * window holds. deadline_remainder's poll for the 943 ms left of its deadline, 541 ms of it in
+ * the window, then 12.7 ms on a CPU to its retry. */
+TEST(test_held_run_budget_of_a_cut_wait)
+{
+	const __u64 poll_943 = (21ULL << 32) | 943, gil = (14ULL << 32) | 5,
+		    queue_get = (13ULL << 32) | 0xffffffffU;
+	struct pp_thread t = { .timed_out_ns = 541 * MS, .held_call = poll_943,
+			       .ran_since_wait_ns = 12700 * 1000 };
+
+	CHECK_EQ_U64(pp_held_length_ns(541 * MS, poll_943), 943 * MS);
+	CHECK_EQ_U64(pp_held_run_budget(&t), pp_retry_run_budget(943 * MS));
+	CHECK(pp_retry_pending(&t));
+	/* Past a sixty-fourth of the whole wait: not its retry. */
+	t.ran_since_wait_ns = pp_retry_run_budget(943 * MS) + 1;
+	CHECK(!pp_retry_pending(&t));
+	/* A chain held longer than one wait of its call: the chain's time. */
+	CHECK_EQ_U64(pp_held_length_ns(2941 * MS, poll_943), 2941 * MS);
+	/* No deadline to go by (no timeout, none read): the held time. */
+	CHECK_EQ_U64(pp_held_length_ns(541 * MS, queue_get), 541 * MS);
+	CHECK_EQ_U64(pp_held_length_ns(541 * MS, 0), 541 * MS);
+	/* The GIL's 5 ms waits keep a relay's 5 ms. */
+	t.timed_out_ns = 2 * MS;
+	t.held_call = gil;
+	CHECK_EQ_U64(pp_held_run_budget(&t), PP_CHAIN_MAX_RUN_NS);
+	t.timed_out_ns = 0;
+	CHECK(!pp_retry_pending(&t));
 }
 
 /* The decision once the match is known (the BPF side works the match out once for both of its
@@ -1319,6 +1348,7 @@ int main(void)
 	RUN_TEST(test_close_retry_of_timed_out_wait);
 	RUN_TEST(test_close_chain_named_before);
 	RUN_TEST(test_retry_run_budget);
+	RUN_TEST(test_held_run_budget_of_a_cut_wait);
 	RUN_TEST(test_retry_action_of_a_known_match);
 	RUN_TEST(test_retry_actions);
 	RUN_TEST(test_takeover);
