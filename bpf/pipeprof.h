@@ -532,8 +532,9 @@ static inline __u64 pp_retry_run_budget(__u64 held_ns)
  * window, or where their call has a deadline at least one whole wait of it, as long as a wait a
  * timer ended lasted. A wait the window's end (or its start) cut held only its part inside, and
  * its budget shrank with it: a poll for the 943 ms left of a 1 s deadline, 541 ms of it in the
- * window, had 8.5 ms to its retry where the loop ran 10-13 ms (3-5 ms untraced), and the close
- * gave up on it: 17.8% and 19.9% OTHER at 2 attaches of deadline_remainder in 3, quiet.
+ * window, had 8.5 ms to its retry where the loop took 10-13 ms from the timeout's switch-in to
+ * the retry (3-5 ms of CPU untraced), and the close gave up on it: 17.8% and 19.9% OTHER at 2
+ * attaches of deadline_remainder in 3, quiet.
  */
 static inline __u64 pp_held_length_ns(__u64 held_ns, __u64 held_call)
 {
