@@ -910,6 +910,14 @@ struct pp_hist_key {
 	__u32 epoch;		/* hist_epoch when recorded: 0 or 1 */
 };
 
+/*
+ * The switch-in's histograms (off-CPU by cause, run queue) when none is kept per thread or
+ * process live in a per-CPU array instead: entry epoch * PP_SWITCH_HISTS + the off-CPU cause
+ * (enum pp_state), or + PP_SWITCH_HIST_RUNQ for the run queue. Userspace sums the CPUs.
+ */
+#define PP_SWITCH_HIST_RUNQ	PP_NR_STATES
+#define PP_SWITCH_HISTS		(PP_NR_STATES + 1)
+
 /* Time samples are slotted in rodata's hist_time_div units (usecs or msecs); sum stays in ns. */
 struct pp_hist {
 	__u64 count;		/* events */

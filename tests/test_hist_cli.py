@@ -100,6 +100,40 @@ def test_intervals_json_timestamps_and_detach():
     assert_detached(links)
 
 
+def test_unkeyed_switch_hists_agree_with_per_process():
+    """Unkeyed, the switch-in's histograms (offcpu, runq) are kept per CPU and summed at each
+    drain; --per-process keeps them in the shared hash map. Run side by side on one process
+    with threads on both CPUs, the two must agree: a CPU left out of the sum, or an entry not
+    cleared after its drain, shows as a count off by half or growing interval by interval."""
+    with Proc([PYTHON, "-c", busy_code()], ready="READY") as target:
+        procs = [subprocess.Popen([PIPEPROF, "hist", "-p", str(target.pid), "-j"] + keying +
+                                  ["runq", "offcpu", "1", "3"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+                 for keying in ([], ["--per-process"])]
+        outs = [p.communicate(timeout=60) for p in procs]
+    totals = []
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        lines = [json.loads(l) for l in out.splitlines()]
+        assert len(lines) == 3, out
+        by = {}
+        for o in lines:
+            assert all(v == 0 for v in o["lost"].values()), o["lost"]
+            for h in o["histograms"]:
+                assert sum(s["count"] for s in h["slots"]) == h["count"], h
+                k = (h["kind"], h.get("label") or "")
+                by.setdefault(k, []).append(h["count"] / o["interval_s"])
+        totals.append(by)
+    unkeyed, per_process = totals
+    runq_u, runq_p = unkeyed[("runq", "")], per_process[("runq", "")]
+    assert min(runq_u) > 300, unkeyed
+    # every interval about the same: each drain cleared what it read
+    assert max(runq_u) < 1.5 * min(runq_u), runq_u
+    for k in (("runq", ""), ("offcpu", "THREAD_WAIT")):
+        u, pp = sum(unkeyed[k]) / 3, sum(per_process[k]) / 3
+        assert abs(u - pp) <= 0.15 * pp, (k, unkeyed, per_process)
+
+
 def churn_code(seconds=60):
     """New threads all the time, each sleeping and waking: per-thread keys appear every
     interval, so the histogram map takes inserts throughout, not only at the start."""

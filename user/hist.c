@@ -89,3 +89,29 @@ void hist_print_log2(FILE *out, const __u64 *slots, unsigned int nr_slots, const
 		fputs("|\n", out);
 	}
 }
+
+void hist_switch_key(unsigned int idx, __u32 epoch, struct pp_hist_key *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->epoch = epoch;
+	if (idx == PP_SWITCH_HIST_RUNQ) {
+		key->kind = PP_HK_RUNQ;
+	} else {
+		key->kind = PP_HK_OFFCPU;
+		key->sub = idx;
+	}
+}
+
+void hist_sum_cpus(const void *copies, int nr_cpus, size_t stride, struct pp_hist *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (int cpu = 0; cpu < nr_cpus; cpu++) {
+		const struct pp_hist *h = (const void *)((const char *)copies + cpu * stride);
+
+		sum->count += h->count;
+		sum->sum += h->sum;
+		sum->aux += h->aux;
+		for (int i = 0; i < PP_HIST_SLOTS; i++)
+			sum->slots[i] += h->slots[i];
+	}
+}

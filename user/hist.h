@@ -20,4 +20,14 @@ double hist_percentile(const __u64 *slots, unsigned int nr_slots, double p);
 /* BCC's print_log2_hist: "     usecs               : count    distribution" with 40-star bars. */
 void hist_print_log2(FILE *out, const __u64 *slots, unsigned int nr_slots, const char *unit);
 
+struct pp_hist;
+struct pp_hist_key;
+
+/* Entry idx of the per-CPU switch-in histograms (PP_SWITCH_HISTS in pipeprof.h) under the key
+ * the hash map keeps every other histogram by: kind and sub from idx, id 0. */
+void hist_switch_key(unsigned int idx, __u32 epoch, struct pp_hist_key *key);
+
+/* sum = the nr_cpus copies of one per-CPU entry, stride bytes apart as libbpf lays them out. */
+void hist_sum_cpus(const void *copies, int nr_cpus, size_t stride, struct pp_hist *sum);
+
 #endif

@@ -331,7 +331,8 @@ static void keep_entry(const struct pp_hist_key *key, const struct pp_hist *h, v
 
 static int drain_hists(struct tracer *t, struct hist_entry **out, int *nr)
 {
-	struct drained d = { .entries = calloc(tracer_hist_capacity(t), sizeof(*d.entries)) };
+	struct drained d = { .entries = calloc(tracer_hist_capacity(t) + PP_SWITCH_HISTS,
+					       sizeof(*d.entries)) };
 	int err;
 
 	if (!d.entries)

@@ -525,9 +525,7 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 	t->skel->rodata->hist_keying = o->hist_keying;
 	if (o->hist_time_div)
 		t->skel->rodata->hist_time_div = o->hist_time_div;
-	/* Preallocated, so sized to what is asked: one entry when no histogram is kept. */
-	bpf_map__set_max_entries(t->skel->maps.hists, !o->hist_kinds ? 1 :
-				 2 * (o->hist_entries ? o->hist_entries : PP_MAX_HISTS));
+	tracer_size_hists(t, o);
 	tracer_size_sample_buffers(t);
 	t->skel->rodata->step_records_on = o->steps;
 	tracer_size_step_buffer(t);
@@ -655,13 +653,6 @@ int tracer_start(struct tracer *t, const struct tracer_opts *o)
 }
 
 
-void tracer_flip_hists(struct tracer *t)
-{
-	t->hist_drain_epoch = t->skel->bss->hist_epoch;
-	__atomic_store_n(&t->skel->bss->hist_epoch, t->hist_drain_epoch ^ 1, __ATOMIC_SEQ_CST);
-	t->hist_flipped = true;
-}
-
 void tracer_wait_programs(void)
 {
 	const struct timespec pause = { .tv_nsec = 20 * 1000000 };
@@ -674,43 +665,6 @@ void tracer_wait_programs(void)
 	/* nohz_full kernels refuse it and one CPU skips the wait: programs run for
 	 * microseconds, so a pause outlasts any of them. */
 	nanosleep(&pause, NULL);
-}
-
-int tracer_hist_capacity(const struct tracer *t)
-{
-	return bpf_map__max_entries(t->skel->maps.hists);
-}
-
-int tracer_drain_hists(struct tracer *t,
-		       void (*fn)(const struct pp_hist_key *key, const struct pp_hist *h, void *ctx),
-		       void *ctx)
-{
-	int fd = bpf_map__fd(t->skel->maps.hists), cap = tracer_hist_capacity(t), n = 0;
-	struct pp_hist_key *keys, *prev = NULL;
-
-	keys = calloc(cap, sizeof(*keys));
-	if (!keys)
-		return -ENOMEM;
-	if (!t->hist_flipped) {
-		tracer_flip_hists(t);
-		tracer_wait_programs();
-	}
-	t->hist_flipped = false;
-	/* Keys first: deleting while walking would make get_next_key start over. */
-	while (n < cap && !bpf_map_get_next_key(fd, prev, &keys[n])) {
-		prev = &keys[n];
-		n++;
-	}
-	for (int i = 0; i < n; i++) {
-		struct pp_hist h;
-
-		/* No program writes this epoch any more: the entry can be recycled safely. */
-		if (keys[i].epoch == t->hist_drain_epoch &&
-		    !bpf_map_lookup_and_delete_elem(fd, &keys[i], &h))
-			fn(&keys[i], &h, ctx);
-	}
-	free(keys);
-	return 0;
 }
 
 void tracer_cache_core_btf(bool verbose)

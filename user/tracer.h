@@ -321,12 +321,16 @@ void tracer_flip_hists(struct tracer *t);
  * serves every tracer flipped before it. */
 void tracer_wait_programs(void);
 
-/* How many histograms one drain can return. */
+/* Sizes the histogram maps to what o asks for: between open and load. */
+void tracer_size_hists(struct tracer *t, const struct tracer_opts *o);
+
+/* How many histograms the hash map holds, both epochs: one drain returns at most this plus
+ * PP_SWITCH_HISTS (the switch-in's per-CPU ones). */
 int tracer_hist_capacity(const struct tracer *t);
 
-/* Takes every `hist` histogram of the closed interval out of the BPF map, calling fn for each:
+/* Takes every `hist` histogram of the closed interval out of the BPF maps, calling fn for each:
  * each interval then starts from zero, as BCC's tools do. Flips and waits first unless the
- * caller did. Returns 0 or -ENOMEM. */
+ * caller did. Returns 0 or -errno. */
 int tracer_drain_hists(struct tracer *t,
 		       void (*fn)(const struct pp_hist_key *key, const struct pp_hist *h, void *ctx),
 		       void *ctx);

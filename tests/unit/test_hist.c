@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <stdlib.h>
+#include <string.h>
 #include "hist.h"
 #include "pipeprof.h"
 #include "unit.h"
@@ -104,11 +105,67 @@ TEST(test_bcc_text_layout)
 	free(got);
 }
 
+/* The per-CPU switch-in histograms come back under the keys the hash map would have had. */
+TEST(test_switch_hist_keys)
+{
+	struct pp_hist_key key;
+
+	for (unsigned int idx = 0; idx < PP_SWITCH_HISTS; idx++) {
+		hist_switch_key(idx, 1, &key);
+		CHECK_EQ_INT(key.epoch, 1);
+		CHECK_EQ_INT(key.id, 0);
+		if (idx == PP_SWITCH_HIST_RUNQ) {
+			CHECK_EQ_INT(key.kind, PP_HK_RUNQ);
+			CHECK_EQ_INT(key.sub, 0);
+		} else {
+			CHECK_EQ_INT(key.kind, PP_HK_OFFCPU);
+			CHECK_EQ_INT(key.sub, idx);	/* the cause, enum pp_state */
+		}
+	}
+	/* Every cause has its entry, and the run queue one past them. */
+	CHECK_EQ_INT(PP_SWITCH_HIST_RUNQ, PP_NR_STATES);
+	CHECK_EQ_INT(PP_SWITCH_HISTS, PP_NR_STATES + 1);
+}
+
+/* CPUs' copies are summed field by field, each at its stride, padding skipped. */
+TEST(test_switch_hist_sum_cpus)
+{
+	const int nr_cpus = 3;
+	size_t stride = sizeof(struct pp_hist) + 8;	/* as if the value were padded */
+	char *copies = calloc(nr_cpus, stride);
+	struct pp_hist sum;
+
+	if (!CHECK(copies))
+		return;
+	for (int cpu = 0; cpu < nr_cpus; cpu++) {
+		struct pp_hist *h = (void *)(copies + cpu * stride);
+
+		h->count = cpu + 1;
+		h->sum = 1000 * (cpu + 1);
+		h->aux = cpu;
+		h->slots[cpu] = 10;
+		h->slots[PP_HIST_SLOTS - 1] = 1;
+		memset((char *)h + sizeof(*h), 0xff, stride - sizeof(*h));	/* never read */
+	}
+	hist_sum_cpus(copies, nr_cpus, stride, &sum);
+	CHECK_EQ_U64(sum.count, 6);
+	CHECK_EQ_U64(sum.sum, 6000);
+	CHECK_EQ_U64(sum.aux, 3);
+	CHECK_EQ_U64(sum.slots[0], 10);
+	CHECK_EQ_U64(sum.slots[1], 10);
+	CHECK_EQ_U64(sum.slots[2], 10);
+	CHECK_EQ_U64(sum.slots[3], 0);
+	CHECK_EQ_U64(sum.slots[PP_HIST_SLOTS - 1], 3);
+	free(copies);
+}
+
 int main(void)
 {
 	RUN_TEST(test_shared_log2_matches_bit_scan);
 	RUN_TEST(test_slots_match_bcc_layout);
 	RUN_TEST(test_percentiles);
 	RUN_TEST(test_bcc_text_layout);
+	RUN_TEST(test_switch_hist_keys);
+	RUN_TEST(test_switch_hist_sum_cpus);
 	return unit_summary();
 }
