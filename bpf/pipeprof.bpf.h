@@ -63,6 +63,8 @@ extern const volatile __u64 hist_time_div;
 extern const volatile __u32 wait_stack_tid;
 extern const volatile __u32 wait_stack_scope;
 extern __u32 verifier_blind_zero;
+/* 1 once a pinned host region has been stored: until then no copy can be from one. */
+extern __u32 pinned_regions_stored;
 extern const volatile bool step_records_on;
 extern const volatile bool step_probe_on;
 extern const volatile __u32 step_wait_tid;
@@ -530,6 +532,13 @@ static __always_inline bool wants_wait_stack(__u32 tid, __u32 tgid)
 static __always_inline bool accounting(__u64 now)
 {
 	return window_start_ns && (!window_end_ns || now <= window_end_ns);
+}
+
+/* accounting() whatever the time: opened and not yet closed. Where it holds, a probe that has
+ * no use for the time itself need not read the clock to know it may account. */
+static __always_inline bool window_open(void)
+{
+	return window_start_ns && !window_end_ns;
 }
 
 /* A wait still open when the window closed is named by its wakeup, which may come after: the

@@ -335,6 +335,9 @@ static void seed_pinned(struct tracer *t, pid_t pid, struct pinned_ranges *pinne
 		else if (errno != EEXIST)
 			t->pinned_seed_lost++;
 	}
+	/* The copy probes look the regions up only once one is stored. */
+	if (t->pinned_seeded)
+		__atomic_store_n(&t->skel->bss->pinned_regions_stored, 1, __ATOMIC_RELAXED);
 	if (pinned->truncated)
 		t->pinned_seed_lost++;
 	pinned->nr = 0;

@@ -28,11 +28,15 @@ int blocking_call_enter(struct pt_regs *ctx, __u32 api, __u32 state);
 /* The thread, when the call returning is its outermost one, with the time inside it. */
 static __always_inline struct pp_thread *blocking_call_return(__u32 tid, __u64 *took)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = 0;
 	struct pp_thread *t;
 
-	if (!accounting(now))
-		return NULL;
+	/* As at the entry: a nested call's return reads no clock. */
+	if (!window_open()) {
+		now = bpf_ktime_get_ns();
+		if (!accounting(now))
+			return NULL;
+	}
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t || t->phase == PP_PHASE_EXITED)
 		return NULL;
@@ -43,7 +47,8 @@ static __always_inline struct pp_thread *blocking_call_return(__u32 tid, __u64 *
 	}
 	if (--t->gpu_depth)
 		return NULL;
-
+	if (!now)
+		now = bpf_ktime_get_ns();
 	add_state(t, tid, pp_call_state(t->call_state), t->phase_start_ns, now);
 	/* A wait in the call whose switch-in went untraced ends here, as the call's. */
 	next_wake_settled(t);

@@ -79,6 +79,10 @@ __u32 launch_epoch = 0;
  * that value are then verified once (thread_record_new()'s slot). */
 __u32 verifier_blind_zero = 0;
 
+/* 1 once a pinned host region has been stored (gpumem.bpf.c): until then no copy can be from
+ * one, and the walk over the regions map is skipped. */
+__u32 pinned_regions_stored = 0;
+
 struct pp_hist zero_hist;
 struct pp_thread_gpu zero_thread_gpu;
 struct pp_dev_mem zero_dev_mem;
