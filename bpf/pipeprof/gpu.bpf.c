@@ -42,21 +42,20 @@ __noinline int blocking_call_enter(struct pt_regs *ctx, __u32 api, __u32 state)
 		t->phase_start_ns = now;
 		t->gpu_depth = 0;
 	}
-	if (t->gpu_depth == 0) {
-		seen_on_cpu(t, (__u32)bpf_get_current_pid_tgid(), now);
-		account_oncpu(t, task->pid, now);
-		t->phase = PP_PHASE_ONCPU;
-		t->phase_start_ns = now;
-		t->gpu_enter_ns = now;
-		t->gpu_enter_sp = PT_REGS_SP(ctx);
-		t->gpu_api = api;
-		t->call_state = state;
-		/* Synchronising calls only: the trainer's choice, the sync advice and the
-		 * launch gaps count them. */
-		if (state == PP_GPU_WAIT)
-			t->gpu_calls++;
-		outer = 1;
-	}
+	/* The thread's outermost call. */
+	seen_on_cpu(t, (__u32)bpf_get_current_pid_tgid(), now);
+	account_oncpu(t, task->pid, now);
+	t->phase = PP_PHASE_ONCPU;
+	t->phase_start_ns = now;
+	t->gpu_enter_ns = now;
+	t->gpu_enter_sp = PT_REGS_SP(ctx);
+	t->gpu_api = api;
+	t->call_state = state;
+	/* Synchronising calls only: the trainer's choice, the sync advice and the launch gaps
+	 * count them. */
+	if (state == PP_GPU_WAIT)
+		t->gpu_calls++;
+	outer = 1;
 deeper:
 	if (t->gpu_depth < PP_MAX_GPU_DEPTH)
 		t->gpu_depth++;
