@@ -118,6 +118,13 @@ def test_shares_per_role(procs):
                                  r"\(py_cost\.py:\d+\), \d+% to trainer_cool", rec["text"]), rec
     assert named, [r["recommendations"] for r in reports]
     assert {p["pid"] for p in reports[0]["where"]["interpreters"]} >= {pid, worker}
+    # Naming the samples reads each sampled process's maps once (and again only after a
+    # library note), not each second while samples come: every read takes the process's
+    # mmap_lock, and a torch process's takes ~10 ms.
+    for i, rep in enumerate(reports, 1):
+        c = rep["counters"]
+        assert c["maps_reads_naming"] <= 2 + c["maps_reads_notes"], (i, c)
+        assert c["maps_full_scans"] <= 1 + WINDOW_S // 5 + 1, (i, c)
 
 
 def test_folded_and_text(procs, tmp_path):

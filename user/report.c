@@ -774,6 +774,9 @@ int report_print_json(FILE *out, const struct report *r)
 	json_object_object_add(o, "bpf_recursion_misses", json_object_new_int64(r->bpf_recursion_misses));
 	json_object_object_add(o, "bpf_run_ns", json_object_new_int64(r->bpf_run_ns));
 	json_object_object_add(o, "bpf_run_count", json_object_new_int64(r->bpf_run_count));
+	json_object_object_add(o, "maps_full_scans", json_object_new_int(r->maps_full_scans));
+	json_object_object_add(o, "maps_reads_notes", json_object_new_int(r->maps_reads_notes));
+	json_object_object_add(o, "maps_reads_naming", json_object_new_int(r->maps_reads_naming));
 	json_object_object_add(root, "counters", o);
 
 	/* json-c escapes quotes and control characters but copies other bytes as they are: the

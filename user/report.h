@@ -196,6 +196,11 @@ struct report {
 	uint64_t bpf_recursion_misses;	/* program runs the kernel skipped: re-entry on a CPU */
 	/* Kernel BPF stats (sysctl kernel.bpf_stats_enabled=1), else 0: what tracing costs. */
 	uint64_t bpf_run_ns, bpf_run_count;
+	/* What read the traced processes' /proc/PID/maps while tracing (each read takes the
+	 * process's mmap_lock): scans of every process (the attach's, then the safety scans),
+	 * reads of one process at its loader notes, and to name samples (once per process, again
+	 * after a note). */
+	int maps_full_scans, maps_reads_notes, maps_reads_naming;
 	int nr_not_traced;
 	char not_traced[MAX_NOT_TRACED][256];
 	int not_traced_dropped;		/* lines beyond MAX_NOT_TRACED */

@@ -38,6 +38,7 @@ struct sym_proc {
 	struct sym_map *maps;
 	int nr_maps;
 	uint64_t loaded_ns;
+	bool stale;		/* the process has mapped a library since: the next snapshot reads */
 };
 
 /* A miss re-reads the maps (a library loaded since), at most this often: each read takes the
@@ -59,7 +60,7 @@ static void proc_free(struct sym_proc *p)
 	free(p->maps);
 }
 
-static int proc_load(struct sym_proc *p, pid_t pid)
+static int proc_load(struct symbolizer *z, struct sym_proc *p, pid_t pid)
 {
 	char line[PATH_MAX + 128], *buf;
 	struct maps_entry e;
@@ -70,6 +71,7 @@ static int proc_load(struct sym_proc *p, pid_t pid)
 	f = procmaps_open(pid, &buf);
 	if (!f)
 		return 0;	/* gone: an empty map, asked once */
+	z->maps_reads++;
 	while (fgets(line, sizeof(line), f)) {
 		if (procmaps_parse_line(line, &e))
 			continue;
@@ -109,14 +111,34 @@ static const struct sym_map *find_map(const struct sym_proc *p, uint64_t addr)
 	return NULL;
 }
 
+static struct sym_proc *find_proc(struct symbolizer *z, pid_t pid)
+{
+	for (int i = 0; i < z->nr_procs; i++)
+		if (z->procs[i].pid == pid)
+			return &z->procs[i];
+	return NULL;
+}
+
+/* Replaces p's maps with pid's now; keeps them where the process is gone or unreadable. */
+static void proc_reload(struct symbolizer *z, struct sym_proc *p, pid_t pid)
+{
+	struct sym_proc fresh;
+
+	if (proc_load(z, &fresh, pid) || !fresh.nr_maps) {
+		proc_free(&fresh);
+		p->loaded_ns = now_ns();
+		p->stale = false;
+		return;
+	}
+	proc_free(p);
+	*p = fresh;
+}
+
 static const struct sym_map *map_of(struct symbolizer *z, pid_t pid, uint64_t addr)
 {
-	struct sym_proc *p = NULL, fresh;
+	struct sym_proc *p = find_proc(z, pid);
 	const struct sym_map *m;
 
-	for (int i = 0; i < z->nr_procs && !p; i++)
-		if (z->procs[i].pid == pid)
-			p = &z->procs[i];
 	if (!p) {
 		void *grown = realloc(z->procs, (z->nr_procs + 1) * sizeof(*z->procs));
 
@@ -124,7 +146,7 @@ static const struct sym_map *map_of(struct symbolizer *z, pid_t pid, uint64_t ad
 			return NULL;
 		z->procs = grown;
 		p = &z->procs[z->nr_procs];
-		if (proc_load(p, pid)) {
+		if (proc_load(z, p, pid)) {
 			proc_free(p);
 			return NULL;
 		}
@@ -134,21 +156,30 @@ static const struct sym_map *map_of(struct symbolizer *z, pid_t pid, uint64_t ad
 	/* Named while the job runs: a library mapped after the last read. A process gone since
 	 * reads as empty, and keeps what it had. */
 	if (!m && now_ns() - p->loaded_ns >= RELOAD_NS) {
-		if (proc_load(&fresh, pid) || !fresh.nr_maps) {
-			proc_free(&fresh);
-			p->loaded_ns = now_ns();
-			return NULL;
-		}
-		proc_free(p);
-		*p = fresh;
+		proc_reload(z, p, pid);
 		m = find_map(p, addr);
 	}
 	return m;
 }
 
+/* Not map_of(z, pid, 0): address 0 is a miss in every process, and re-read its maps each
+ * second while samples came, ~10 ms of a torch process's mmap_lock each (0.6-0.9% of the
+ * CPU-bound loop's speed under -p, tools/bench/targets.py). */
 void symbolizer_snapshot(struct symbolizer *z, pid_t pid)
 {
-	map_of(z, pid, 0);
+	struct sym_proc *p = find_proc(z, pid);
+
+	if (!p)
+		map_of(z, pid, 0);
+	else if (p->stale)
+		proc_reload(z, p, pid);
+}
+
+void symbolizer_maps_changed(struct symbolizer *z, pid_t pid)
+{
+	for (int i = 0; i < z->nr_procs; i++)
+		if (!pid || z->procs[i].pid == pid)
+			z->procs[i].stale = true;
 }
 
 static const char *demangled(struct symbolizer *z, const char *name, char **owned)

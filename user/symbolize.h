@@ -19,13 +19,16 @@ struct symbolizer {
 	int nr_files;
 	struct sym_proc *procs;
 	int nr_procs;
+	int maps_reads;
 	char *(*demangle)(const char *, char *, size_t *, int *);
 	void *libstdcxx;
 };
 
-/* Reads pid's maps now if they were not (a process may be gone by when its addresses are
- * named). */
+/* Reads pid's maps now if they were not, or if they changed since (a process may be gone by
+ * when its addresses are named); otherwise reads nothing. */
 void symbolizer_snapshot(struct symbolizer *z, pid_t pid);
+/* pid (0: any process) has mapped a library: its next snapshot reads its maps again. */
+void symbolizer_maps_changed(struct symbolizer *z, pid_t pid);
 /* "function (file)", C++ demangled; "file+0xOFFSET" where no symbol covers ip; the mapping's
  * own name for the vDSO and anonymous (JIT) code. -ENOENT where nothing is mapped at ip. */
 int symbolizer_name(struct symbolizer *z, pid_t pid, uint64_t ip, char *out, size_t size);

@@ -254,6 +254,8 @@ void tracer_size_sample_buffers(struct tracer *t);
 int tracer_sampler_start(struct tracer *t);
 void tracer_sampler_add_process(struct tracer *t, pid_t pid, const struct mapped_lib *lib);
 void tracer_sampler_poll(struct tracer *t);
+/* pid (0: any process) mapped a library since its maps were kept for naming samples. */
+void tracer_sampler_maps_changed(struct tracer *t, pid_t pid);
 int tracer_collect_samples(struct tracer *t, struct report *r);
 void tracer_sampler_close(struct tracer *t);
 /* tracer_steps.c: the report's step boundaries. Size before load, start after, take what

@@ -302,6 +302,8 @@ int tracer_collect(struct tracer *t, __u64 end_ns, struct report *r)
 				  "not timed",
 				  (unsigned long long)r->counters[PP_CNT_URETPROBE_ORPHANS]);
 	tracer_prog_stats(t, &r->bpf_recursion_misses, &r->bpf_run_ns, &r->bpf_run_count);
+	r->maps_full_scans = t->full_scans;
+	r->maps_reads_notes = t->pid_scans;
 	tracer_note_limits(t, end_ns, r);
 	if (t->probe_attach_failures)
 		report_not_traced(r, "%d GPU probes could not be attached (-v lists them)",

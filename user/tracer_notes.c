@@ -134,10 +134,12 @@ int tracer_handle_notes(struct tracer *t)
 	if (lost != t->notes_lost_seen) {
 		t->notes_lost_seen = lost;
 		t->nr_noted = 0;
+		tracer_sampler_maps_changed(t, 0);
 		return tracer_refresh(t);
 	}
 	for (int i = 0; i < t->nr_noted; i++) {
 		t->pid_scans++;
+		tracer_sampler_maps_changed(t, t->noted[i]);
 		err = tracer_refresh_pid(t, t->noted[i]);
 		/* A process gone by now has nothing left to probe. */
 		if (err && err != -ESRCH && err != -ENOENT)

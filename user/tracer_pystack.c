@@ -593,6 +593,12 @@ static void name_new(struct tracer *t)
 	}
 }
 
+void tracer_sampler_maps_changed(struct tracer *t, pid_t pid)
+{
+	if (t->naming)
+		symbolizer_maps_changed(&t->naming->z, pid);
+}
+
 static void naming_free(struct tracer *t)
 {
 	struct tracer_naming *n = t->naming;
@@ -620,6 +626,8 @@ int tracer_collect_samples(struct tracer *t, struct report *r)
 	n = t->naming;
 	if (!n)
 		return -ENOMEM;
+	/* Before the names below, which may read the maps of a process whose address missed. */
+	r->maps_reads_naming = n->z.maps_reads;
 	snprintf(r->sample_err, sizeof(r->sample_err), "%s", t->sample_err);
 	r->samples_lost = tracer_counter(t, PP_CNT_SAMPLES_LOST) + t->samples_over_cap;
 	r->samples_seen = t->sample_draw.seen;
