@@ -75,7 +75,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_a
 # Skeletons and BPF objects are outputs worth keeping (bpftool inspects them), not intermediates.
 .SECONDARY: $(SKELS) $(patsubst %.skel.h,$(OUTPUT)/bpf/%.bpf.o,$(notdir $(SKELS)))
 .PHONY: all clean deps test unit-test fixture-test scenario-test test-predictions test-distributed soak fixtures demo install bench bench-daemon \
-	fuzz fuzz-smoke fuzzers check-asan bench-compare bench-progs bench-attach
+	fuzz fuzz-smoke fuzzers check-asan bench-compare bench-targets bench-progs bench-attach
 
 all: pipeprof fixtures
 
@@ -222,6 +222,11 @@ bench-daemon: pipeprof
 # Side by side: pipeprof -p, hist, daemon, torch.profiler and bpftrace on three loops (~15 min).
 bench-compare: pipeprof fixtures
 	tools/bench/compare.py
+
+# The overhead targets with confidence intervals: each traced window between two untraced ones
+# (~27 min).
+bench-targets: pipeprof fixtures
+	tools/bench/targets.py
 
 # Each BPF program's cost per run from the kernel's BPF statistics, and pipeprof's uprobes
 # against empty programs on the same instructions (tools/bench/prog_cost.py, ~12 min).

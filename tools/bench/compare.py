@@ -31,6 +31,9 @@ recorded, and so is the share of each window the loop's main thread spent waitin
 An "A/A control" column measures a second untraced window per round: the noise floor. Targets
 (pass/miss, never a failure): slowdown <= 1.005 on the DataLoader and CPU-bound
 loops and <= 1.02 on the launch-heavy loop, for pipeprof with default settings (-p, daemon).
+One untraced window per round cannot resolve 0.5% on a VM whose speed wanders by 1-3%:
+tools/bench/targets.py brackets every traced window with untraced ones and gives each target a
+confidence interval.
 
 Without bpftrace its column says "skipped" and a note says why. bpftrace needs tracefs: where
 /sys/kernel/tracing is not mounted, the benchmark mounts it and unmounts it at the end.

@@ -1,0 +1,251 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Overhead targets, resolved: pipeprof -p and the daemon on the three loops of compare.py, each
+traced window bracketed by untraced ones, with a 95% confidence interval on the slowdown. A
+benchmark, not a test: it prints figures and asserts nothing.
+
+Why not compare.py's table: on a VM the loops' own speed wanders by 1-3% over tens of seconds
+(the host), whatever the window's length (a CPU-bound loop timed untraced for 150 s in 1 s, 2 s
+and 4 s windows: 1.5%, 1.4%, 1.4% standard deviation). A table whose rounds each compare one
+untraced window with windows up to a minute away cannot tell 1.005 from 1.015.
+
+Here every traced window sits between two untraced ones (U X U X U ...) a few seconds apart,
+and its slowdown is the untraced rate at its midpoint (interpolated between its two neighbours)
+over its own rate: a drift slower than a few seconds cancels. The configurations take the X
+slots in turn, rotated every cycle; "A/A control" is an untraced window in an X slot, measured
+exactly like a tracer: what no overhead reads as. Per configuration: mean and median slowdown
+and a 95% t-interval on the mean over --cycles windows. A target (compare.py's: 1.005 on the
+DataLoader and CPU-bound loops, 1.02 on the launch-heavy loop) is "pass" when the interval's
+top is at or under it, "MISS" when its bottom is over it, and "not resolved" when it straddles
+it: then more --cycles narrow it. Neighbouring windows' noise is not independent, so the
+interval is a guide, not a guarantee; the A/A control's interval should hold 1.000.
+
+Attach and detach are outside the windows (compare.py's --settle and --gap): this is the
+steady-state cost; attach's own cost is tools/bench/attach_time.py's.
+
+    sudo tools/bench/targets.py                          # 30 cycles of 2 s windows, ~27 min
+    sudo tools/bench/targets.py --loops cpu-bound --cycles 40
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import importlib.util
+
+_spec = importlib.util.spec_from_file_location(
+    "bench_compare", os.path.join(os.path.dirname(os.path.abspath(__file__)), "compare.py"))
+compare = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(compare)
+
+CONFIGS = ["A/A control"] + list(compare.TARGET_CONFIGS)
+BASELINE = "untraced"
+# Two-sided 95% Student t quantiles by degrees of freedom; past 30 the normal's 1.96 is within 2%.
+T975 = [None, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
+        2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+        2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def schedule(configs, cycles):
+    """The windows' order: an untraced window before every other window and one at the end; the
+    other configurations in turn, the order rotated by one each cycle."""
+    out = []
+    for c in range(cycles):
+        k = c % len(configs)
+        for config in configs[k:] + configs[:k]:
+            out += [BASELINE, config]
+    return out + [BASELINE]
+
+
+def _mid(rec):
+    return (rec["t0_ns"] + rec["t1_ns"]) / 2
+
+
+def bracketed_slowdowns(windows):
+    """windows: records in the order measured (config, rate or None, t0_ns, t1_ns). For each
+    window of another configuration with a rate, the untraced windows just before and just after
+    it (both with rates, nothing else measured between them and it) give the untraced rate at its
+    midpoint, by linear interpolation in time; its slowdown is that over its rate. Returns
+    ({config: [slowdown, ...]}, {config: windows that had no usable bracket})."""
+    out, unbracketed = {}, {}
+    for i, rec in enumerate(windows):
+        if rec["config"] == BASELINE:
+            continue
+        out.setdefault(rec["config"], [])
+        before = windows[i - 1] if i > 0 else None
+        after = windows[i + 1] if i + 1 < len(windows) else None
+        ok = rec.get("rate") and all(
+            w is not None and w["config"] == BASELINE and w.get("rate") for w in (before, after))
+        if not ok:
+            unbracketed[rec["config"]] = unbracketed.get(rec["config"], 0) + 1
+            continue
+        span = _mid(after) - _mid(before)
+        frac = (_mid(rec) - _mid(before)) / span if span > 0 else 0.5
+        base = before["rate"] + (after["rate"] - before["rate"]) * frac
+        out[rec["config"]].append(base / rec["rate"])
+    return out, unbracketed
+
+
+def mean_ci(values):
+    """Mean and the half-width of its two-sided 95% Student t-interval (None with < 2 values)."""
+    n = len(values)
+    if n < 2:
+        return (values[0] if values else None), None
+    t = T975[n - 1] if n - 1 < len(T975) else 1.96
+    return statistics.fmean(values), t * statistics.stdev(values) / n ** 0.5
+
+
+def verdict(lo, hi, target):
+    if hi <= target:
+        return "pass"
+    if lo > target:
+        return "MISS"
+    return "not resolved"
+
+
+def summarize(windows, target):
+    slow, unbracketed = bracketed_slowdowns(windows)
+    out = {}
+    for config, values in slow.items():
+        mean, half = mean_ci(values)
+        s = {"slowdowns": [round(v, 5) for v in values], "n": len(values),
+             "unbracketed": unbracketed.get(config, 0), "mean": mean, "half_width": half,
+             "median": statistics.median(values) if values else None}
+        if half is not None:
+            s["ci"] = [mean - half, mean + half]
+            s["verdict"] = verdict(mean - half, mean + half, target)
+        out[config] = s
+    return out
+
+
+def run_loop(name, script, extra, args, configs, python, tmp):
+    """One long-running loop, measured window by window in schedule order; the records."""
+    print("%s: starting %s" % (name, script), flush=True)
+    loop = compare.Loop(name, script, extra, python, tmp, warmup=args.warmup)
+    time.sleep(args.warmup)
+    # An untraced window needs no settling: nothing attached before it.
+    plain = argparse.Namespace(**vars(args))
+    plain.settle = 0
+    windows = []
+    try:
+        for i, config in enumerate(schedule(configs, args.cycles)):
+            rec = compare.measure(loop, config, plain if config == BASELINE else args)
+            rec["slot"] = i
+            windows.append(rec)
+            if rec["error"]:
+                print("  %s window %d %s FAILED: %s" % (name, i, config,
+                      rec["error"].splitlines()[0]), flush=True)
+            elif config != BASELINE:
+                print("  %s window %d %-16s attached in %.1f s, load %.2f"
+                      % (name, i, config, rec["attach_s"], rec["load1"]), flush=True)
+            if not loop.alive():
+                print("warning: %s: the loop exited at window %d; its remaining windows are not "
+                      "measured" % (name, i), flush=True)
+                break
+    finally:
+        compare.settle_records(loop, windows)
+    return windows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.splitlines()[-3:]))
+    ap.add_argument("--cycles", type=int, default=30,
+                    help="traced windows per configuration and loop (default %(default)s)")
+    ap.add_argument("--seconds", type=float, default=2,
+                    help="window length (default %(default)s)")
+    ap.add_argument("--warmup", type=float, default=3,
+                    help="seconds between a loop's READY and its first window (default %(default)s)")
+    ap.add_argument("--settle", type=float, default=0.5,
+                    help="seconds between attach and the window (default %(default)s)")
+    ap.add_argument("--gap", type=float, default=0.3,
+                    help="seconds after each window (and after a tracer has exited) "
+                    "(default %(default)s)")
+    ap.add_argument("--loops", default=",".join(compare.TARGETS),
+                    help="loops to run (default %(default)s)")
+    ap.add_argument("--configs", default=",".join(CONFIGS),
+                    help="configurations in the traced slots (default %(default)s; any of "
+                    "compare.py's)")
+    ap.add_argument("--python", default="/usr/bin/python3",
+                    help="interpreter of the loops (default %(default)s)")
+    ap.add_argument("--max-load", type=float, default=1.0,
+                    help="wait for the 1-minute load average to fall below this (default %(default)s)")
+    ap.add_argument("--wait-quiet", type=float, default=300,
+                    help="seconds to wait for that before going on anyway (default %(default)s)")
+    ap.add_argument("--json", default=os.path.join(compare.REPO, ".output", "bench-targets.json"),
+                    help="raw numbers (default %(default)s)")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("targets.py: run as root (the tracers load BPF programs)")
+    if args.cycles < 2 or args.seconds <= 0:
+        sys.exit("targets.py: --cycles must be at least 2 and --seconds positive")
+    configs = args.configs.split(",")
+    unknown = set(configs) - set(compare.CONFIGS) | ({BASELINE} & set(configs))
+    if unknown or not configs:
+        sys.exit("targets.py: unknown configuration(s) %s (known: %s)" % (
+            ", ".join(sorted(unknown)), ", ".join(c for c in compare.CONFIGS if c != BASELINE)))
+    names = args.loops.split(",")
+    unknown = set(names) - set(compare.TARGETS)
+    if unknown:
+        sys.exit("targets.py: no target for loop(s) %s (known: %s)"
+                 % (", ".join(sorted(unknown)), ", ".join(compare.TARGETS)))
+    loops = [x for x in compare.LOOPS if x[0] in names]
+    needs = [(compare.PIPEPROF, "make pipeprof")] + (
+        [(compare.FAKE_CUDART, "make fixtures")] if "launch-heavy" in names else [])
+    for path, what in needs:
+        if not os.path.exists(path):
+            sys.exit("targets.py: %s missing (%s)" % (path, what))
+
+    notes = []
+    started = datetime.datetime.now().astimezone()
+    load_start = compare.wait_quiet(args.max_load, args.wait_quiet, notes)
+    print("load average at start: %.2f %.2f %.2f; %d cycles of %.1f s windows: %s"
+          % (*load_start, args.cycles, args.seconds, ", ".join(configs)), flush=True)
+    results, lines = {}, []
+    t_start = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        python = compare.loop_python(args.python, tmp)
+        for name, script, extra, unit, label in loops:
+            windows = run_loop(name, script, extra, args, configs, python, tmp)
+            target = compare.TARGETS[name]
+            summary = summarize(windows, target)
+            results[name] = {"unit": unit, "workload": script, "target": target,
+                             "windows": windows, "summary": summary}
+            for config in configs:
+                s = summary.get(config)
+                if not s or s.get("half_width") is None:
+                    lines.append("%s, %s: too few bracketed windows" % (name, config))
+                    continue
+                lines.append("%s, %s: mean %.4f, 95%% CI %.4f-%.4f, median %.4f, n=%d%s%s" % (
+                    name, config, s["mean"], s["ci"][0], s["ci"][1], s["median"], s["n"],
+                    " (%d unbracketed)" % s["unbracketed"] if s["unbracketed"] else "",
+                    "" if config not in compare.TARGET_CONFIGS else
+                    "; target <= %.3f: %s" % (target, s["verdict"])))
+    load_end = compare.loadavg()
+    print()
+    for line in lines:
+        print("target " + line)
+    for n in notes:
+        print("note: " + n)
+    print("load average: %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end; %.0f s"
+          % (*load_start, *load_end, time.monotonic() - t_start))
+    out = {"date": started.isoformat(timespec="seconds"),
+           "machine": {"host": platform.node(), "kernel": platform.release(),
+                       "cpus": os.cpu_count()},
+           "load_start": load_start, "load_end": load_end,
+           "args": {k: v for k, v in vars(args).items() if k != "json"},
+           "configs": configs, "notes": notes, "lines": lines,
+           "wall_s": round(time.monotonic() - t_start, 1), "loops": results}
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(out, f, indent=1)
+    print("raw numbers: %s" % args.json)
+
+
+if __name__ == "__main__":
+    main()
