@@ -101,3 +101,12 @@ def test_targets_mean_ci_and_verdict():
     assert targets.verdict(0.99, 1.004, 1.005) == "pass"
     assert targets.verdict(1.006, 1.02, 1.005) == "MISS"
     assert targets.verdict(0.999, 1.011, 1.005) == "not resolved"
+
+
+def test_targets_median_ci_is_the_order_statistics():
+    # n = 30: P(B(30, 1/2) <= 9) = 2.1%, <= 10 = 4.9%: the 10th and 21st values.
+    lo, hi = targets.median_ci([float(i) for i in range(30, 0, -1)])
+    assert (lo, hi) == (10.0, 21.0), (lo, hi)
+    # n = 6: only the extremes (P(B(6, 1/2) = 0) = 1.6%); n = 5 has no 95% interval.
+    assert targets.median_ci([3.0, 1.0, 2.0, 6.0, 5.0, 4.0]) == (1.0, 6.0)
+    assert targets.median_ci([1.0, 2.0, 3.0, 4.0, 5.0]) is None
