@@ -213,6 +213,17 @@ def wait_quiet(max_load, wait_s, notes):
     return load
 
 
+def machine():
+    return {"host": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count()}
+
+
+def save_json(path, out):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print("raw numbers: %s" % path)
+
+
 def ensure_tracefs(notes):
     """bpftrace reads tracepoint formats and makes uprobes through tracefs. Returns (usable,
     mounted_here)."""
@@ -715,8 +726,7 @@ def main():
           % (*load_start, *load_end, time.monotonic() - t_start))
     out = {
         "date": started.isoformat(timespec="seconds"),
-        "machine": {"host": platform.node(), "kernel": platform.release(),
-                    "cpus": os.cpu_count()},
+        "machine": machine(),
         "load_start": load_start, "load_end": load_end,
         "args": {k: v for k, v in vars(args).items() if k != "json"},
         "configs": configs, "skipped": skipped, "notes": notes,
@@ -725,10 +735,7 @@ def main():
         "wall_s": round(time.monotonic() - t_start, 1),
         "loops": results,
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(out, f, indent=1)
-    print("raw numbers: %s" % args.json)
+    save_json(args.json, out)
 
 
 if __name__ == "__main__":

@@ -30,10 +30,8 @@ steady-state cost; attach's own cost is tools/bench/attach_time.py's.
 """
 import argparse
 import datetime
-import json
 import math
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -255,16 +253,12 @@ def main():
     print("load average: %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end; %.0f s"
           % (*load_start, *load_end, time.monotonic() - t_start))
     out = {"date": started.isoformat(timespec="seconds"),
-           "machine": {"host": platform.node(), "kernel": platform.release(),
-                       "cpus": os.cpu_count()},
+           "machine": compare.machine(),
            "load_start": load_start, "load_end": load_end,
            "args": {k: v for k, v in vars(args).items() if k != "json"},
            "configs": configs, "notes": notes, "lines": lines,
            "wall_s": round(time.monotonic() - t_start, 1), "loops": results}
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(out, f, indent=1)
-    print("raw numbers: %s" % args.json)
+    compare.save_json(args.json, out)
 
 
 if __name__ == "__main__":
