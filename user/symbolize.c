@@ -134,24 +134,31 @@ static void proc_reload(struct symbolizer *z, struct sym_proc *p, pid_t pid)
 	*p = fresh;
 }
 
+/* pid's maps, read now and kept; NULL on ENOMEM. */
+static struct sym_proc *proc_add(struct symbolizer *z, pid_t pid)
+{
+	void *grown = realloc(z->procs, (z->nr_procs + 1) * sizeof(*z->procs));
+	struct sym_proc *p;
+
+	if (!grown)
+		return NULL;
+	z->procs = grown;
+	p = &z->procs[z->nr_procs];
+	if (proc_load(z, p, pid)) {
+		proc_free(p);
+		return NULL;
+	}
+	z->nr_procs++;
+	return p;
+}
+
 static const struct sym_map *map_of(struct symbolizer *z, pid_t pid, uint64_t addr)
 {
 	struct sym_proc *p = find_proc(z, pid);
 	const struct sym_map *m;
 
-	if (!p) {
-		void *grown = realloc(z->procs, (z->nr_procs + 1) * sizeof(*z->procs));
-
-		if (!grown)
-			return NULL;
-		z->procs = grown;
-		p = &z->procs[z->nr_procs];
-		if (proc_load(z, p, pid)) {
-			proc_free(p);
-			return NULL;
-		}
-		z->nr_procs++;
-	}
+	if (!p && !(p = proc_add(z, pid)))
+		return NULL;
 	m = find_map(p, addr);
 	/* Named while the job runs: a library mapped after the last read. A process gone since
 	 * reads as empty, and keeps what it had. */
@@ -162,15 +169,15 @@ static const struct sym_map *map_of(struct symbolizer *z, pid_t pid, uint64_t ad
 	return m;
 }
 
-/* Not map_of(z, pid, 0): address 0 is a miss in every process, and re-read its maps each
- * second while samples came, ~10 ms of a torch process's mmap_lock each (0.6-0.9% of the
- * CPU-bound loop's speed under -p, tools/bench/targets.py). */
+/* Not map_of(z, pid, 0), as it was: address 0 is a miss in every process, and re-read its
+ * maps each second while samples came, ~10 ms of a torch process's mmap_lock each (0.6-0.9% of
+ * the CPU-bound loop's speed under -p, tools/bench/targets.py). */
 void symbolizer_snapshot(struct symbolizer *z, pid_t pid)
 {
 	struct sym_proc *p = find_proc(z, pid);
 
 	if (!p)
-		map_of(z, pid, 0);
+		proc_add(z, pid);
 	else if (p->stale)
 		proc_reload(z, p, pid);
 }

@@ -213,6 +213,16 @@ def wait_quiet(max_load, wait_s, notes):
     return load
 
 
+def check_built(prog, loop_names):
+    """Exits with a one-line error naming the make target where pipeprof, or the fake runtime
+    the launch-heavy loop needs, is not built."""
+    needs = [(PIPEPROF, "make pipeprof")] + (
+        [(FAKE_CUDART, "make fixtures")] if "launch-heavy" in loop_names else [])
+    for path, what in needs:
+        if not os.path.exists(path):
+            sys.exit("%s: %s missing (%s)" % (prog, path, what))
+
+
 def machine():
     return {"host": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count()}
 
@@ -665,11 +675,7 @@ def main():
     if os.geteuid() != 0:
         sys.exit("compare.py: run as root (the tracers load BPF programs)")
     loops = [x for x in LOOPS + CUDA_LOOPS if x[0] in args.loops.split(",")]
-    needs = [(PIPEPROF, "make pipeprof")] + (
-        [(FAKE_CUDART, "make fixtures")] if any(x[0] == "launch-heavy" for x in loops) else [])
-    for path, what in needs:
-        if not os.path.exists(path):
-            sys.exit("compare.py: %s missing (%s)" % (path, what))
+    check_built("compare.py", [x[0] for x in loops])
     configs = ["untraced"] + [c for c in CONFIGS if c != "untraced" and c in args.configs.split(",")]
     unknown = set(args.configs.split(",")) - set(CONFIGS)
     if unknown:

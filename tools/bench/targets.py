@@ -211,11 +211,7 @@ def main():
         sys.exit("targets.py: no target for loop(s) %s (known: %s)"
                  % (", ".join(sorted(unknown)), ", ".join(compare.TARGETS)))
     loops = [x for x in compare.LOOPS if x[0] in names]
-    needs = [(compare.PIPEPROF, "make pipeprof")] + (
-        [(compare.FAKE_CUDART, "make fixtures")] if "launch-heavy" in names else [])
-    for path, what in needs:
-        if not os.path.exists(path):
-            sys.exit("targets.py: %s missing (%s)" % (path, what))
+    compare.check_built("targets.py", names)
 
     notes = []
     started = datetime.datetime.now().astimezone()
