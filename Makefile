@@ -75,7 +75,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_a
 # Skeletons and BPF objects are outputs worth keeping (bpftool inspects them), not intermediates.
 .SECONDARY: $(SKELS) $(patsubst %.skel.h,$(OUTPUT)/bpf/%.bpf.o,$(notdir $(SKELS)))
 .PHONY: all clean deps test unit-test fixture-test scenario-test test-predictions test-distributed soak fixtures demo install bench bench-daemon \
-	fuzz fuzz-smoke fuzzers check-asan bench-compare bench-targets bench-progs bench-attach
+	fuzz fuzz-smoke fuzzers check-asan bench-compare bench-targets bench-stolen bench-progs bench-attach
 
 all: pipeprof fixtures
 
@@ -227,6 +227,13 @@ bench-compare: pipeprof fixtures
 # (~27 min).
 bench-targets: pipeprof fixtures
 	tools/bench/targets.py
+
+# The same targets read from a spinning thread's pauses, counted one by one (~7 min).
+bench-stolen: pipeprof fixtures $(OUTPUT)/bench/stolen
+	tools/bench/stolen.py
+
+$(OUTPUT)/bench/stolen: tools/bench/stolen.c | $(OUTPUT)/bench
+	$(CC) -O2 -g -Wall -Wextra $< -o $@ -ldl
 
 # Each BPF program's cost per run from the kernel's BPF statistics, and pipeprof's uprobes
 # against empty programs on the same instructions (tools/bench/prog_cost.py, ~12 min).

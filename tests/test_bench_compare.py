@@ -110,3 +110,89 @@ def test_targets_median_ci_is_the_order_statistics():
     # n = 6: only the extremes (P(B(6, 1/2) = 0) = 1.6%); n = 5 has no 95% interval.
     assert targets.median_ci([3.0, 1.0, 2.0, 6.0, 5.0, 4.0]) == (1.0, 6.0)
     assert targets.median_ci([1.0, 2.0, 3.0, 4.0, 5.0]) is None
+
+
+_spec = importlib.util.spec_from_file_location("bench_stolen",
+                                               os.path.join(ROOT, "tools", "bench", "stolen.py"))
+stolen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(stolen)
+STOLEN = os.path.join(ROOT, ".output", "bench", "stolen")
+
+
+def test_stolen_run_fraction_and_its_8us_reading():
+    line = "WINDOW 1000000000 1030 %d %s %s" % (
+        1000 * 1500 + 30 * 20000, " ".join(["1000", "0", "0", "0", "30"] + ["0"] * 7),
+        " ".join(["1500000", "0", "0", "0", "600000"] + ["0"] * 7))
+    w = stolen.parse_window(line)
+    assert w["gaps"] == 1030 and w["count"][4] == 30 and w["ns"][0] == 1500000, w
+    assert abs(stolen.run_fraction(w) - (1 - 0.0021)) < 1e-12
+    # The 1-2 us pauses (the host's) left out: only the 20 us ones count.
+    assert abs(stolen.run_fraction(w, stolen.LONG_FROM) - (1 - 0.0006)) < 1e-12
+    for bad in ("WINDOW 1 2 3", "READY pid=1", "WINDOW " + " ".join(["x"] * 27)):
+        try:
+            stolen.parse_window(bad)
+        except ValueError:
+            continue
+        raise AssertionError("parsed %r" % bad)
+
+
+def test_stolen_counts_what_it_is_given_to_spin():
+    """The C spinner itself: a window of its stated length whose pauses add up, bucket by
+    bucket, to the total; and one of its own, a sleep of the whole process, found in the right
+    bucket. No root needed."""
+    import signal
+    import subprocess
+    import time
+    subprocess.run(["make", "-s", os.path.relpath(STOLEN, ROOT)], cwd=ROOT, check=True)
+    p = subprocess.Popen([STOLEN, "--threshold-ns", "1000"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().startswith("READY pid=")
+        p.stdin.write("0.3\n")
+        p.stdin.flush()
+        w = stolen.parse_window(p.stdout.readline())
+        assert 0.3e9 <= w["wall_ns"] < 0.5e9, w
+        assert sum(w["count"]) == w["gaps"] and sum(w["ns"]) == w["gap_ns"], w
+        assert 0 <= w["gap_ns"] < w["wall_ns"], w
+        # Stopped for 50 ms mid-window: a pause in the last bucket (2 ms and more).
+        p.stdin.write("0.5\n")
+        p.stdin.flush()
+        time.sleep(0.15)
+        os.kill(p.pid, signal.SIGSTOP)
+        time.sleep(0.05)
+        os.kill(p.pid, signal.SIGCONT)
+        w = stolen.parse_window(p.stdout.readline())
+        assert w["count"][-1] >= 1 and w["ns"][-1] >= 45e6, w
+        assert 1 - stolen.run_fraction(w) >= 0.09, w
+    finally:
+        p.stdin.close()
+        p.wait(10)
+
+
+def test_targets_tails_fisher_exact():
+    # 3 of 4 traced windows slow, 0 of 4 control: p = C(3,3) C(5,1) / C(8,4) = 5 / 70.
+    k, kc, p = targets.tails([1.03, 1.03, 1.03, 1.0], [1.0] * 4)
+    assert (k, kc) == (3, 0) and abs(p - 5 / 70) < 1e-12, (k, kc, p)
+    # Alike: as many slow on each side leaves p well over 0.05; none at all, 1.
+    assert targets.tails([1.03, 1.0, 1.0], [1.03, 1.0, 1.0])[2] > 0.5
+    assert targets.tails([1.0] * 5, [1.0] * 5) == (0, 0, 1.0)
+
+
+def test_window_step_ms_tells_a_stall_from_a_slow_window():
+    steps = [i * 10_000_000 for i in range(50)]          # 10 ms steps
+    steps = steps[:30] + [s + 60_000_000 for s in steps[30:]]   # one step of 70 ms
+    st = compare.window_step_ms(steps, 0, steps[-1])
+    assert st == {"median": 10.0, "p90": 10.0, "max": 70.0}, st
+    assert compare.window_step_ms(steps, 1, 2) is None
+
+
+def test_targets_slow_windows_name_their_longest_step():
+    order = targets.schedule(["A/A control", "T"], 3)
+    ws = windows_of([100.0 if c != "T" else 95.0 for c in order], order)
+    for w in ws:
+        w["step_ms"] = {"median": 10.0, "p90": 10.5, "max": 12.0 if w["config"] == "T" else 11.0}
+    s = targets.summarize(ws, 1.005)
+    assert s["T"]["slow_windows_longest_step_ms"] == 12.0, s["T"]
+    assert "slow_windows_longest_step_ms" not in s["A/A control"]
+    assert s["T"]["tails"]["windows"] == 3 and s["T"]["tails"]["control_windows"] == 0
+    assert "their longest step 12.0 ms" in targets.result_line(s["T"], "pipeprof -p", 1.005)

@@ -436,6 +436,17 @@ def window_rate(steps, t0, t1, per_step):
     return (n - 1) * per_step * 1e9 / (steps[j - 1] - steps[i]), n
 
 
+def window_step_ms(steps, t0, t1):
+    """The median, 90th percentile and longest of the whole steps inside [t0, t1] (ns), in ms:
+    whether a slow window had every step slower or a few stalled. None with under 2 steps."""
+    i, j = bisect.bisect_left(steps, t0), bisect.bisect_right(steps, t1)
+    d = sorted(steps[k + 1] - steps[k] for k in range(i, j - 1))
+    if not d:
+        return None
+    return {"median": round(d[len(d) // 2] / 1e6, 3),
+            "p90": round(d[int(0.9 * (len(d) - 1))] / 1e6, 3), "max": round(d[-1] / 1e6, 3)}
+
+
 def window_runq(truth, t0, t1):
     """Share of [t0, t1] the loop's main thread spent runnable but waiting for a CPU (from its
     own schedstat run_delay): how much the rest of the machine got in its way."""
@@ -572,6 +583,7 @@ def rate_of(rec, truth):
     if truth["scenario"] == "launch_heavy":
         per_step = truth["extra"].get("launches_per_step", 1)
     rec["rate"], rec["steps"] = window_rate(truth["steps"], rec["t0_ns"], rec["t1_ns"], per_step)
+    rec["step_ms"] = window_step_ms(truth["steps"], rec["t0_ns"], rec["t1_ns"])
     runq = window_runq(truth, rec["t0_ns"], rec["t1_ns"])
     rec["loop_runq"] = round(runq, 4) if runq is not None else None
 

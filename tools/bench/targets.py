@@ -43,7 +43,8 @@ _spec = importlib.util.spec_from_file_location(
 compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
 
-CONFIGS = ["A/A control"] + list(compare.TARGET_CONFIGS)
+CONTROL = "A/A control"
+CONFIGS = [CONTROL] + list(compare.TARGET_CONFIGS)
 BASELINE = "untraced"
 # Two-sided 95% Student t quantiles by degrees of freedom; past 30 the normal's 1.96 is within 2%.
 T975 = [None, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
@@ -71,7 +72,8 @@ def bracketed_slowdowns(windows):
     window of another configuration with a rate, the untraced windows just before and just after
     it (both with rates, nothing else measured between them and it) give the untraced rate at its
     midpoint, by linear interpolation in time; its slowdown is that over its rate. Returns
-    ({config: [slowdown, ...]}, {config: windows that had no usable bracket})."""
+    ({config: [slowdown, ...]}, {config: windows that had no usable bracket}); each bracketed
+    window's record gets its slowdown too."""
     out, unbracketed = {}, {}
     for i, rec in enumerate(windows):
         if rec["config"] == BASELINE:
@@ -88,6 +90,7 @@ def bracketed_slowdowns(windows):
         frac = (_mid(rec) - _mid(before)) / span if span > 0 else 0.5
         base = before["rate"] + (after["rate"] - before["rate"]) * frac
         out[rec["config"]].append(base / rec["rate"])
+        rec["slowdown"] = base / rec["rate"]
     return out, unbracketed
 
 
@@ -114,6 +117,26 @@ def median_ci(values):
     return xs[k - 1], xs[n - k]
 
 
+# A window this much slower than its neighbours is one of the host's rare slow windows, or the
+# tracer's: tails() asks whether a configuration has more of them than the A/A control.
+TAIL = 1.02
+
+
+def tails(values, control, threshold=TAIL):
+    """(windows of values over threshold, of control's, one-sided p): the chance, were values
+    and control windows alike (Fisher's exact test), that values would hold at least as many of
+    the slow windows between them. A small p says the tracer makes slow windows of its own,
+    which a median would hide."""
+    k, kc, n, nc = sum(v > threshold for v in values), sum(v > threshold for v in control), \
+        len(values), len(control)
+    slow, total = k + kc, n + nc
+    if not total:
+        return k, kc, 1.0
+    p = sum(math.comb(slow, i) * math.comb(total - slow, n - i)
+            for i in range(k, min(slow, n) + 1)) / math.comb(total, n)
+    return k, kc, p
+
+
 def verdict(lo, hi, target):
     if hi <= target:
         return "pass"
@@ -135,6 +158,38 @@ def summarize(windows, target):
             s["ci"] = [mean - half, mean + half]
             s["verdict"] = verdict(mean - half, mean + half, target)
         out[config] = s
+    control = slow.get(CONTROL)
+    for config, s in out.items():
+        if control and config != CONTROL:
+            s["tails"] = dict(zip(("windows", "control_windows", "p"),
+                                  tails(slow[config], control)))
+        # A slow window whose longest step is no longer than the rest's had every step slower;
+        # one with a long step had a stall.
+        longest = [w["step_ms"]["max"] for w in windows if w["config"] == config
+                   and w.get("slowdown", 0) > TAIL and w.get("step_ms")]
+        if longest:
+            s["slow_windows_longest_step_ms"] = max(longest)
+    return out
+
+
+def result_line(s, config, target):
+    """One configuration's figures; for those the targets name, the verdicts on the mean's
+    interval and the median's, and the slow windows beside the A/A control's."""
+    mci = s["median_ci"]
+    out = "mean %.4f, 95%% CI %.4f-%.4f, median %.4f%s, n=%d%s" % (
+        s["mean"], s["ci"][0], s["ci"][1], s["median"],
+        " (%.4f-%.4f)" % tuple(mci) if mci else "", s["n"],
+        " (%d unbracketed)" % s["unbracketed"] if s["unbracketed"] else "")
+    if config not in compare.TARGET_CONFIGS:
+        return out
+    out += "; target <= %.3f: mean %s, median %s" % (
+        target, s["verdict"], verdict(*mci, target) if mci else "no interval")
+    t = s.get("tails")
+    if t:
+        out += "; windows over %.2f: %d, A/A control %d (p=%.2f)" % (
+            TAIL, t["windows"], t["control_windows"], t["p"])
+    if s.get("slow_windows_longest_step_ms") is not None:
+        out += ", their longest step %.1f ms" % s["slow_windows_longest_step_ms"]
     return out
 
 
@@ -233,13 +288,7 @@ def main():
                 if not s or s.get("half_width") is None:
                     lines.append("%s, %s: too few bracketed windows" % (name, config))
                     continue
-                mci = s["median_ci"]
-                lines.append("%s, %s: mean %.4f, 95%% CI %.4f-%.4f, median %.4f%s, n=%d%s%s" % (
-                    name, config, s["mean"], s["ci"][0], s["ci"][1], s["median"],
-                    " (%.4f-%.4f)" % tuple(mci) if mci else "", s["n"],
-                    " (%d unbracketed)" % s["unbracketed"] if s["unbracketed"] else "",
-                    "" if config not in compare.TARGET_CONFIGS else
-                    "; target <= %.3f: %s" % (target, s["verdict"])))
+                lines.append("%s, %s: %s" % (name, config, result_line(s, config, target)))
     load_end = compare.loadavg()
     print()
     for line in lines:
