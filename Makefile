@@ -228,7 +228,7 @@ bench-compare: pipeprof fixtures
 bench-targets: pipeprof fixtures
 	tools/bench/targets.py
 
-# The same targets read from a spinning thread's pauses, counted one by one (~7 min).
+# The same targets read from a spinning thread's pauses, counted one by one (~8 min).
 bench-stolen: pipeprof fixtures $(OUTPUT)/bench/stolen
 	tools/bench/stolen.py
 

@@ -19,7 +19,7 @@ Windows alternate as in targets.py (U X U X U ..., the configurations rotated ea
 interpolated at its midpoint over its own run fraction: the same statistics, against the same
 targets as the CPU-bound loop (1.005).
 
-    sudo tools/bench/stolen.py                       # 12 cycles of 4 s windows, ~7 min
+    sudo tools/bench/stolen.py                       # 12 cycles of 4 s windows, ~8 min
     sudo tools/bench/stolen.py --configs "pipeprof -p,pipeprof -p -F 0" --cycles 20
 """
 import argparse
@@ -167,29 +167,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[-3:]))
-    ap.add_argument("--cycles", type=int, default=12,
-                    help="traced windows per configuration (default %(default)s)")
-    ap.add_argument("--seconds", type=float, default=4, help="window (default %(default)s s)")
-    ap.add_argument("--settle", type=float, default=0.5,
-                    help="from a tracer's attach to its window (default %(default)s s)")
-    ap.add_argument("--gap", type=float, default=0.3,
-                    help="after each window (default %(default)s s)")
+    targets.add_window_args(ap, "bench-stolen.json", cycles=12, seconds=4)
     ap.add_argument("--configs", default=",".join(CONFIGS),
                     help="comma-separated, of: " + ", ".join(
                         c for c in compare.CONFIGS if c in compare.TRACERS and c not in (
                             targets.BASELINE, "torch.profiler", "bpftrace")))
     ap.add_argument("--cpu", type=int, help="pin the spinning thread to this CPU")
-    ap.add_argument("--max-load", type=float, default=1.0,
-                    help="wait for a 1-minute load average under this (default %(default)s)")
-    ap.add_argument("--wait-quiet", type=float, default=300,
-                    help="at most this long (default %(default)s s)")
-    ap.add_argument("--json", default=os.path.join(compare.REPO, ".output", "bench-stolen.json"),
-                    help="raw numbers (default %(default)s)")
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("stolen.py: run as root (the tracers load BPF programs)")
-    if args.cycles < 2 or args.seconds <= 0:
-        sys.exit("stolen.py: --cycles must be at least 2 and --seconds positive")
+    targets.check_window_args("stolen.py", args)
     configs = args.configs.split(",")
     # torch.profiler runs inside a Python loop and bpftrace's script probes the fake runtime:
     # neither has anything to do in a spinning C thread.

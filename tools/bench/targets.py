@@ -222,21 +222,39 @@ def run_loop(name, script, extra, args, configs, python, tmp):
     return windows
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.splitlines()[-3:]))
-    ap.add_argument("--cycles", type=int, default=30,
-                    help="traced windows per configuration and loop (default %(default)s)")
-    ap.add_argument("--seconds", type=float, default=2,
+def add_window_args(ap, json_name, cycles, seconds):
+    """The options targets.py and stolen.py share: the windows, and the machine's quiet."""
+    ap.add_argument("--cycles", type=int, default=cycles,
+                    help="traced windows per configuration (and loop) (default %(default)s)")
+    ap.add_argument("--seconds", type=float, default=seconds,
                     help="window length (default %(default)s)")
-    ap.add_argument("--warmup", type=float, default=3,
-                    help="seconds between a loop's READY and its first window (default %(default)s)")
     ap.add_argument("--settle", type=float, default=0.5,
                     help="seconds between attach and the window (default %(default)s)")
     ap.add_argument("--gap", type=float, default=0.3,
                     help="seconds after each window (and after a tracer has exited) "
                     "(default %(default)s)")
+    ap.add_argument("--max-load", type=float, default=1.0,
+                    help="wait for the 1-minute load average to fall below this (default %(default)s)")
+    ap.add_argument("--wait-quiet", type=float, default=300,
+                    help="seconds to wait for that before going on anyway (default %(default)s)")
+    ap.add_argument("--json", default=os.path.join(compare.REPO, ".output", json_name),
+                    help="raw numbers (default %(default)s)")
+
+
+def check_window_args(prog, args):
+    if os.geteuid() != 0:
+        sys.exit("%s: run as root (the tracers load BPF programs)" % prog)
+    if args.cycles < 2 or args.seconds <= 0:
+        sys.exit("%s: --cycles must be at least 2 and --seconds positive" % prog)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.splitlines()[-3:]))
+    add_window_args(ap, "bench-targets.json", cycles=30, seconds=2)
+    ap.add_argument("--warmup", type=float, default=3,
+                    help="seconds between a loop's READY and its first window (default %(default)s)")
     ap.add_argument("--loops", default=",".join(compare.TARGETS),
                     help="loops to run (default %(default)s)")
     ap.add_argument("--configs", default=",".join(CONFIGS),
@@ -244,17 +262,8 @@ def main():
                     "compare.py's)")
     ap.add_argument("--python", default="/usr/bin/python3",
                     help="interpreter of the loops (default %(default)s)")
-    ap.add_argument("--max-load", type=float, default=1.0,
-                    help="wait for the 1-minute load average to fall below this (default %(default)s)")
-    ap.add_argument("--wait-quiet", type=float, default=300,
-                    help="seconds to wait for that before going on anyway (default %(default)s)")
-    ap.add_argument("--json", default=os.path.join(compare.REPO, ".output", "bench-targets.json"),
-                    help="raw numbers (default %(default)s)")
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("targets.py: run as root (the tracers load BPF programs)")
-    if args.cycles < 2 or args.seconds <= 0:
-        sys.exit("targets.py: --cycles must be at least 2 and --seconds positive")
+    check_window_args("targets.py", args)
     configs = args.configs.split(",")
     unknown = set(configs) - set(compare.CONFIGS) | ({BASELINE} & set(configs))
     if unknown or not configs:
