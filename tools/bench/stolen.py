@@ -221,12 +221,8 @@ def main():
             if not s or s.get("half_width") is None:
                 lines.append("%s, %s: too few bracketed windows" % (config, label))
                 continue
-            mci = s["median_ci"]
-            lines.append("%s, %s: mean %.4f, 95%% CI %.4f-%.4f, median %.4f%s, n=%d%s" % (
-                config, label, s["mean"], s["ci"][0], s["ci"][1], s["median"],
-                " (%.4f-%.4f)" % tuple(mci) if mci else "", s["n"],
-                "; target <= %.3f: %s" % (TARGET, s["verdict"])
-                if config in compare.TARGET_CONFIGS else ""))
+            lines.append("%s, %s: %s" % (config, label,
+                                             targets.result_line(s, config, TARGET)))
     print()
     for line in lines:
         print("slowdown " + line)

@@ -17,10 +17,13 @@ exactly like a tracer: what no overhead reads as. Per configuration, over --cycl
 mean and median slowdown, a 95% t-interval on the mean, and the median's distribution-free 95%
 interval (order statistics; the host's rare slow windows, which hit every configuration alike,
 widen the mean's). A target (compare.py's: 1.005 on the DataLoader and CPU-bound loops, 1.02 on
-the launch-heavy loop) is judged on the mean's interval: "pass" when the interval's
-top is at or under it, "MISS" when its bottom is over it, and "not resolved" when it straddles
-it: then more --cycles narrow it. Neighbouring windows' noise is not independent, so the
-interval is a guide, not a guarantee; the A/A control's interval should hold 1.000.
+the launch-heavy loop) is judged on each interval, the mean's and the median's: "pass" when
+the interval's top is at or under it, "MISS" when its bottom is over it, and "not resolved"
+when it straddles it: then more --cycles narrow it. Neighbouring windows' noise is not
+independent, so an interval is a guide, not a guarantee; the A/A control's should hold 1.000.
+A median can hide a tracer that slows a few windows a lot: each traced configuration's windows
+over 1.02 are counted beside the A/A control's, with Fisher's exact test, and the longest step
+of those windows printed (a stall, or every step slower).
 
 Attach and detach are outside the windows (compare.py's --settle and --gap): this is the
 steady-state cost; attach's own cost is tools/bench/attach_time.py's.
