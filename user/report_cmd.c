@@ -684,7 +684,7 @@ int report_cmd_run(const struct report_opts *o)
 			break;
 		cpu_sample(&cpu);
 	}
-	end_ns = monotonic_ns();
+	end_ns = tracer_end_accounting(&tracer);
 	window_ms = (end_ns - tracer.start_ns) / 1000000;
 	naming_ms = tracer_close_window(&tracer, end_ns, tid, NAMING_GRACE_MS,
 					exiting ? NAMING_GRACE_MS :

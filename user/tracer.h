@@ -337,6 +337,12 @@ int tracer_drain_hists(struct tracer *t,
 		       void (*fn)(const struct pp_hist_key *key, const struct pp_hist *h, void *ctx),
 		       void *ctx);
 
+/* Stops the accounting at a time the programs learn before it comes, and returns it: the
+ * end_ns to hand tracer_close_window(). A program that finds the window open counts without
+ * reading its clock, so an end stamped first and stored after would let a call made in
+ * between (pipeprof preempted: milliseconds) count past the end the report states. */
+__u64 tracer_end_accounting(struct tracer *t);
+
 /* From end_ns on nothing more is accounted, while tracer_collect() reads the maps. Waits of
  * thread `tid` (else of the trainer candidates of the root and of each rank under it) still
  * open at end_ns are given up to naming_ms to end, so that their wakeups name them; only

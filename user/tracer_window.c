@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -109,6 +110,40 @@ char tracer_close_state_of(const struct tracer *t, __u32 tid)
 		return 0;
 	found = bsearch(&key, t->close_states, t->nr_close_states, sizeof(key), by_tid);
 	return found ? found->state : 0;
+}
+
+/* How far ahead of the clock the end is set: far more than a store takes, little beside a window. */
+#define END_LEAD_NS 2000000ULL
+
+/*
+ * First an end that never comes: from then on every program reads its clock and counts only
+ * up to the end it loads. Then the real end, a little ahead, stored before it comes: a program
+ * that still loaded the far end read its clock before that store, so before the end. Should
+ * the store land after its own time (pipeprof preempted between the two lines), the end moves
+ * to when it landed, where the counts taken against the far end all lie before it.
+ */
+__u64 tracer_end_accounting(struct tracer *t)
+{
+	volatile __u64 *end = &t->skel->bss->window_end_ns;
+	const char *delay = getenv("PIPEPROF_TEST_CLOSE_DELAY_MS");
+	__u64 end_ns, landed;
+
+	__atomic_store_n(end, UINT64_MAX, __ATOMIC_SEQ_CST);
+	end_ns = monotonic_ns() + END_LEAD_NS;
+	if (delay)	/* pipeprof preempted here, for the tests */
+		usleep((useconds_t)(atoi(delay) * 1000));
+	__atomic_store_n(end, end_ns, __ATOMIC_SEQ_CST);
+	landed = monotonic_ns();
+	if (landed > end_ns) {
+		end_ns = landed;
+		__atomic_store_n(end, end_ns, __ATOMIC_SEQ_CST);
+	}
+	while ((landed = monotonic_ns()) <= end_ns) {
+		struct timespec pause = { .tv_nsec = (long)(end_ns - landed) + 1000 };
+
+		nanosleep(&pause, NULL);
+	}
+	return end_ns;
 }
 
 int tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms, int max_naming_ms,
