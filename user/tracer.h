@@ -343,10 +343,10 @@ int tracer_drain_hists(struct tracer *t,
  * between (pipeprof preempted: milliseconds) count past the end the report states. */
 __u64 tracer_end_accounting(struct tracer *t);
 
-/* From end_ns on nothing more is accounted, while tracer_collect() reads the maps. Waits of
- * thread `tid` (else of the trainer candidates of the root and of each rank under it) still
- * open at end_ns are given up to naming_ms to end, so that their wakeups name them; only
- * their part before end_ns counts.
+/* end_ns is tracer_end_accounting()'s: from it on nothing more is accounted, while
+ * tracer_collect() reads the maps. Waits of thread `tid` (else of the trainer candidates of
+ * the root and of each rank under it) still open at end_ns are given up to naming_ms to end,
+ * so that their wakeups name them; only their part before end_ns counts.
  * A wait still open then is given up to max_naming_ms in all, saying so on stderr unless
  * quiet, until *stop is set. Returns the milliseconds the naming was open. */
 int tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms, int max_naming_ms,

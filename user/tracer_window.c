@@ -154,7 +154,6 @@ int tracer_close_window(struct tracer *t, __u64 end_ns, pid_t tid, int naming_ms
 	bool pending;
 
 	t->skel->bss->naming_until_ns = last;
-	__atomic_store_n(&t->skel->bss->window_end_ns, end_ns, __ATOMIC_SEQ_CST);
 	snapshot_unknown(t);
 	while ((pending = open_wait_pending(t, end_ns, tid)) && (now = monotonic_ns()) < deadline)
 		usleep(5000);

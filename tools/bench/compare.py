@@ -170,6 +170,39 @@ class Lines:
             self.p.wait()
 
 
+class Dialog:
+    """A helper program that prints `READY pid=<pid>`, then answers each line on its standard
+    input with one line (tools/bench/cuda_loop.c, tools/bench/stolen.c); end of input ends it."""
+
+    def __init__(self, argv, what):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  start_new_session=True)
+        line = self.p.stdout.readline()
+        m = re.match(r"READY pid=(\d+)", line)
+        if not m:
+            self.p.kill()
+            self.p.wait()
+            raise RuntimeError("%s did not start: %r" % (what, line))
+        self.pid = int(m.group(1))
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def ask(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline()
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.stdin.close()
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+
 # -- the machine -----------------------------------------------------------------------------
 
 def loadavg():

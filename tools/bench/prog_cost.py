@@ -493,31 +493,15 @@ def print_programs(meds, rows):
 
 # -- part 2: uprobes against empty programs ------------------------------------------------------
 
-class CudaLoop:
+class CudaLoop(compare.Dialog):
     def __init__(self):
-        self.p = subprocess.Popen([CUDA_LOOP, FAKE_CUDART], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True, start_new_session=True)
-        m = re.match(r"READY pid=(\d+)", self.p.stdout.readline())
-        if not m:
-            raise RuntimeError("cuda_loop did not start")
-        self.pid = int(m.group(1))
+        super().__init__([CUDA_LOOP, FAKE_CUDART], "cuda_loop")
 
     def per_call(self, api, n):
-        self.p.stdin.write("%s %d\n" % (api, n))
-        self.p.stdin.flush()
-        line = self.p.stdout.readline().split()
+        line = self.ask("%s %d" % (api, n)).split()
         if len(line) != 4 or line[0] != api:
             raise RuntimeError("cuda_loop: %r" % " ".join(line))
         return int(line[2]) / n, int(line[3]) / n
-
-    def close(self):
-        if self.p.poll() is None:
-            self.p.stdin.close()
-            try:
-                self.p.wait(10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
 
 
 def uprobe_links(holder, target_pid):

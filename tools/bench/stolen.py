@@ -26,7 +26,6 @@ import argparse
 import datetime
 import os
 import statistics
-import subprocess
 import sys
 import time
 import importlib.util
@@ -74,36 +73,16 @@ def run_fraction(win, from_bucket=0):
     return (win["wall_ns"] - sum(win["ns"][from_bucket:])) / win["wall_ns"]
 
 
-class Spinner:
+class Spinner(compare.Dialog):
     """tools/bench/stolen.c, started once; window() spins it and returns its record."""
 
     def __init__(self, cpu):
         # The fake runtime, never called: the daemon traces only processes that map one.
-        argv = [STOLEN, "--comm", compare.COMM, "--dlopen", compare.FAKE_CUDART] + (
-            ["--cpu", str(cpu)] if cpu is not None else [])
-        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                  start_new_session=True)
-        line = self.p.stdout.readline()
-        if not line.startswith("READY pid="):
-            self.p.kill()
-            raise RuntimeError("stolen did not start: %r" % line)
-        self.pid = int(line.split("=")[1])
-
-    def alive(self):
-        return self.p.poll() is None
+        super().__init__([STOLEN, "--comm", compare.COMM, "--dlopen", compare.FAKE_CUDART] + (
+            ["--cpu", str(cpu)] if cpu is not None else []), "stolen")
 
     def window(self, seconds):
-        self.p.stdin.write("%g\n" % seconds)
-        self.p.stdin.flush()
-        return parse_window(self.p.stdout.readline())
-
-    def stop(self):
-        self.p.stdin.close()
-        try:
-            self.p.wait(10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
+        return parse_window(self.ask("%g" % seconds))
 
 
 def measure(spinner, config, args):
@@ -168,18 +147,16 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[-3:]))
     targets.add_window_args(ap, "bench-stolen.json", cycles=12, seconds=4)
-    ap.add_argument("--configs", default=",".join(CONFIGS),
-                    help="comma-separated, of: " + ", ".join(
-                        c for c in compare.CONFIGS if c in compare.TRACERS and c not in (
-                            targets.BASELINE, "torch.profiler", "bpftrace")))
-    ap.add_argument("--cpu", type=int, help="pin the spinning thread to this CPU")
-    args = ap.parse_args()
-    targets.check_window_args("stolen.py", args)
-    configs = args.configs.split(",")
     # torch.profiler runs inside a Python loop and bpftrace's script probes the fake runtime:
     # neither has anything to do in a spinning C thread.
     known = [c for c in compare.CONFIGS
              if c not in (targets.BASELINE, "torch.profiler", "bpftrace")]
+    ap.add_argument("--configs", default=",".join(CONFIGS),
+                    help="comma-separated, of: " + ", ".join(known))
+    ap.add_argument("--cpu", type=int, help="pin the spinning thread to this CPU")
+    args = ap.parse_args()
+    targets.check_window_args("stolen.py", args)
+    configs = args.configs.split(",")
     unknown = set(configs) - set(known)
     if unknown:
         sys.exit("stolen.py: unknown configuration(s) %s (known: %s)"
@@ -211,7 +188,7 @@ def main():
             if not spinner.alive():
                 raise RuntimeError("stolen exited at window %d" % i)
     finally:
-        spinner.stop()
+        spinner.close()
     summary = targets.summarize(windows, TARGET)
     summary_8us = targets.summarize([dict(w, rate=w.get("rate_8us")) for w in windows], TARGET)
     lines = []
