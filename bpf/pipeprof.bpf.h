@@ -105,6 +105,7 @@ extern __u32 switch_in_dropped_tid;
  * the window opens only once every probe is in place. Threads first seen later are taken to
  * have existed since then. */
 extern __u64 window_start_ns;
+extern bool window_start_passed;
 extern bool job_is_distributed;
 extern __u32 launch_epoch;
 /* Set when the report is taken: nothing after it is accounted while the maps are read (the
@@ -529,16 +530,19 @@ static __always_inline bool wants_wait_stack(__u32 tid, __u32 tgid)
 	return in_root_process(tgid) == (wait_stack_scope == PP_WAIT_STACKS_ROOT);
 }
 
+/* Both edges are stored a little before their time (tracer_window.c), so that a call made
+ * while pipeprof stamps an edge and stores it is on the side of the edge its clock says. */
 static __always_inline bool accounting(__u64 now)
 {
-	return window_start_ns && (!window_end_ns || now <= window_end_ns);
+	return window_start_ns && (window_start_passed || now >= window_start_ns) &&
+	       (!window_end_ns || now <= window_end_ns);
 }
 
 /* accounting() whatever the time: opened and not yet closed. Where it holds, a probe that has
  * no use for the time itself need not read the clock to know it may account. */
 static __always_inline bool window_open(void)
 {
-	return window_start_ns && !window_end_ns;
+	return window_start_passed && !window_end_ns;
 }
 
 /* A wait still open when the window closed is named by its wakeup, which may come after: the

@@ -250,18 +250,19 @@ def test_nccl_per_step(procs, pipeprof_bin, fakenccl, tmp_path):
     assert not problems, "\n".join(problems)
 
 
-def test_nccl_counts_stay_exact_when_the_close_is_preempted(procs, pipeprof_bin, fakenccl,
-                                                           tmp_path):
-    """pipeprof preempted between choosing the window's end and telling the programs
-    (PIPEPROF_TEST_CLOSE_DELAY_MS: 50 ms, a dozen calls of each API): the calls made meanwhile
-    must count on the right side of the end the report states. With the end stamped and stored
+@pytest.mark.parametrize("edge", ["OPEN", "CLOSE"])
+def test_nccl_counts_stay_exact_when_an_edge_is_preempted(procs, pipeprof_bin, fakenccl,
+                                                          tmp_path, edge):
+    """pipeprof preempted between choosing an edge of the window and telling the programs
+    (PIPEPROF_TEST_<edge>_DELAY_MS: 50 ms, a dozen calls of each API): the calls made meanwhile
+    must count on the side of the edge the report states. With the end stamped and stored
     after, they counted past it: ncclGroupStart 536 times against the workload's 535, once in a
-    CI run, without the delay."""
+    CI run, without the delay; with the start so, every API read 9 calls short."""
     truth_path = str(tmp_path / "truth.json")
     w, pid, _ = start_workload(procs, "nccl_job.py", ["--lib", fakenccl, "--comm-every", "1"],
                                truth_path, duration=120)
     runs = attach_repeatedly(w, pid, ATTACHES, WINDOW_S,
-                             env=dict(os.environ, PIPEPROF_TEST_CLOSE_DELAY_MS="50"))
+                             env=dict(os.environ, **{"PIPEPROF_TEST_%s_DELAY_MS" % edge: "50"}))
     truth = finish_workload(w, truth_path)
     problems = check_runs(runs, truth)
     assert not problems, "\n".join(problems)

@@ -387,15 +387,12 @@ static int libbpf_quiet_fn(enum libbpf_print_level level, const char *format, va
 	return 0;
 }
 
-/* Start accounting now that every probe is attached: attaching GPU probes takes a while,
- * and calls made meanwhile would be missed while their time still counted. */
-static int open_window(struct tracer *t)
+static void seed_window(struct tracer *t, __u64 start_ns)
 {
 	int fd = bpf_map__fd(t->skel->maps.tracked_procs);
 	__u32 key, next, *prev = NULL;
 
-	t->start_ns = monotonic_ns();
-	t->skel->bss->window_start_ns = t->start_ns;
+	t->start_ns = start_ns;
 	/* The job's own process first: a thread map too small for the job still holds the trainer. */
 	seed_threads(t, t->root);
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
@@ -404,6 +401,13 @@ static int open_window(struct tracer *t)
 		if (key != (__u32)t->root)
 			seed_threads(t, key);
 	}
+}
+
+/* Start accounting now that every probe is attached: attaching GPU probes takes a while,
+ * and calls made meanwhile would be missed while their time still counted. */
+static int open_window(struct tracer *t)
+{
+	t->start_ns = tracer_begin_accounting(t, seed_window);
 	return 0;
 }
 

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* Closing the report's window: waits still open at its end are given a grace to be named by
- * their wakeup before the maps are read; and the live front-ends' windows (the daemon's,
- * top's), each thread's figures since the last. BPF plumbing, beside tracer.c. */
+/* The report's window: its edges, stored before they come; waits still open at its end given
+ * a grace to be named by their wakeup before the maps are read; and the live front-ends'
+ * windows (the daemon's, top's), each thread's figures since the last. BPF plumbing, beside
+ * tracer.c. */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,8 +114,98 @@ char tracer_close_state_of(const struct tracer *t, __u32 tid)
 	return found ? found->state : 0;
 }
 
-/* How far ahead of the clock the end is set: far more than a store takes, little beside a window. */
-#define END_LEAD_NS 2000000ULL
+/* How far ahead of the clock an edge of the window is set: far more than a store takes,
+ * little beside a window. */
+#define EDGE_LEAD_NS 2000000ULL
+
+/* The tests' stand-in for pipeprof preempted between choosing an edge and storing it. */
+static void test_edge_delay(const char *env)
+{
+	const char *ms = getenv(env);
+
+	if (ms)
+		usleep((useconds_t)(atoi(ms) * 1000));
+}
+
+/*
+ * An edge is a few stores and clock reads, which are right only if they land before the time
+ * they name: a preemption of milliseconds between two of them (a busy 2-CPU machine beside
+ * the job's ranks) would spread them over the job's calls. At real-time priority (the lowest:
+ * above every ordinary task, below the kernel's own) no task of the job's can take the CPU
+ * meanwhile. Where pipeprof may not (no CAP_SYS_NICE, a cgroup without real-time time), the
+ * stores still check their own lateness.
+ */
+struct edge_priority {
+	int policy;
+	struct sched_param param;
+	bool raised;
+};
+
+static void edge_priority_raise(struct edge_priority *p)
+{
+	struct sched_param fifo = { .sched_priority = sched_get_priority_min(SCHED_FIFO) };
+
+	p->raised = false;
+	p->policy = sched_getscheduler(0);
+	if (p->policy < 0 || sched_getparam(0, &p->param))
+		return;
+	p->raised = !sched_setscheduler(0, SCHED_FIFO, &fifo);
+}
+
+static void edge_priority_restore(const struct edge_priority *p)
+{
+	if (p->raised)
+		sched_setscheduler(0, p->policy, &p->param);
+}
+
+/* Stores an edge a little ahead of the clock, before it comes, and returns it; moved to when
+ * the store landed should that be after its own time. */
+static __u64 store_edge_ahead(volatile __u64 *edge, const char *test_delay_env)
+{
+	__u64 at = monotonic_ns() + EDGE_LEAD_NS, landed;
+
+	test_edge_delay(test_delay_env);
+	__atomic_store_n(edge, at, __ATOMIC_SEQ_CST);
+	landed = monotonic_ns();
+	if (landed > at) {
+		at = landed;
+		__atomic_store_n(edge, at, __ATOMIC_SEQ_CST);
+	}
+	return at;
+}
+
+static void sleep_until(__u64 when_ns)
+{
+	__u64 now;
+
+	while ((now = monotonic_ns()) <= when_ns) {
+		struct timespec pause = { .tv_nsec = (long)(when_ns - now) + 1000 };
+
+		nanosleep(&pause, NULL);
+	}
+}
+
+/*
+ * The start, stored before it comes: a program that found no start read its clock before the
+ * store, so before the start, and one that finds it reads its clock against it until
+ * userspace says it has passed. Stamped first and stored after, a call made in between would
+ * be inside the window the report states and never counted. Should the store land after its
+ * own time, the start moves to when it landed: the calls begun before that were not seen,
+ * and are outside. Threads are seeded (seed, with the start) before the programs may account.
+ */
+__u64 tracer_begin_accounting(struct tracer *t, void (*seed)(struct tracer *t, __u64 start_ns))
+{
+	struct edge_priority prio;
+	__u64 start_ns;
+
+	edge_priority_raise(&prio);
+	start_ns = store_edge_ahead(&t->skel->bss->window_start_ns, "PIPEPROF_TEST_OPEN_DELAY_MS");
+	edge_priority_restore(&prio);
+	seed(t, start_ns);
+	sleep_until(start_ns);
+	__atomic_store_n(&t->skel->bss->window_start_passed, true, __ATOMIC_SEQ_CST);
+	return start_ns;
+}
 
 /*
  * First an end that never comes: from then on every program reads its clock and counts only
@@ -125,24 +217,14 @@ char tracer_close_state_of(const struct tracer *t, __u32 tid)
 __u64 tracer_end_accounting(struct tracer *t)
 {
 	volatile __u64 *end = &t->skel->bss->window_end_ns;
-	const char *delay = getenv("PIPEPROF_TEST_CLOSE_DELAY_MS");
-	__u64 end_ns, landed;
+	struct edge_priority prio;
+	__u64 end_ns;
 
+	edge_priority_raise(&prio);
 	__atomic_store_n(end, UINT64_MAX, __ATOMIC_SEQ_CST);
-	end_ns = monotonic_ns() + END_LEAD_NS;
-	if (delay)	/* pipeprof preempted here, for the tests */
-		usleep((useconds_t)(atoi(delay) * 1000));
-	__atomic_store_n(end, end_ns, __ATOMIC_SEQ_CST);
-	landed = monotonic_ns();
-	if (landed > end_ns) {
-		end_ns = landed;
-		__atomic_store_n(end, end_ns, __ATOMIC_SEQ_CST);
-	}
-	while ((landed = monotonic_ns()) <= end_ns) {
-		struct timespec pause = { .tv_nsec = (long)(end_ns - landed) + 1000 };
-
-		nanosleep(&pause, NULL);
-	}
+	end_ns = store_edge_ahead(end, "PIPEPROF_TEST_CLOSE_DELAY_MS");
+	edge_priority_restore(&prio);
+	sleep_until(end_ns);
 	return end_ns;
 }
 

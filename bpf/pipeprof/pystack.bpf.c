@@ -343,6 +343,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	/* Only inside the window, and only the job's threads (the idle task is pid 0). */
 	if (!tid || !window_start_ns || window_end_ns || !pid_tracked(tgid))
 		return 0;
+	if (!window_start_passed && bpf_ktime_get_ns() < window_start_ns)
+		return 0;
 	s = bpf_ringbuf_reserve(&samples, sizeof(*s), 0);
 	if (!s) {
 		count(PP_CNT_SAMPLES_LOST);

@@ -55,6 +55,9 @@ __u32 switch_in_dropped_tid = 0;
  * the window opens only once every probe is in place. Threads first seen later are taken to
  * have existed since then. */
 __u64 window_start_ns = 0;
+/* Set by userspace once the clock has passed window_start_ns, which is stored a little ahead of
+ * its time (tracer_begin_accounting()): until then a program reads its clock against it. */
+bool window_start_passed = false;
 /* Set when the report is taken: nothing after it is accounted while the maps are read (the
  * probes themselves take seconds to detach), so every thread's states sum to the window. */
 __u64 window_end_ns = 0;
