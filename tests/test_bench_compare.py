@@ -2,6 +2,7 @@
 """tools/bench/compare.py's arithmetic, without running a loop: the rate of each window from the
 loop's own step times, in steps/s, or launches/s for the launch-heavy loop. No root needed."""
 import importlib.util
+import json
 import os
 
 from conftest import ROOT
@@ -196,3 +197,49 @@ def test_targets_slow_windows_name_their_longest_step():
     assert "slow_windows_longest_step_ms" not in s["A/A control"]
     assert s["T"]["tails"]["windows"] == 3 and s["T"]["tails"]["control_windows"] == 0
     assert "their longest step 12.0 ms" in targets.result_line(s["T"], "pipeprof -p", 1.005)
+
+
+def slow_in(order, slow_cycles):
+    """Rates in schedule order: 100, but 100 / 1.03 for each (config, cycle) in slow_cycles."""
+    per_cycle = 2 * len({c for c in order if c != targets.BASELINE})
+    return [100.0 / 1.03 if (c, i // per_cycle) in slow_cycles else 100.0
+            for i, c in enumerate(order)]
+
+
+def test_targets_paired_tails_sign_test_on_cycles():
+    """The host's spells slow both windows of a cycle alike: only the cycles where one alone was
+    slow tell the tracer from the host."""
+    order = targets.schedule(["A/A control", "T"], 6)
+    slow = {("T", 0), ("A/A control", 0), ("T", 2), ("T", 3), ("T", 4), ("A/A control", 5)}
+    ws = windows_of(slow_in(order, slow), order)
+    targets.bracketed_slowdowns(ws)
+    only, reverse, p = targets.paired_tails(ws, "T")
+    # 3 cycles with T alone slow, 1 with the control alone: P(Binomial(4, 1/2) >= 3) = 5/16.
+    assert (only, reverse) == (3, 1) and abs(p - 5 / 16) < 1e-12, (only, reverse, p)
+    s = targets.summarize(ws, 1.005)
+    assert s["T"]["paired_tails"] == {"only_traced": 3, "only_control": 1, "p": 5 / 16}
+    assert s["T"]["tails"]["windows"] == 4 and s["T"]["tails"]["control_windows"] == 2
+    assert targets.paired_tails(ws, "T", threshold=1.05) == (0, 0, 1.0)
+
+
+def test_targets_pool_counts_every_run_once_and_brackets_within_a_run(tmp_path):
+    """Runs saved by --json, pooled: each window once, cycles paired within their run, and a
+    run cut short (its loop exited after a traced window) bracketed by nothing of the next."""
+    order = targets.schedule(["A/A control", "T"], 3)
+    first = windows_of(slow_in(order, {("T", 1)}), order)
+    cut = windows_of(slow_in(order, {("T", 0), ("A/A control", 1)}), order)[:-1]
+    paths = []
+    for i, ws in enumerate((cut, first)):
+        path = tmp_path / ("run%d.json" % i)
+        path.write_text(json.dumps({"loops": {"cpu-bound": {"windows": ws}}}))
+        paths.append(str(path))
+    pooled = targets.pooled_windows(paths)["cpu-bound"]
+    assert len(pooled) == len(first) + len(cut)
+    s = targets.summarize(pooled, 1.005)
+    # The cut run's last T window has no untraced window after it in its own run.
+    assert s["T"]["n"] == 5 and s["T"]["unbracketed"] == 1, s["T"]
+    assert s["A/A control"]["n"] == 6
+    assert s["T"]["paired_tails"]["only_traced"] == 2, s["T"]["paired_tails"]
+    assert s["T"]["paired_tails"]["only_control"] == 1, s["T"]["paired_tails"]
+    lines = targets.pooled_lines(paths)
+    assert any(line.startswith("cpu-bound, T: mean") for line in lines), lines

@@ -35,6 +35,9 @@ One untraced window per round cannot resolve 0.5% on a VM whose speed wanders by
 tools/bench/targets.py brackets every traced window with untraced ones and gives each target a
 confidence interval.
 
+"bpftrace profile", on request (--configs; targets.py, stolen.py): bpftrace's 49 Hz sampler
+of the loop's user stacks, what a user would run to see where a process spends its CPU.
+
 Without bpftrace its column says "skipped" and a note says why. bpftrace needs tracefs: where
 /sys/kernel/tracing is not mounted, the benchmark mounts it and unmounts it at the end.
 
@@ -89,7 +92,9 @@ CUDA_LOOPS = [
 # "A/A control" is a second untraced window in each round, compared with the first like any
 # tracer: its slowdown is what no overhead at all looks like on this machine today.
 CONFIGS = ["untraced", "A/A control", "pipeprof -p", "pipeprof -p -F 0", "pipeprof hist",
-           "pipeprof daemon", "torch.profiler", "bpftrace"]
+           "pipeprof daemon", "torch.profiler", "bpftrace", "bpftrace profile"]
+# Not in the side-by-side table unless --configs names them.
+ON_REQUEST = ("bpftrace profile",)
 # Configurations the targets apply to: pipeprof with default settings.
 TARGET_CONFIGS = ("pipeprof -p", "pipeprof daemon")
 TARGETS = {"dataloader": 1.005, "cpu-bound": 1.005, "launch-heavy": 1.02}
@@ -424,9 +429,31 @@ class Bpftrace(Tracer):
                 "sync_calls": sum(int(x) for x in calls)}
 
 
+class BpftraceProfile(Tracer):
+    """bpftrace's 49 Hz sampler of the loop's user stacks (profile:hz:49), what a user would run
+    to see where a process spends its CPU: beside "pipeprof -p", what a sampler of the same
+    rate costs whoever wrote it."""
+
+    PROGRAM = ('BEGIN { printf("tracing PID %d\\n", $1); } '
+               'profile:hz:49 /pid == $1/ { @samples[ustack] = count(); }')
+
+    def attach(self, loop):
+        bpftrace = shutil.which("bpftrace")
+        if not bpftrace:
+            raise RuntimeError("bpftrace not installed (apt-get install bpftrace, or make deps)")
+        self._start([bpftrace, "-e", self.PROGRAM, str(loop.pid)], r"^tracing PID",
+                    "bpftrace profile")
+
+    def detach(self):
+        out = self._stop(signal.SIGINT, "bpftrace profile")
+        counts = re.findall(r"^\]: (\d+)$", out, re.M)
+        return {"stacks": len(counts), "samples": sum(int(x) for x in counts)}
+
+
 TRACERS = {"untraced": Untraced, "A/A control": Untraced, "pipeprof -p": Report,
            "pipeprof -p -F 0": ReportNoSamples, "pipeprof hist": Hist,
-           "pipeprof daemon": Daemon, "torch.profiler": TorchProfiler, "bpftrace": Bpftrace}
+           "pipeprof daemon": Daemon, "torch.profiler": TorchProfiler, "bpftrace": Bpftrace,
+           "bpftrace profile": BpftraceProfile}
 
 
 # -- the loops -------------------------------------------------------------------------------
@@ -704,8 +731,9 @@ def main():
                     help="seconds after a tracer has exited (default %(default)s)")
     ap.add_argument("--loops", default=",".join(x[0] for x in LOOPS),
                     help="loops to run (default %(default)s)")
-    ap.add_argument("--configs", default=",".join(CONFIGS),
-                    help="configurations, untraced always included (default: all)")
+    ap.add_argument("--configs", default=",".join(c for c in CONFIGS if c not in ON_REQUEST),
+                    help="configurations, untraced always included (default: all but %s)"
+                    % ", ".join(ON_REQUEST))
     ap.add_argument("--max-load", type=float, default=1.0,
                     help="wait for the 1-minute load average to fall below this (default %(default)s)")
     ap.add_argument("--wait-quiet", type=float, default=300,
@@ -727,6 +755,8 @@ def main():
         sys.exit("compare.py: unknown configurations: %s" % ", ".join(sorted(unknown)))
     notes, skipped = [], {}
     unmount = False
+    if "bpftrace profile" in configs and not shutil.which("bpftrace"):
+        skipped["bpftrace profile"] = "bpftrace not installed (apt-get install bpftrace, or make deps)"
     if "bpftrace" in configs:
         if not shutil.which("bpftrace"):
             skipped["bpftrace"] = "bpftrace not installed (apt-get install bpftrace, or make deps)"
@@ -735,7 +765,7 @@ def main():
             if not ok:
                 skipped["bpftrace"] = "tracefs unavailable"
     for c, why in skipped.items():
-        print("bpftrace column skipped: " + why, flush=True)
+        print("%s column skipped: %s" % (c, why), flush=True)
         notes.append("%s column skipped: %s" % (c, why))
     measured = [c for c in configs if c not in skipped]
 

@@ -22,14 +22,16 @@ the interval's top is at or under it, "MISS" when its bottom is over it, and "no
 when it straddles it: then more --cycles narrow it. Neighbouring windows' noise is not
 independent, so an interval is a guide, not a guarantee; the A/A control's should hold 1.000.
 A median can hide a tracer that slows a few windows a lot: each traced configuration's windows
-over 1.02 are counted beside the A/A control's, with Fisher's exact test, and the longest step
-of those windows printed (a stall, or every step slower).
+over 1.02 are counted beside the A/A control's, with Fisher's exact test and, since the host's
+slow spells make slow windows come in clusters, a sign test on the cycles where only one of the
+two was slow; and the longest step of those windows printed (a stall, or every step slower).
 
 Attach and detach are outside the windows (compare.py's --settle and --gap): this is the
 steady-state cost; attach's own cost is tools/bench/attach_time.py's.
 
     sudo tools/bench/targets.py                          # 30 cycles of 2 s windows, ~27 min
     sudo tools/bench/targets.py --loops cpu-bound --cycles 40
+    tools/bench/targets.py --pool run1.json run2.json    # earlier runs' windows, pooled
 """
 import argparse
 import datetime
@@ -40,6 +42,7 @@ import sys
 import tempfile
 import time
 import importlib.util
+import json
 
 _spec = importlib.util.spec_from_file_location(
     "bench_compare", os.path.join(os.path.dirname(os.path.abspath(__file__)), "compare.py"))
@@ -85,7 +88,8 @@ def bracketed_slowdowns(windows):
         before = windows[i - 1] if i > 0 else None
         after = windows[i + 1] if i + 1 < len(windows) else None
         ok = rec.get("rate") and all(
-            w is not None and w["config"] == BASELINE and w.get("rate") for w in (before, after))
+            w is not None and w["config"] == BASELINE and w.get("rate") and
+            w.get("run") == rec.get("run") for w in (before, after))
         if not ok:
             unbracketed[rec["config"]] = unbracketed.get(rec["config"], 0) + 1
             continue
@@ -140,6 +144,40 @@ def tails(values, control, threshold=TAIL):
     return k, kc, p
 
 
+def cycle_of(windows):
+    """{id(window): its cycle}, a cycle being one turn of schedule() (two slots a configuration),
+    within its run ("run" in a pooled record, else one run)."""
+    runs = {}
+    for w in windows:
+        runs.setdefault(w.get("run", 0), []).append(w)
+    out = {}
+    for run, ws in runs.items():
+        per_cycle = 2 * max(len({w["config"] for w in ws if w["config"] != BASELINE}), 1)
+        for i, w in enumerate(ws):
+            out[id(w)] = (run, w.get("slot", i) // per_cycle)
+    return out
+
+
+def paired_tails(windows, config, threshold=TAIL):
+    """(cycles where config's window was over threshold and the A/A control's not, the reverse,
+    one-sided p). The host's slow spells last tens of seconds, so slow windows come in clusters,
+    which Fisher's test (tails()) takes for independent windows; a cycle's two windows lie
+    seconds apart, in one spell or out of it together, and the schedule rotates which comes
+    first. Were config's windows like the control's, each cycle where only one was slow would be
+    either with even odds: the sign test on those."""
+    cycles = cycle_of(windows)
+    slow = {}
+    for w in windows:
+        if w["config"] in (config, CONTROL) and "slowdown" in w:
+            slow.setdefault(cycles[id(w)], {})[w["config"]] = w["slowdown"] > threshold
+    pairs = [c for c in slow.values() if len(c) == 2]
+    only = sum(c[config] and not c[CONTROL] for c in pairs)
+    reverse = sum(c[CONTROL] and not c[config] for c in pairs)
+    n = only + reverse
+    p = sum(math.comb(n, i) for i in range(only, n + 1)) / 2 ** n
+    return only, reverse, p
+
+
 def verdict(lo, hi, target):
     if hi <= target:
         return "pass"
@@ -166,6 +204,8 @@ def summarize(windows, target):
         if control and config != CONTROL:
             s["tails"] = dict(zip(("windows", "control_windows", "p"),
                                   tails(slow[config], control)))
+            s["paired_tails"] = dict(zip(("only_traced", "only_control", "p"),
+                                         paired_tails(windows, config)))
         # A slow window whose longest step is no longer than the rest's had every step slower;
         # one with a long step had a stall.
         longest = [w["step_ms"]["max"] for w in windows if w["config"] == config
@@ -191,6 +231,10 @@ def result_line(s, config, target):
     if t:
         out += "; windows over %.2f: %d, A/A control %d (p=%.2f)" % (
             TAIL, t["windows"], t["control_windows"], t["p"])
+    t = s.get("paired_tails")
+    if t:
+        out += "; cycles with only it slow %d, only the A/A control %d (p=%.3f)" % (
+            t["only_traced"], t["only_control"], t["p"])
     if s.get("slow_windows_longest_step_ms") is not None:
         out += ", their longest step %.1f ms" % s["slow_windows_longest_step_ms"]
     return out
@@ -251,7 +295,44 @@ def check_window_args(prog, args):
         sys.exit("%s: --cycles must be at least 2 and --seconds positive" % prog)
 
 
+def pooled_windows(paths):
+    """{loop: the windows of every run saved in paths (--json files), each tagged with its run}."""
+    loops = {}
+    for run, path in enumerate(paths):
+        with open(path) as f:
+            saved = json.load(f)
+        for name, res in saved["loops"].items():
+            loops.setdefault(name, []).extend(dict(w, run=run) for w in res["windows"])
+    return loops
+
+
+def pooled_lines(paths):
+    """The target lines of the runs saved in paths, pooled: every window of every run counts
+    once, and a cycle pairs windows of one run."""
+    lines = []
+    for name, windows in pooled_windows(paths).items():
+        target = compare.TARGETS[name]
+        summary = summarize(windows, target)
+        for config in sorted(summary, key=lambda c: (c != CONTROL, c)):
+            s = summary[config]
+            if s.get("half_width") is None:
+                lines.append("%s, %s: too few bracketed windows" % (name, config))
+            else:
+                lines.append("%s, %s: %s" % (name, config, result_line(s, config, target)))
+    return lines
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--pool":
+        if len(sys.argv) < 3:
+            sys.exit("targets.py: --pool FILE... (the --json files of earlier runs)")
+        try:
+            lines = pooled_lines(sys.argv[2:])
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit("targets.py: --pool: %s" % e)
+        for line in lines:
+            print("pooled " + line)
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[-3:]))
