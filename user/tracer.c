@@ -387,12 +387,11 @@ static int libbpf_quiet_fn(enum libbpf_print_level level, const char *format, va
 	return 0;
 }
 
-static void seed_window(struct tracer *t, __u64 start_ns)
+static void seed_window(struct tracer *t)
 {
 	int fd = bpf_map__fd(t->skel->maps.tracked_procs);
 	__u32 key, next, *prev = NULL;
 
-	t->start_ns = start_ns;
 	/* The job's own process first: a thread map too small for the job still holds the trainer. */
 	seed_threads(t, t->root);
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
@@ -407,7 +406,7 @@ static void seed_window(struct tracer *t, __u64 start_ns)
  * and calls made meanwhile would be missed while their time still counted. */
 static int open_window(struct tracer *t)
 {
-	t->start_ns = tracer_begin_accounting(t, seed_window);
+	tracer_begin_accounting(t, seed_window);
 	return 0;
 }
 

@@ -337,11 +337,10 @@ int tracer_drain_hists(struct tracer *t,
 		       void (*fn)(const struct pp_hist_key *key, const struct pp_hist *h, void *ctx),
 		       void *ctx);
 
-/* Opens the accounting at a time the programs learn before it comes, once seed has put the
- * threads already running in place with it, and returns it when it has passed: the window's
- * start. Stamped first and stored after, a call made in between would be in the window and
- * never counted. */
-__u64 tracer_begin_accounting(struct tracer *t, void (*seed)(struct tracer *t, __u64 start_ns));
+/* Opens the accounting at a time the programs learn before it comes, t->start_ns, once seed
+ * has put the threads already running in place with it; returns when it has passed. Stamped
+ * first and stored after, a call made in between would be in the window and never counted. */
+void tracer_begin_accounting(struct tracer *t, void (*seed)(struct tracer *t));
 
 /* Stops the accounting at a time the programs learn before it comes, and returns it: the
  * end_ns to hand tracer_close_window(). A program that finds the window open counts without

@@ -191,20 +191,19 @@ static void sleep_until(__u64 when_ns)
  * userspace says it has passed. Stamped first and stored after, a call made in between would
  * be inside the window the report states and never counted. Should the store land after its
  * own time, the start moves to when it landed: the calls begun before that were not seen,
- * and are outside. Threads are seeded (seed, with the start) before the programs may account.
+ * and are outside. Threads are seeded (seed, with t->start_ns set) before the programs may
+ * account.
  */
-__u64 tracer_begin_accounting(struct tracer *t, void (*seed)(struct tracer *t, __u64 start_ns))
+void tracer_begin_accounting(struct tracer *t, void (*seed)(struct tracer *t))
 {
 	struct edge_priority prio;
-	__u64 start_ns;
 
 	edge_priority_raise(&prio);
-	start_ns = store_edge_ahead(&t->skel->bss->window_start_ns, "PIPEPROF_TEST_OPEN_DELAY_MS");
+	t->start_ns = store_edge_ahead(&t->skel->bss->window_start_ns, "PIPEPROF_TEST_OPEN_DELAY_MS");
 	edge_priority_restore(&prio);
-	seed(t, start_ns);
-	sleep_until(start_ns);
+	seed(t);
+	sleep_until(t->start_ns);
 	__atomic_store_n(&t->skel->bss->window_start_passed, true, __ATOMIC_SEQ_CST);
-	return start_ns;
 }
 
 /*

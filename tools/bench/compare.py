@@ -93,6 +93,7 @@ CUDA_LOOPS = [
 # tracer: its slowdown is what no overhead at all looks like on this machine today.
 CONFIGS = ["untraced", "A/A control", "pipeprof -p", "pipeprof -p -F 0", "pipeprof hist",
            "pipeprof daemon", "torch.profiler", "bpftrace", "bpftrace profile"]
+NO_BPFTRACE = "bpftrace not installed (apt-get install bpftrace, or make deps)"
 # Not in the side-by-side table unless --configs names them.
 ON_REQUEST = ("bpftrace profile",)
 # Configurations the targets apply to: pipeprof with default settings.
@@ -440,7 +441,7 @@ class BpftraceProfile(Tracer):
     def attach(self, loop):
         bpftrace = shutil.which("bpftrace")
         if not bpftrace:
-            raise RuntimeError("bpftrace not installed (apt-get install bpftrace, or make deps)")
+            raise RuntimeError(NO_BPFTRACE)
         self._start([bpftrace, "-e", self.PROGRAM, str(loop.pid)], r"^tracing PID",
                     "bpftrace profile")
 
@@ -756,10 +757,10 @@ def main():
     notes, skipped = [], {}
     unmount = False
     if "bpftrace profile" in configs and not shutil.which("bpftrace"):
-        skipped["bpftrace profile"] = "bpftrace not installed (apt-get install bpftrace, or make deps)"
+        skipped["bpftrace profile"] = NO_BPFTRACE
     if "bpftrace" in configs:
         if not shutil.which("bpftrace"):
-            skipped["bpftrace"] = "bpftrace not installed (apt-get install bpftrace, or make deps)"
+            skipped["bpftrace"] = NO_BPFTRACE
         else:
             ok, unmount = ensure_tracefs(notes)
             if not ok:

@@ -306,6 +306,18 @@ def pooled_windows(paths):
     return loops
 
 
+def loop_lines(name, summary, configs, target):
+    """One loop's line for each of configs."""
+    lines = []
+    for config in configs:
+        s = summary.get(config)
+        if not s or s.get("half_width") is None:
+            lines.append("%s, %s: too few bracketed windows" % (name, config))
+        else:
+            lines.append("%s, %s: %s" % (name, config, result_line(s, config, target)))
+    return lines
+
+
 def pooled_lines(paths):
     """The target lines of the runs saved in paths, pooled: every window of every run counts
     once, and a cycle pairs windows of one run."""
@@ -313,26 +325,11 @@ def pooled_lines(paths):
     for name, windows in pooled_windows(paths).items():
         target = compare.TARGETS[name]
         summary = summarize(windows, target)
-        for config in sorted(summary, key=lambda c: (c != CONTROL, c)):
-            s = summary[config]
-            if s.get("half_width") is None:
-                lines.append("%s, %s: too few bracketed windows" % (name, config))
-            else:
-                lines.append("%s, %s: %s" % (name, config, result_line(s, config, target)))
+        lines += loop_lines(name, summary, sorted(summary, key=lambda c: (c != CONTROL, c)), target)
     return lines
 
 
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "--pool":
-        if len(sys.argv) < 3:
-            sys.exit("targets.py: --pool FILE... (the --json files of earlier runs)")
-        try:
-            lines = pooled_lines(sys.argv[2:])
-        except (OSError, ValueError, KeyError) as e:
-            sys.exit("targets.py: --pool: %s" % e)
-        for line in lines:
-            print("pooled " + line)
-        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[-3:]))
@@ -346,7 +343,18 @@ def main():
                     "compare.py's)")
     ap.add_argument("--python", default="/usr/bin/python3",
                     help="interpreter of the loops (default %(default)s)")
+    ap.add_argument("--pool", nargs="+", metavar="FILE",
+                    help="measure nothing: print the figures of the runs saved in these --json "
+                    "files, pooled")
     args = ap.parse_args()
+    if args.pool:
+        try:
+            lines = pooled_lines(args.pool)
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit("targets.py: --pool: %s" % e)
+        for line in lines:
+            print("pooled " + line)
+        return
     check_window_args("targets.py", args)
     configs = args.configs.split(",")
     unknown = set(configs) - set(compare.CONFIGS) | ({BASELINE} & set(configs))
@@ -376,12 +384,7 @@ def main():
             summary = summarize(windows, target)
             results[name] = {"unit": unit, "workload": script, "target": target,
                              "windows": windows, "summary": summary}
-            for config in configs:
-                s = summary.get(config)
-                if not s or s.get("half_width") is None:
-                    lines.append("%s, %s: too few bracketed windows" % (name, config))
-                    continue
-                lines.append("%s, %s: %s" % (name, config, result_line(s, config, target)))
+            lines += loop_lines(name, summary, configs, target)
     load_end = compare.loadavg()
     print()
     for line in lines:
