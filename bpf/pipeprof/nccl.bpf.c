@@ -128,8 +128,14 @@ SEC("uprobe")
 int BPF_KPROBE(on_nccl_comm_init, void *out, int nranks)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct pp_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct pp_thread *t;
 
+	/* Once a start is set, a thread userspace has not seeded yet gets its record here, as at
+	 * its first event: a communicator made then, inside the window, is used inside it. */
+	if (window_start_ns)
+		t = thread_of((struct task_struct *)bpf_get_current_task_btf());
+	else
+		t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t)
 		return 0;
 	t->nccl_comm_out = (__u64)out;
