@@ -100,6 +100,7 @@ extern __u32 wakeup_dropped_tid;
 extern struct pp_dropped_wake task_wakeups_dropped[PP_TEST_WAKE_SLOTS];
 extern const volatile bool drop_woken_switch_in;
 extern __u32 switch_in_dropped_tid;
+extern const volatile bool drop_open_wait_end;
 
 /* 0 while pipeprof is still attaching: processes are followed but no time is accounted, so
  * the window opens only once every probe is in place. Threads first seen later are taken to

@@ -229,6 +229,30 @@ unsigned long long proc_thread_exec_ns(const char *procfs, pid_t tgid, pid_t tid
 	return ns;
 }
 
+int proc_parse_syscall(const char *text, long *nr, unsigned long args[6])
+{
+	/* "running", or "-1 sp pc" outside any system call. */
+	if (!strncmp(text, "running", 7) || !strncmp(text, "-1 ", 3))
+		return -EAGAIN;
+	if (sscanf(text, "%ld %lx %lx %lx %lx %lx %lx", nr, &args[0], &args[1], &args[2], &args[3],
+		   &args[4], &args[5]) != 7 || *nr < 0)
+		return -EINVAL;
+	return 0;
+}
+
+int proc_thread_syscall(const char *procfs, pid_t tgid, pid_t tid, long *nr,
+			unsigned long args[6])
+{
+	char path[PATH_MAX], line[256];
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%d/task/%d/syscall", procfs, tgid, tid);
+	err = proc_read_line(path, line, sizeof(line));
+	if (err)
+		return err;
+	return proc_parse_syscall(line, nr, args);
+}
+
 void proc_cmdline(const char *procfs, pid_t pid, char *buf, size_t size)
 {
 	char path[PATH_MAX];

@@ -58,6 +58,13 @@ int proc_parse_stat_comm(const char *text, size_t len, char *comm, size_t size, 
  * se.sum_exec_runtime), or 0 when it cannot be read. */
 unsigned long long proc_thread_exec_ns(const char *procfs, pid_t tgid, pid_t tid);
 
+/* The system call a thread is blocked in: its number and its first six arguments, from
+ * /proc's syscall file. 0, or -errno: -EAGAIN where it is running or in no system call,
+ * -EINVAL where the file does not parse. The _parse form reads the file's text. */
+int proc_thread_syscall(const char *procfs, pid_t tgid, pid_t tid, long *nr,
+			unsigned long args[6]);
+int proc_parse_syscall(const char *text, long *nr, unsigned long args[6]);
+
 /* The command line with NULs turned into spaces; "" when unreadable. */
 void proc_cmdline(const char *procfs, pid_t pid, char *buf, size_t size);
 

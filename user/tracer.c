@@ -71,6 +71,23 @@ static int track_process(struct tracer *t, pid_t pid, pid_t parent, bool root)
  * 2026-11-29), and a sleep whose wakeup alone went untraced read RUNQ. One read of the stat
  * file gives the name and the state; a sleeping thread's schedstat is one more.
  */
+/*
+ * The call of the wait a thread is in at the attach, as the programs read it at the switch-out
+ * into a wait (pp_retry_call). They read it again at the wait's end, where they see it; where
+ * this guest loses both that wakeup and its switch-in, nothing else reads it, and a timed-out
+ * wait with no call cannot be held for its retry: the first wait of a chain open at the attach
+ * read OTHER (575 ms of a 3 s window at one attach beside CPU hogs).
+ */
+static __u64 seed_wait_call(pid_t pid, pid_t tid)
+{
+	unsigned long args[6];
+	long nr;
+
+	if (proc_thread_syscall(PROCFS, pid, tid, &nr, args))
+		return 0;
+	return pp_retry_call(nr, args[0], args[1], args[2], args[3], args[4]);
+}
+
 static void seed_threads(struct tracer *t, pid_t pid)
 {
 	int fd = bpf_map__fd(t->skel->maps.threads);
@@ -87,8 +104,10 @@ static void seed_threads(struct tracer *t, pid_t pid)
 		/* Gone since the listing: it has no record to seed. */
 		if (proc_thread_stat(PROCFS, pid, tids[i], th.comm, sizeof(th.comm), &state))
 			continue;
-		if (state == 'S' || state == 'D')
+		if (state == 'S' || state == 'D') {
 			th.exec_at_out_ns = proc_thread_exec_ns(PROCFS, pid, tids[i]);
+			th.wait_call = seed_wait_call(pid, tids[i]);
+		}
 		if (bpf_map_update_elem(fd, &tids[i], &th, BPF_NOEXIST) && errno != EEXIST)
 			t->seed_failures++;
 	}

@@ -107,10 +107,12 @@ static int test_drop_every(const char *name, const char *what, __u32 *every)
  * PIPEPROF_TEST_DROP_WAKEUPS=N: likewise one in N of its wakeups, which the same guest loses
  * now and then beside CPU hogs; with PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS=1 the switch-in after
  * each of them too, as that guest loses both for a task at times.
+ * PIPEPROF_TEST_DROP_OPEN_WAIT_ENDS=1: both for the timer that ends a wait open at the attach.
  */
 static int apply_test_drops(struct tracer *t)
 {
 	const char *woken = getenv("PIPEPROF_TEST_DROP_WOKEN_SWITCH_INS");
+	const char *open_ends = getenv("PIPEPROF_TEST_DROP_OPEN_WAIT_ENDS");
 	__u32 every;
 	int err;
 
@@ -129,6 +131,14 @@ static int apply_test_drops(struct tracer *t)
 			return -EINVAL;
 		}
 		t->skel->rodata->drop_woken_switch_in = true;
+	}
+	if (open_ends && *open_ends && strcmp(open_ends, "0")) {
+		if (strcmp(open_ends, "1")) {
+			fprintf(stderr, "pipeprof: PIPEPROF_TEST_DROP_OPEN_WAIT_ENDS: '%s' is not 0 or "
+				"1\n", open_ends);
+			return -EINVAL;
+		}
+		t->skel->rodata->drop_open_wait_end = true;
 	}
 	return 0;
 }

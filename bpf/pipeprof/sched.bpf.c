@@ -397,7 +397,8 @@ static __always_inline int sched_switch(unsigned long long *ctx, bool preempt,
 		if (drop_switch_in_every &&
 		    __sync_fetch_and_add(&switch_ins_counted, 1) % drop_switch_in_every == 0)
 			return 0;
-		if (drop_woken_switch_in && switch_in_dropped_tid == next->pid) {
+		if ((drop_woken_switch_in || drop_open_wait_end) &&
+		    switch_in_dropped_tid == next->pid) {
 			switch_in_dropped_tid = 0;
 			return 0;
 		}
@@ -597,6 +598,15 @@ static __always_inline bool wakeup_drop_due(const struct pp_thread *t, __u32 tid
 	return true;
 }
 
+/* PIPEPROF_TEST_DROP_OPEN_WAIT_ENDS: the end of a wait open at the attach, a timer's (a thread
+ * seeded asleep and seen in no event since). */
+static __always_inline bool open_wait_end_drop_due(const struct pp_thread *t,
+						   struct task_struct *p)
+{
+	return t->phase == PP_PHASE_UNKNOWN && t->exec_at_out_ns && task_asleep(p) &&
+	       wake_context() != PP_WAKE_TASK;
+}
+
 SEC("tp_btf/sched_waking")
 int BPF_PROG(on_sched_waking, struct task_struct *p)
 {
@@ -612,9 +622,10 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	now = bpf_ktime_get_ns();
 	if (!naming(now))
 		return 0;
-	if (drop_wakeup_every && wakeup_drop_due(t, p->pid)) {
+	if ((drop_wakeup_every && wakeup_drop_due(t, p->pid)) ||
+	    (drop_open_wait_end && open_wait_end_drop_due(t, p))) {
 		wakeup_dropped_tid = p->pid;
-		if (drop_woken_switch_in)
+		if (drop_woken_switch_in || drop_open_wait_end)
 			switch_in_dropped_tid = p->pid;
 		return 0;
 	}
@@ -661,7 +672,7 @@ int BPF_PROG(on_sched_wakeup, struct task_struct *p)
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t || t->phase == PP_PHASE_EXITED)
 		return 0;
-	if (drop_wakeup_every && wakeup_dropped_tid == tid) {
+	if ((drop_wakeup_every || drop_open_wait_end) && wakeup_dropped_tid == tid) {
 		wakeup_dropped_tid = 0;
 		return 0;
 	}

@@ -126,6 +126,25 @@ TEST(test_threads_and_state)
 	CHECK_EQ_U64(proc_thread_exec_ns(root, 100, 103), 0);
 	CHECK_EQ_U64(proc_thread_exec_ns(root, 100, 999), 0);
 	{
+		unsigned long args[6];
+		long nr;
+
+		/* poll(fds, 1, 869): the fields as the kernel prints them. */
+		put("100/task/100/syscall", "7 0x7f3c2a1b2c30 0x1 0x365 0x0 0x8 0x0 "
+		    "0x7ffd5e8f1a20 0x7f3c2b4c1d2f\n");
+		CHECK_EQ_INT(proc_thread_syscall(root, 100, 100, &nr, args), 0);
+		CHECK_EQ_INT(nr, 7);
+		CHECK_EQ_U64(args[1], 1);
+		CHECK_EQ_U64(args[2], 869);
+		CHECK_EQ_U64(args[4], 8);
+		CHECK_EQ_INT(proc_parse_syscall("running\n", &nr, args), -EAGAIN);
+		CHECK_EQ_INT(proc_parse_syscall("-1 0x7ffd5e8f1a20 0x7f3c2b4c1d2f\n", &nr, args),
+			     -EAGAIN);
+		CHECK_EQ_INT(proc_parse_syscall("202 0x1 0x2\n", &nr, args), -EINVAL);
+		CHECK_EQ_INT(proc_parse_syscall("", &nr, args), -EINVAL);
+		CHECK_EQ_INT(proc_thread_syscall(root, 100, 999, &nr, args), -ENOENT);
+	}
+	{
 		char comm[16] = "stale";
 
 		put("100/task/103/comm", "pt_autograd_0\n");
