@@ -63,15 +63,6 @@ static int track_process(struct tracer *t, pid_t pid, pid_t parent, bool root)
 }
 
 /*
- * Threads that sleep through the whole window leave no events; seed them so they show. A thread
- * asleep now also gets its CPU clock, as its wakeup would give it (pp_switch_in_unseen): should
- * that wakeup and its switch-in both go untraced, its first switch-out places the switch-in,
- * and the sleep reads as a wait nothing was seen to end (OTHER). Without it, that sleep read
- * RUNNING (+25 pts of a thread loader's trainer, one attach in 25 on a quiet machine,
- * 2026-11-29), and a sleep whose wakeup alone went untraced read RUNQ. One read of the stat
- * file gives the name and the state; a sleeping thread's schedstat is one more.
- */
-/*
  * The call of the wait a thread is in at the attach, as the programs read it at the switch-out
  * into a wait (pp_retry_call). They read it again at the wait's end, where they see it; where
  * this guest loses both that wakeup and its switch-in, nothing else reads it, and a timed-out
@@ -88,6 +79,16 @@ static __u64 seed_wait_call(pid_t pid, pid_t tid)
 	return pp_retry_call(nr, args[0], args[1], args[2], args[3], args[4]);
 }
 
+/*
+ * Threads that sleep through the whole window leave no events; seed them so they show. A thread
+ * asleep now also gets its CPU clock, as its wakeup would give it (pp_switch_in_unseen): should
+ * that wakeup and its switch-in both go untraced, its first switch-out places the switch-in,
+ * and the sleep reads as a wait nothing was seen to end (OTHER). Without it, that sleep read
+ * RUNNING (+25 pts of a thread loader's trainer, one attach in 25 on a quiet machine,
+ * 2026-11-29), and a sleep whose wakeup alone went untraced read RUNQ. One read of the stat
+ * file gives the name and the state; a sleeping thread's schedstat and syscall files are two
+ * more.
+ */
 static void seed_threads(struct tracer *t, pid_t pid)
 {
 	int fd = bpf_map__fd(t->skel->maps.threads);
