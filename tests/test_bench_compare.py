@@ -243,3 +243,31 @@ def test_targets_pool_counts_every_run_once_and_brackets_within_a_run(tmp_path):
     assert s["T"]["paired_tails"]["only_control"] == 1, s["T"]["paired_tails"]
     lines = targets.pooled_lines(paths)
     assert any(line.startswith("cpu-bound, T: mean") for line in lines), lines
+
+
+def test_targets_another_tracer_gets_its_slow_windows_but_no_verdict():
+    # bpftrace's own sampler beside -p: whether a cost is pipeprof's or any sampler's is read
+    # from its slow windows, but the targets are pipeprof's, so it gets no verdict.
+    order = targets.schedule(["A/A control", "bpftrace profile"], 3)
+    ws = windows_of([100.0 if c != "bpftrace profile" else 95.0 for c in order], order)
+    line = targets.result_line(targets.summarize(ws, 1.005)["bpftrace profile"],
+                               "bpftrace profile", 1.005)
+    assert "windows over 1.02: 3, A/A control 0" in line, line
+    assert "cycles with only it slow 3, only the A/A control 0" in line, line
+    assert "target" not in line, line
+
+
+def test_targets_paired_difference_reads_one_tracer_against_another():
+    # The loop slows by 1% a window; pipeprof -p costs 3%, the other tracer 1%: cycle by cycle
+    # the difference is 0.02 in every cycle, whatever the drift.
+    order = targets.schedule(["A/A control", "pipeprof -p", "bpftrace profile"], 4)
+    cost = {"pipeprof -p": 1.03, "bpftrace profile": 1.01}
+    ws = windows_of([100.0 * (1 - 0.01 * i) / cost.get(c, 1.0) for i, c in enumerate(order)],
+                    order)
+    targets.summarize(ws, 1.005)
+    mean, half, n = targets.paired_difference(ws, "pipeprof -p", "bpftrace profile")
+    assert n == 4 and abs(mean - 0.02) < 2e-4 and half < 2e-4, (mean, half, n)
+    lines = targets.versus_lines("cpu-bound", ws, ["A/A control", "pipeprof -p",
+                                                  "bpftrace profile"])
+    assert lines == ["cpu-bound, pipeprof -p minus bpftrace profile, cycle by cycle: +0.0200 "
+                     "(95% CI +0.0200 to +0.0200), n=4"], lines

@@ -25,6 +25,9 @@ A median can hide a tracer that slows a few windows a lot: each traced configura
 over 1.02 are counted beside the A/A control's, with Fisher's exact test and, since the host's
 slow spells make slow windows come in clusters, a sign test on the cycles where only one of the
 two was slow; and the longest step of those windows printed (a stall, or every step slower).
+Another tracer in the run (--configs "...,bpftrace profile") gets the same figures, no verdict,
+and each target configuration's difference from it cycle by cycle, with its 95% interval: is a
+cost pipeprof's, or any tracer's of that kind?
 
 Attach and detach are outside the windows (compare.py's --settle and --gap): this is the
 steady-state cost; attach's own cost is tools/bench/attach_time.py's.
@@ -158,6 +161,16 @@ def cycle_of(windows):
     return out
 
 
+def paired(windows, a, b):
+    """[{a: slowdown, b: slowdown}] for each cycle with a bracketed window of both."""
+    cycles = cycle_of(windows)
+    per_cycle = {}
+    for w in windows:
+        if w["config"] in (a, b) and "slowdown" in w:
+            per_cycle.setdefault(cycles[id(w)], {})[w["config"]] = w["slowdown"]
+    return [c for c in per_cycle.values() if len(c) == 2]
+
+
 def paired_tails(windows, config, threshold=TAIL):
     """(cycles where config's window was over threshold and the A/A control's not, the reverse,
     one-sided p). The host's slow spells last tens of seconds, so slow windows come in clusters,
@@ -165,17 +178,40 @@ def paired_tails(windows, config, threshold=TAIL):
     seconds apart, in one spell or out of it together, and the schedule rotates which comes
     first. Were config's windows like the control's, each cycle where only one was slow would be
     either with even odds: the sign test on those."""
-    cycles = cycle_of(windows)
-    slow = {}
-    for w in windows:
-        if w["config"] in (config, CONTROL) and "slowdown" in w:
-            slow.setdefault(cycles[id(w)], {})[w["config"]] = w["slowdown"] > threshold
-    pairs = [c for c in slow.values() if len(c) == 2]
+    pairs = [{k: v > threshold for k, v in c.items()} for c in paired(windows, config, CONTROL)]
     only = sum(c[config] and not c[CONTROL] for c in pairs)
     reverse = sum(c[CONTROL] and not c[config] for c in pairs)
     n = only + reverse
     p = sum(math.comb(n, i) for i in range(only, n + 1)) / 2 ** n
     return only, reverse, p
+
+
+def paired_difference(windows, config, other):
+    """config's slowdown minus other's, cycle by cycle (the two windows of a cycle lie seconds
+    apart, so the host's drift and slow spells hit both): (mean, 95% half-width, cycles). What
+    tells pipeprof's cost from another tracer's of the same kind (bpftrace's sampler beside
+    `-p`), which two configurations' separate intervals, each as wide as the host's noise,
+    cannot."""
+    diffs = [c[config] - c[other] for c in paired(windows, config, other)]
+    mean, half = mean_ci(diffs)
+    return mean, half, len(diffs)
+
+
+def versus_lines(name, windows, configs):
+    """For each configuration the targets name, its paired difference from every other tracer
+    in the run (not the A/A control: its own line's interval already says that)."""
+    lines = []
+    for config in configs:
+        if config not in compare.TARGET_CONFIGS:
+            continue
+        for other in configs:
+            if other in (config, CONTROL) or other in compare.TARGET_CONFIGS:
+                continue
+            mean, half, n = paired_difference(windows, config, other)
+            if half is not None:
+                lines.append("%s, %s minus %s, cycle by cycle: %+.4f (95%% CI %+.4f to %+.4f), "
+                             "n=%d" % (name, config, other, mean, mean - half, mean + half, n))
+    return lines
 
 
 def verdict(lo, hi, target):
@@ -217,16 +253,16 @@ def summarize(windows, target):
 
 def result_line(s, config, target):
     """One configuration's figures; for those the targets name, the verdicts on the mean's
-    interval and the median's, and the slow windows beside the A/A control's."""
+    interval and the median's; for every traced one (another tracer too: is a cost pipeprof's
+    or any tracer's of its kind?), the slow windows beside the A/A control's."""
     mci = s["median_ci"]
     out = "mean %.4f, 95%% CI %.4f-%.4f, median %.4f%s, n=%d%s" % (
         s["mean"], s["ci"][0], s["ci"][1], s["median"],
         " (%.4f-%.4f)" % tuple(mci) if mci else "", s["n"],
         " (%d unbracketed)" % s["unbracketed"] if s["unbracketed"] else "")
-    if config not in compare.TARGET_CONFIGS:
-        return out
-    out += "; target <= %.3f: mean %s, median %s" % (
-        target, s["verdict"], verdict(*mci, target) if mci else "no interval")
+    if config in compare.TARGET_CONFIGS:
+        out += "; target <= %.3f: mean %s, median %s" % (
+            target, s["verdict"], verdict(*mci, target) if mci else "no interval")
     t = s.get("tails")
     if t:
         out += "; windows over %.2f: %d, A/A control %d (p=%.2f)" % (
@@ -325,7 +361,8 @@ def pooled_lines(paths):
     for name, windows in pooled_windows(paths).items():
         target = compare.TARGETS[name]
         summary = summarize(windows, target)
-        lines += loop_lines(name, summary, sorted(summary, key=lambda c: (c != CONTROL, c)), target)
+        configs = sorted(summary, key=lambda c: (c != CONTROL, c))
+        lines += loop_lines(name, summary, configs, target) + versus_lines(name, windows, configs)
     return lines
 
 
@@ -384,7 +421,8 @@ def main():
             summary = summarize(windows, target)
             results[name] = {"unit": unit, "workload": script, "target": target,
                              "windows": windows, "summary": summary}
-            lines += loop_lines(name, summary, configs, target)
+            lines += loop_lines(name, summary, configs, target) + \
+                versus_lines(name, windows, configs)
     load_end = compare.loadavg()
     print()
     for line in lines:
