@@ -162,7 +162,8 @@ def cycle_of(windows):
 
 
 def paired(windows, a, b):
-    """[{a: slowdown, b: slowdown}] for each cycle with a bracketed window of both."""
+    """[{a: slowdown, b: slowdown}] for each cycle with a bracketed window of both (windows as
+    bracketed_slowdowns() left them)."""
     cycles = cycle_of(windows)
     per_cycle = {}
     for w in windows:
