@@ -343,8 +343,9 @@ def pooled_windows(paths):
     return loops
 
 
-def loop_lines(name, summary, configs, target):
-    """One loop's line for each of configs."""
+def loop_lines(name, summary, windows, configs, target):
+    """One loop's line for each of configs, then its target configurations' differences from the
+    other tracers (versus_lines)."""
     lines = []
     for config in configs:
         s = summary.get(config)
@@ -352,7 +353,7 @@ def loop_lines(name, summary, configs, target):
             lines.append("%s, %s: too few bracketed windows" % (name, config))
         else:
             lines.append("%s, %s: %s" % (name, config, result_line(s, config, target)))
-    return lines
+    return lines + versus_lines(name, windows, configs)
 
 
 def pooled_lines(paths):
@@ -362,8 +363,8 @@ def pooled_lines(paths):
     for name, windows in pooled_windows(paths).items():
         target = compare.TARGETS[name]
         summary = summarize(windows, target)
-        configs = sorted(summary, key=lambda c: (c != CONTROL, c))
-        lines += loop_lines(name, summary, configs, target) + versus_lines(name, windows, configs)
+        lines += loop_lines(name, summary, windows,
+                            sorted(summary, key=lambda c: (c != CONTROL, c)), target)
     return lines
 
 
@@ -422,8 +423,7 @@ def main():
             summary = summarize(windows, target)
             results[name] = {"unit": unit, "workload": script, "target": target,
                              "windows": windows, "summary": summary}
-            lines += loop_lines(name, summary, configs, target) + \
-                versus_lines(name, windows, configs)
+            lines += loop_lines(name, summary, windows, configs, target)
     load_end = compare.loadavg()
     print()
     for line in lines:
