@@ -4,6 +4,9 @@ loop's own step times, in steps/s, or launches/s for the launch-heavy loop. No r
 import importlib.util
 import json
 import os
+import shutil
+
+import pytest
 
 from conftest import ROOT
 
@@ -271,3 +274,58 @@ def test_targets_paired_difference_reads_one_tracer_against_another():
                                                   "bpftrace profile"])
     assert lines == ["cpu-bound, pipeprof -p minus bpftrace profile, cycle by cycle: +0.0200 "
                      "(95% CI +0.0200 to +0.0200), n=4"], lines
+
+
+def shifted_run(cost_of_cycle, cycles=60):
+    """A run whose untraced rate never moves, the A/A control's slowdowns spread evenly over
+    0.970-1.017 (none over 1.02), T's the same window by window plus cost_of_cycle(cycle, its
+    control's slowdown)."""
+    order = targets.schedule(["A/A control", "T"], cycles)
+    noise = [0.97005 + 0.0008 * c for c in range(cycles)]
+    rates = []
+    for i, config in enumerate(order):
+        c = i // 4
+        if config == "A/A control":
+            rates.append(100.0 / noise[c])
+        elif config == "T":
+            rates.append(100.0 / (noise[c] + cost_of_cycle(c, noise[c])))
+        else:
+            rates.append(100.0)
+    return windows_of(rates, order)
+
+
+def test_targets_a_uniform_cost_is_not_a_tail():
+    # A tracer that slows every window by 1% moves 10 of 60 over 1.02 where the control has none:
+    # the fixed-threshold tests flag it, though it slows no window more than the rest.
+    s = targets.summarize(shifted_run(lambda c, x: 0.01), 1.005)["T"]
+    assert (s["tails"]["windows"], s["tails"]["control_windows"]) == (10, 0), s["tails"]
+    assert s["paired_tails"]["p"] < 0.01, s["paired_tails"]
+    b = s["beyond_shift"]
+    assert abs(b["shift"] - 0.01) < 1e-9, b
+    assert b["tails"] == {"windows": 10, "control_windows": 10, "p": b["tails"]["p"]}, b
+    assert b["tails"]["p"] > 0.5, b
+    assert b["paired_tails"] == {"only_traced": 0, "only_control": 0, "p": 1.0}, b
+    line = targets.result_line(s, "pipeprof -p", 1.005)
+    assert "beyond its median's shift (the A/A control's windows moved by +0.0100): " \
+           "A/A control 10" in line, line
+
+
+def test_targets_a_tail_beyond_the_shift_is_still_found():
+    # Six windows of 60 slowed to 1.06, the rest untouched: the median barely moves, and the
+    # six stand out against the moved control too.
+    tail = {5, 15, 25, 35, 45, 55}
+    s = targets.summarize(shifted_run(lambda c, x: 1.06 - x if c in tail else 0.0), 1.005)["T"]
+    b = s["beyond_shift"]
+    assert 0 < b["shift"] < 0.003, b
+    assert b["tails"]["windows"] == 6 and b["tails"]["control_windows"] == 0, b
+    assert b["paired_tails"] == {"only_traced": 6, "only_control": 0, "p": 1 / 64}, b
+
+
+def test_loop_python_finds_a_bare_name_in_path(tmp_path):
+    # "--python python3" once made a link to the relative name "python3": the loop could not
+    # start, and the run ended in a traceback.
+    link = compare.loop_python("python3", str(tmp_path))
+    assert os.path.isabs(os.readlink(link)), os.readlink(link)
+    assert os.path.realpath(link) == os.path.realpath(shutil.which("python3"))
+    with pytest.raises(SystemExit, match="--python no-such-python: no such executable"):
+        compare.loop_python("no-such-python", str(tmp_path / "x"))

@@ -584,7 +584,12 @@ def settle_records(loop, pending):
 def loop_python(interpreter, tmp):
     """A link to the interpreter named COMM (the loops' command name). A virtual environment's
     interpreter finds its packages from pyvenv.cfg beside or above the path it was started by,
-    so for one the link gets a copy of that file and the environment's lib/ beside it."""
+    so for one the link gets a copy of that file and the environment's lib/ beside it. A bare
+    name (--python python3) is looked up in PATH: the link must not point to a relative one."""
+    found = shutil.which(interpreter)
+    if not found:
+        sys.exit("--python %s: no such executable (in PATH, for a bare name)" % interpreter)
+    interpreter = os.path.abspath(found)
     venv = os.path.dirname(os.path.dirname(os.path.abspath(interpreter)))
     if not os.path.exists(os.path.join(venv, "pyvenv.cfg")):
         python = os.path.join(tmp, COMM)
