@@ -24,7 +24,10 @@ independent, so an interval is a guide, not a guarantee; the A/A control's shoul
 A median can hide a tracer that slows a few windows a lot: each traced configuration's windows
 over 1.02 are counted beside the A/A control's, with Fisher's exact test and, since the host's
 slow spells make slow windows come in clusters, a sign test on the cycles where only one of the
-two was slow; and the longest step of those windows printed (a stall, or every step slower).
+two was slow; then both again with the A/A control's windows moved by the medians' difference,
+since a cost that slows every window alike moves windows over a fixed threshold too: only those
+ask for a tail beyond the cost; and the longest step of the slow windows printed (a stall, or
+every step slower).
 Another tracer in the run (--configs "...,bpftrace profile") gets the same figures, no verdict,
 and each target configuration's difference from it cycle by cycle, with its 95% interval: is a
 cost pipeprof's, or any tracer's of that kind?
