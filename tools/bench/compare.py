@@ -590,7 +590,7 @@ def loop_python(interpreter, tmp):
     if not found:
         sys.exit("--python %s: no such executable (in PATH, for a bare name)" % interpreter)
     interpreter = os.path.abspath(found)
-    venv = os.path.dirname(os.path.dirname(os.path.abspath(interpreter)))
+    venv = os.path.dirname(os.path.dirname(interpreter))
     if not os.path.exists(os.path.join(venv, "pyvenv.cfg")):
         python = os.path.join(tmp, COMM)
         os.symlink(interpreter, python)

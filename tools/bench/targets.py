@@ -140,8 +140,8 @@ def tails(values, control, threshold=TAIL, shift=0.0):
     and control windows alike (Fisher's exact test), that values would hold at least as many of
     the slow windows between them. A small p says the tracer makes slow windows of its own,
     which a median would hide. shift moves every control window first: a tracer that slows
-    every window alike by 0.35% moves windows over a fixed threshold too (58 of 535 against 43
-    on the CPU-bound loop, its noise 1.5%), so only the test with the control moved by the
+    every window alike by 0.35% moves windows over a fixed threshold too (the A/A control's 43
+    of 535 become 57 on the CPU-bound loop, its noise 1.5% a window), so only the test with the control moved by the
     medians' difference asks whether it has a tail beyond that cost."""
     k, kc, n, nc = sum(v > threshold for v in values), \
         sum(v + shift > threshold for v in control), len(values), len(control)
