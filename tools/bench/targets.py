@@ -141,8 +141,8 @@ def tails(values, control, threshold=TAIL, shift=0.0):
     the slow windows between them. A small p says the tracer makes slow windows of its own,
     which a median would hide. shift moves every control window first: a tracer that slows
     every window alike by 0.35% moves windows over a fixed threshold too (the A/A control's 43
-    of 535 become 57 on the CPU-bound loop, its noise 1.5% a window), so only the test with the control moved by the
-    medians' difference asks whether it has a tail beyond that cost."""
+    of 535 become 57 on the CPU-bound loop, its noise 1.5% a window), so only the test with the
+    control moved by the medians' difference asks whether it has a tail beyond that cost."""
     k, kc, n, nc = sum(v > threshold for v in values), \
         sum(v + shift > threshold for v in control), len(values), len(control)
     slow, total = k + kc, n + nc
@@ -231,6 +231,14 @@ def verdict(lo, hi, target):
     return "not resolved"
 
 
+def tail_tests(windows, config, values, control, shift=0.0):
+    """Both slow-window tests of config against the A/A control, its windows moved by shift."""
+    return {"tails": dict(zip(("windows", "control_windows", "p"),
+                              tails(values, control, shift=shift))),
+            "paired_tails": dict(zip(("only_traced", "only_control", "p"),
+                                     paired_tails(windows, config, shift=shift)))}
+
+
 def summarize(windows, target):
     slow, unbracketed = bracketed_slowdowns(windows)
     out = {}
@@ -247,18 +255,11 @@ def summarize(windows, target):
     control = slow.get(CONTROL)
     for config, s in out.items():
         if control and config != CONTROL:
-            s["tails"] = dict(zip(("windows", "control_windows", "p"),
-                                  tails(slow[config], control)))
-            s["paired_tails"] = dict(zip(("only_traced", "only_control", "p"),
-                                         paired_tails(windows, config)))
+            s.update(tail_tests(windows, config, slow[config], control))
             shift = s["median"] - statistics.median(control)
             if shift > 0:
-                s["beyond_shift"] = {
-                    "shift": shift,
-                    "tails": dict(zip(("windows", "control_windows", "p"),
-                                      tails(slow[config], control, shift=shift))),
-                    "paired_tails": dict(zip(("only_traced", "only_control", "p"),
-                                             paired_tails(windows, config, shift=shift)))}
+                s["beyond_shift"] = dict(tail_tests(windows, config, slow[config], control, shift),
+                                         shift=shift)
         # A slow window whose longest step is no longer than the rest's had every step slower;
         # one with a long step had a stall.
         longest = [w["step_ms"]["max"] for w in windows if w["config"] == config
